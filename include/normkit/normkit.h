@@ -1,0 +1,196 @@
+/*
+ * normkit: RMSNorm forward and backward for CUDA GPUs and CPUs, behind one C API.
+ *
+ * Conventions shared by every function here:
+ *  - Tensors are row-major matrices [rows, hidden] given by a pointer, a dtype and a row stride
+ *    counted in ELEMENTS (not bytes). A row stride of 0 means "contiguous" (= hidden); any
+ *    other stride must be >= hidden. Columns are always contiguous.
+ *  - Vectors ([hidden] weight, bias, dweight, dbias; [rows] rstd) are contiguous.
+ *  - All arithmetic is float32; results are rounded once to the output dtype
+ *    (round-to-nearest-even).
+ *  - Pointers for NK_BACKEND_CUDA are device pointers (or managed / mapped host memory) on the
+ *    current CUDA device; pointers for NK_BACKEND_CPU are host pointers.
+ *  - Every function returns a status. On failure nothing has been written to any output and
+ *    nk_last_error() returns a message naming the argument and its value.
+ *  - Index arithmetic is 64-bit: rows * row_stride may exceed 2^31.
+ *  - Results are deterministic: the same inputs on the same device and backend give the same
+ *    bits (dweight/dbias are reduced in a fixed order, without atomics).
+ *  - GPU calls allocate nothing and never synchronize the host, so they can be captured in a
+ *    CUDA graph.
+ */
+#ifndef NORMKIT_NORMKIT_H
+#define NORMKIT_NORMKIT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(_WIN32)
+#define NK_API __declspec(dllexport)
+#else
+#define NK_API __attribute__((visibility("default")))
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define NK_VERSION_MAJOR 0
+#define NK_VERSION_MINOR 1
+#define NK_VERSION_PATCH 0
+
+/** Status of every call. NK_SUCCESS is 0. */
+typedef enum nk_status {
+  NK_SUCCESS = 0,
+  NK_ERROR_INVALID_ARGUMENT = 1, /**< an argument breaks the contract; see nk_last_error() */
+  NK_ERROR_UNSUPPORTED = 2,      /**< valid, but not supported by this build or backend */
+  NK_ERROR_NO_DEVICE = 3,        /**< NK_BACKEND_CUDA asked for but no usable GPU or CUDA build */
+  NK_ERROR_CUDA = 4,             /**< a CUDA runtime call or kernel launch failed */
+  NK_ERROR_INTERNAL = 5          /**< a bug in normkit: please report the message */
+} nk_status;
+
+/** Element types. Values are stable (bindings store them). */
+typedef enum nk_dtype {
+  NK_FLOAT32 = 0,
+  NK_FLOAT16 = 1,  /**< IEEE binary16 */
+  NK_BFLOAT16 = 2  /**< bfloat16 */
+} nk_dtype;
+
+/** Where a call runs. */
+typedef enum nk_backend {
+  NK_BACKEND_CPU = 0,  /**< host memory, multithreaded */
+  NK_BACKEND_CUDA = 1  /**< device memory on the current CUDA device */
+} nk_backend;
+
+/**
+ * Forward: for each row r,
+ *   s[r]   = x[r] + residual[r]              (only when residual != NULL; else s = x)
+ *   rstd[r] = 1 / sqrt(mean_j(s[r][j]^2) + eps)
+ *   y[r][j] = s[r][j] * rstd[r] * w_eff[j] + bias[j]
+ * where w_eff = weight (or 1 + weight when zero_centered; 1 when weight is NULL) and the bias
+ * term is dropped when bias is NULL. With a residual, residual_out[r] = s[r] rounded to
+ * x_dtype is written, and s is normalized after that rounding (so y is a function of the
+ * stored residual_out, as the backward pass needs).
+ *
+ * Initialize with nk_rms_norm_fwd_args_init() and set the fields you use.
+ */
+typedef struct nk_rms_norm_fwd_args {
+  int64_t rows;   /**< number of rows, >= 1 */
+  int64_t hidden; /**< number of columns (normalized size), >= 1 */
+
+  const void* x;        /**< [rows, hidden], x_dtype, required */
+  nk_dtype x_dtype;
+  int64_t x_row_stride; /**< elements; 0 = hidden */
+
+  const void* residual;        /**< [rows, hidden], x_dtype, optional */
+  int64_t residual_row_stride; /**< elements; 0 = hidden */
+  void* residual_out;          /**< [rows, hidden], x_dtype; required iff residual != NULL */
+  int64_t residual_out_row_stride; /**< elements; 0 = hidden */
+
+  const void* weight;    /**< [hidden], weight_dtype, optional (NULL = all ones) */
+  const void* bias;      /**< [hidden], weight_dtype, optional */
+  nk_dtype weight_dtype; /**< dtype of weight and bias */
+  int zero_centered;     /**< nonzero: scale by (1 + weight), the Gemma convention */
+  float eps;             /**< added to the mean square; finite and >= 0 */
+
+  void* y;              /**< [rows, hidden], y_dtype, required */
+  nk_dtype y_dtype;
+  int64_t y_row_stride; /**< elements; 0 = hidden */
+
+  float* rstd; /**< [rows] float32, optional: 1/sqrt(mean square + eps) per row */
+} nk_rms_norm_fwd_args;
+
+/**
+ * Backward of nk_rms_norm_fwd. With s the normalized input (x, or residual_out when the
+ * forward fused a residual), xhat = s * rstd and g = dy * w_eff:
+ *   dx[r][j]   = rstd[r] * (g[j] - xhat[j] * mean_k(g[k] * xhat[k])) + dresidual_out[r][j]
+ *   dweight[j] = sum_r dy[r][j] * xhat[r][j]
+ *   dbias[j]   = sum_r dy[r][j]
+ * When the forward had a residual, dx is the gradient for both x and residual.
+ * dweight and dbias need a workspace: see nk_rms_norm_bwd_workspace_size().
+ */
+typedef struct nk_rms_norm_bwd_args {
+  int64_t rows;   /**< >= 1 */
+  int64_t hidden; /**< >= 1 */
+
+  const void* dy;        /**< [rows, hidden], dy_dtype, required: gradient of y */
+  nk_dtype dy_dtype;
+  int64_t dy_row_stride; /**< elements; 0 = hidden */
+
+  const void* x;        /**< [rows, hidden], x_dtype, required: the normalized input s */
+  nk_dtype x_dtype;
+  int64_t x_row_stride; /**< elements; 0 = hidden */
+
+  const float* rstd; /**< [rows] float32, required: as written by the forward */
+
+  const void* weight;    /**< [hidden], weight_dtype, optional (NULL = all ones) */
+  nk_dtype weight_dtype; /**< dtype of weight, dweight and dbias */
+  int zero_centered;     /**< as in the forward */
+
+  const void* dresidual_out;        /**< [rows, hidden], x_dtype, optional: added into dx */
+  int64_t dresidual_out_row_stride; /**< elements; 0 = hidden */
+
+  void* dx;              /**< [rows, hidden], x_dtype, required */
+  int64_t dx_row_stride; /**< elements; 0 = hidden */
+
+  void* dweight; /**< [hidden], weight_dtype, optional: gradient of weight */
+  void* dbias;   /**< [hidden], weight_dtype, optional */
+
+  void* workspace;        /**< scratch for dweight/dbias partial sums, or NULL */
+  size_t workspace_bytes; /**< size of workspace */
+} nk_rms_norm_bwd_args;
+
+/** Fills *args with defaults: NULL pointers, float32 dtypes, contiguous strides, eps 1e-6. */
+NK_API void nk_rms_norm_fwd_args_init(nk_rms_norm_fwd_args* args);
+/** Fills *args with defaults: NULL pointers, float32 dtypes, contiguous strides, no workspace. */
+NK_API void nk_rms_norm_bwd_args_init(nk_rms_norm_bwd_args* args);
+
+/**
+ * RMSNorm forward on `backend`. `stream` is a cudaStream_t for NK_BACKEND_CUDA (NULL = the
+ * default stream) and ignored for NK_BACKEND_CPU. Asynchronous on CUDA.
+ */
+NK_API nk_status nk_rms_norm_fwd(const nk_rms_norm_fwd_args* args, nk_backend backend,
+                                 void* stream);
+
+/**
+ * Workspace query: the number of bytes nk_rms_norm_bwd needs in args->workspace for these
+ * args (0 when neither dweight nor dbias is requested). The size depends only on rows,
+ * hidden, which of dweight/dbias are requested, the backend and (for CUDA) the current
+ * device. Pointers in args other than dweight/dbias are not looked at.
+ */
+NK_API nk_status nk_rms_norm_bwd_workspace_size(const nk_rms_norm_bwd_args* args,
+                                                nk_backend backend, size_t* bytes);
+
+/**
+ * RMSNorm backward on `backend`. If dweight or dbias is requested, args->workspace must
+ * point to at least nk_rms_norm_bwd_workspace_size() bytes (16-byte aligned) in the
+ * backend's memory; calling with workspace == NULL fails with a message giving the size.
+ */
+NK_API nk_status nk_rms_norm_bwd(const nk_rms_norm_bwd_args* args, nk_backend backend,
+                                 void* stream);
+
+/** Message describing the last failed call on this thread ("" if none). Valid until the next call. */
+NK_API const char* nk_last_error(void);
+
+/** Name of a status ("NK_SUCCESS", ...). */
+NK_API const char* nk_status_name(nk_status status);
+
+/** Name of a dtype ("float32", "float16", "bfloat16"), or "invalid". */
+NK_API const char* nk_dtype_name(nk_dtype dtype);
+
+/** Bytes per element of a dtype (0 for an invalid dtype). */
+NK_API size_t nk_dtype_size(nk_dtype dtype);
+
+/** Nonzero when this build contains the CUDA backend. */
+NK_API int nk_has_cuda_build(void);
+
+/** Number of usable CUDA devices (0 in a CPU-only build or without a driver/GPU). */
+NK_API int nk_cuda_device_count(void);
+
+/** Library version string, e.g. "0.1.0 (cuda sm_80,sm_90)". */
+NK_API const char* nk_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* NORMKIT_NORMKIT_H */

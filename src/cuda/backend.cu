@@ -1,0 +1,182 @@
+// CUDA backend entry points: device facts, vector-width choice, configuration, dispatch.
+#include <algorithm>
+#include <mutex>
+#include <sstream>
+#include <vector>
+
+#include "cuda/cuda_backend.h"
+#include "cuda/cuda_check.h"
+#include "cuda/launch_common.cuh"
+#include "cuda/launchers.h"
+
+namespace normkit::cuda {
+namespace {
+
+std::string shape_context(const char* op, int64_t rows, int64_t hidden, nk_dtype a, nk_dtype b,
+                          nk_dtype c, const LaunchConfig& cfg) {
+  std::ostringstream s;
+  s << op << " rows=" << rows << " hidden=" << hidden << " dtypes " << nk_dtype_name(a) << "/"
+    << nk_dtype_name(b) << "/" << nk_dtype_name(c) << "; config " << cfg.describe();
+  return s.str();
+}
+
+KernelFacts kernel_facts(const DeviceFacts& d) {
+  KernelFacts k;
+  k.sm_count = d.sm_count;
+  k.cluster_launch = d.cluster_launch;
+  k.max_cluster = 8;
+  return k;
+}
+
+// One matrix or vector operand, for choosing the vector width.
+struct Operand {
+  const void* ptr;
+  size_t element_bytes;
+  int64_t row_stride;  // elements; ignored for vectors and single rows
+};
+
+// The widest vector (in elements) such that every row start of every operand is aligned to
+// the access size min(16 bytes, vec * element size).
+int vector_width(int64_t rows, const std::vector<Operand>& operands) {
+  size_t smallest = 16;
+  for (const Operand& o : operands) {
+    if (o.ptr) smallest = std::min(smallest, o.element_bytes);
+  }
+  int vec = static_cast<int>(16 / smallest);
+  while (vec > 1) {
+    bool aligned = true;
+    for (const Operand& o : operands) {
+      if (!o.ptr) continue;
+      const size_t access = std::min<size_t>(16, vec * o.element_bytes);
+      const bool ptr_ok = reinterpret_cast<uintptr_t>(o.ptr) % access == 0;
+      const bool stride_ok =
+          rows == 1 || (static_cast<size_t>(o.row_stride) * o.element_bytes) % access == 0;
+      aligned = aligned && ptr_ok && stride_ok;
+    }
+    if (aligned) break;
+    vec /= 2;
+  }
+  return vec;
+}
+
+int fwd_vector_width(const nk_rms_norm_fwd_args& a) {
+  const size_t xs = nk_dtype_size(a.x_dtype), ws = nk_dtype_size(a.weight_dtype);
+  return vector_width(a.rows, {{a.x, xs, a.x_row_stride},
+                               {a.residual, xs, a.residual_row_stride},
+                               {a.residual_out, xs, a.residual_out_row_stride},
+                               {a.y, nk_dtype_size(a.y_dtype), a.y_row_stride},
+                               {a.weight, ws, 0},
+                               {a.bias, ws, 0}});
+}
+
+int bwd_vector_width(const nk_rms_norm_bwd_args& a) {
+  const size_t xs = nk_dtype_size(a.x_dtype);
+  return vector_width(a.rows, {{a.x, xs, a.x_row_stride},
+                               {a.dy, nk_dtype_size(a.dy_dtype), a.dy_row_stride},
+                               {a.dresidual_out, xs, a.dresidual_out_row_stride},
+                               {a.dx, xs, a.dx_row_stride},
+                               {a.weight, nk_dtype_size(a.weight_dtype), 0}});
+}
+
+int natural_vec(nk_dtype a, nk_dtype b, nk_dtype c) {
+  const size_t smallest = std::min({nk_dtype_size(a), nk_dtype_size(b), nk_dtype_size(c)});
+  return static_cast<int>(16 / smallest);
+}
+
+}  // namespace
+
+int device_count() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaGetLastError();  // clear the sticky "no driver" error
+    return 0;
+  }
+  return count;
+}
+
+const DeviceFacts& current_device_facts() {
+  static std::mutex mutex;
+  static std::vector<DeviceFacts> cache;
+  if (device_count() == 0) throw Error(NK_ERROR_NO_DEVICE, "no CUDA device is available");
+  int device = 0;
+  check_cuda(cudaGetDevice(&device), "cudaGetDevice");
+  std::lock_guard<std::mutex> lock(mutex);
+  for (const DeviceFacts& f : cache) {
+    if (f.device == device) return f;
+  }
+  cudaDeviceProp prop{};
+  check_cuda(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties");
+  DeviceFacts f;
+  f.device = device;
+  f.sm_count = prop.multiProcessorCount;
+  f.major = prop.major;
+  f.minor = prop.minor;
+  f.l2_bytes = prop.l2CacheSize;
+  f.smem_per_block_optin = prop.sharedMemPerBlockOptin;
+  f.smem_per_sm = prop.sharedMemPerMultiprocessor;
+  f.max_threads_per_sm = prop.maxThreadsPerMultiProcessor;
+  f.cluster_launch = prop.major >= 9;
+  f.name = prop.name;
+  cache.reserve(16);
+  cache.push_back(f);
+  return cache.back();
+}
+
+void rms_norm_fwd(const nk_rms_norm_fwd_args& a, void* stream) {
+  const LaunchConfig cfg =
+      plan_fwd(a.rows, a.hidden, fwd_vector_width(a), kernel_facts(current_device_facts()));
+  const auto s = static_cast<cudaStream_t>(stream);
+  try {
+    dispatch_dtype(a.x_dtype, "rms_norm_fwd x",
+                   [&](auto x) { launch_fwd_for_x<decltype(x)>(a, cfg, s); });
+  } catch (const Error& e) {
+    throw Error(e.status(), std::string(e.what()) + "; " +
+                                shape_context("rms_norm_fwd", a.rows, a.hidden, a.x_dtype,
+                                              a.weight_dtype, a.y_dtype, cfg));
+  }
+}
+
+size_t rms_norm_bwd_workspace_bytes(int64_t rows, int64_t hidden, bool want_dweight,
+                                    bool want_dbias) {
+  return static_cast<size_t>(bwd_workspace_bytes(
+      rows, hidden, kernel_facts(current_device_facts()), want_dweight, want_dbias));
+}
+
+void rms_norm_bwd(const nk_rms_norm_bwd_args& a, void* stream) {
+  const LaunchConfig cfg =
+      plan_bwd(a.rows, a.hidden, bwd_vector_width(a), kernel_facts(current_device_facts()));
+  float* partial_dweight = nullptr;
+  float* partial_dbias = nullptr;
+  if (a.dweight || a.dbias) {
+    float* ws = static_cast<float*>(a.workspace);
+    const int64_t per_output = cfg.slots * a.hidden;
+    if (a.dweight) partial_dweight = ws;
+    if (a.dbias) partial_dbias = ws + (a.dweight ? per_output : 0);
+  }
+  const auto s = static_cast<cudaStream_t>(stream);
+  try {
+    dispatch_dtype(a.x_dtype, "rms_norm_bwd x", [&](auto x) {
+      launch_bwd_for_x<decltype(x)>(a, cfg, partial_dweight, partial_dbias, s);
+    });
+  } catch (const Error& e) {
+    throw Error(e.status(), std::string(e.what()) + "; " +
+                                shape_context("rms_norm_bwd", a.rows, a.hidden, a.x_dtype,
+                                              a.weight_dtype, a.dy_dtype, cfg));
+  }
+}
+
+std::string explain_fwd(int64_t rows, int64_t hidden, nk_dtype x, nk_dtype w, nk_dtype y) {
+  const int vec = natural_vec(x, w, y);
+  return plan_fwd(rows, hidden, hidden % vec == 0 ? vec : 1,
+                  kernel_facts(current_device_facts()))
+      .describe();
+}
+
+std::string explain_bwd(int64_t rows, int64_t hidden, nk_dtype x, nk_dtype w, nk_dtype dy) {
+  const int vec = natural_vec(x, w, dy);
+  return plan_bwd(rows, hidden, hidden % vec == 0 ? vec : 1,
+                  kernel_facts(current_device_facts()))
+      .describe();
+}
+
+}  // namespace normkit::cuda

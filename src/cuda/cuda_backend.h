@@ -1,0 +1,45 @@
+// CUDA backend entry points, as seen from the C API (plain C++: no CUDA headers here, so
+// src/api.cpp compiles without nvcc). Arguments arrive validated with every row stride
+// resolved (never 0). Failures are reported by throwing normkit::Error.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "normkit/normkit.h"
+
+namespace normkit::cuda {
+
+// Facts about the current device that the launch configuration depends on.
+struct DeviceFacts {
+  int device = 0;
+  int sm_count = 0;
+  int major = 0, minor = 0;
+  size_t l2_bytes = 0;
+  size_t smem_per_block_optin = 0;  // max dynamic + static shared memory per block
+  size_t smem_per_sm = 0;
+  int max_threads_per_sm = 0;
+  bool cluster_launch = false;  // sm_90+: thread-block clusters available
+  std::string name;
+};
+
+// Number of devices the runtime sees (0 when there is no driver or GPU; never throws).
+int device_count();
+
+// Facts about the current device (cached per device). Throws Error(NK_ERROR_NO_DEVICE) if none.
+const DeviceFacts& current_device_facts();
+
+void rms_norm_fwd(const nk_rms_norm_fwd_args& args, void* stream);
+
+size_t rms_norm_bwd_workspace_bytes(int64_t rows, int64_t hidden, bool want_dweight,
+                                    bool want_dbias);
+
+void rms_norm_bwd(const nk_rms_norm_bwd_args& args, void* stream);
+
+// Human-readable description of the launch configuration chosen for a shape and dtypes
+// (for `normkit bench --explain`).
+std::string explain_fwd(int64_t rows, int64_t hidden, nk_dtype x, nk_dtype w, nk_dtype y);
+std::string explain_bwd(int64_t rows, int64_t hidden, nk_dtype x, nk_dtype w, nk_dtype dy);
+
+}  // namespace normkit::cuda

@@ -1,0 +1,81 @@
+// Shared launcher machinery: dtype and vector-width dispatch, cluster launches, error checks.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <string>
+
+#include "common/error.h"
+#include "cuda/cuda_check.h"
+#include "cuda/kernel_params.h"
+#include "cuda/launch_config.h"
+
+namespace normkit::cuda {
+
+// Calls f(T{}) with the C++ type of `dtype`.
+template <typename F>
+void dispatch_dtype(nk_dtype dtype, const char* what, F&& f) {
+  switch (dtype) {
+    case NK_FLOAT32: return f(float{});
+    case NK_FLOAT16: return f(__half{});
+    case NK_BFLOAT16: return f(__nv_bfloat16{});
+  }
+  throw Error(NK_ERROR_INTERNAL, std::string(what) + ": unhandled dtype " +
+                                     std::to_string(static_cast<int>(dtype)));
+}
+
+// Calls f(std::integral_constant<int, VEC>{}) for the configured vector width.
+template <typename F>
+void dispatch_vec(int vec, const char* what, F&& f) {
+  switch (vec) {
+    case 1: return f(std::integral_constant<int, 1>{});
+    case 2: return f(std::integral_constant<int, 2>{});
+    case 4: return f(std::integral_constant<int, 4>{});
+    case 8: return f(std::integral_constant<int, 8>{});
+  }
+  throw Error(NK_ERROR_INTERNAL, std::string(what) + ": unhandled vector width " +
+                                     std::to_string(vec));
+}
+
+inline RowShape row_shape(int64_t rows, int64_t hidden, const LaunchConfig& cfg) {
+  RowShape s;
+  s.rows = rows;
+  s.hidden = hidden;
+  s.inv_hidden = 1.0f / static_cast<float>(hidden);
+  s.items = cfg.items;
+  s.cluster_size = cfg.cluster_size;
+  s.cols_per_cta = cfg.cols_per_cta;
+  return s;
+}
+
+// Launches kernel<<<grid, block>>> with consecutive CTAs grouped in clusters of `cluster`.
+template <typename... KernelArgs, typename... Args>
+void launch(void (*kernel)(KernelArgs...), int64_t grid, dim3 block, int cluster,
+            cudaStream_t stream, const char* what, Args... args) {
+  if (grid > 0x7fffffff) {
+    throw Error(NK_ERROR_UNSUPPORTED, std::string(what) + ": grid of " + std::to_string(grid) +
+                                          " CTAs exceeds the CUDA limit");
+  }
+  cudaLaunchConfig_t config = {};
+  config.gridDim = dim3(static_cast<unsigned>(grid));
+  config.blockDim = block;
+  config.stream = stream;
+  cudaLaunchAttribute attribute[1];
+  if (cluster > 1) {
+    if (cluster > 8) {
+      check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1),
+                 "cudaFuncSetAttribute(NonPortableClusterSizeAllowed)", what);
+    }
+    attribute[0].id = cudaLaunchAttributeClusterDimension;
+    attribute[0].val.clusterDim.x = cluster;
+    attribute[0].val.clusterDim.y = 1;
+    attribute[0].val.clusterDim.z = 1;
+    config.attrs = attribute;
+    config.numAttrs = 1;
+  }
+  check_cuda(cudaLaunchKernelEx(&config, kernel, args...), "kernel launch", what);
+}
+
+}  // namespace normkit::cuda

@@ -1,0 +1,120 @@
+#include "cuda/launch_config.h"
+
+#include <algorithm>
+#include <sstream>
+
+namespace normkit::cuda {
+namespace {
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+int next_pow2(int64_t v) {
+  int p = 1;
+  while (p < v) p *= 2;
+  return p;
+}
+
+// Threads per row for `nvec` vectors: enough that each thread holds about 4 vectors (several
+// 16-byte loads in flight per thread), a power of two so sub-warp shuffles line up.
+int threads_for(int64_t nvec, int max_threads) {
+  return static_cast<int>(std::min<int64_t>(next_pow2(ceil_div(nvec, 4)), max_threads));
+}
+
+// Fills the in-CTA shape for a CTA that covers `nvec_cta` vectors of one row.
+void shape_cta(LaunchConfig& c, int64_t nvec_cta, int max_threads) {
+  c.threads_per_row = threads_for(nvec_cta, max_threads);
+  c.items = static_cast<int>(ceil_div(nvec_cta, c.threads_per_row));
+}
+
+// Several rows per block when a row needs less than a warp, but never so many that the grid
+// leaves SMs idle.
+int rows_per_block_for(int threads_per_row, int64_t rows, int sm_count) {
+  if (threads_per_row > 32) return 1;
+  int r = std::max(1, 256 / threads_per_row);
+  const int64_t want_blocks = 2LL * sm_count;
+  while (r > 1 && ceil_div(rows, r) < want_blocks) r /= 2;
+  return r;
+}
+
+// CTAs per row: enough to hold the row on chip, and, when there are too few rows to fill the
+// device, more (each still covering at least `min_vec_per_cta` vectors).
+int cluster_size_for(int64_t rows, int64_t nvec, int64_t capacity_vec, int64_t min_vec_per_cta,
+                     const KernelFacts& f) {
+  if (!f.cluster_launch) return nvec <= capacity_vec ? 1 : 0;
+  int64_t c = ceil_div(nvec, capacity_vec);
+  if (c > f.max_cluster) return 0;
+  if (rows < f.sm_count) {
+    const int64_t for_fill = ceil_div(f.sm_count, rows);
+    const int64_t by_size = std::max<int64_t>(1, nvec / min_vec_per_cta);
+    c = std::max(c, std::min({for_fill, by_size, static_cast<int64_t>(f.max_cluster)}));
+  }
+  return static_cast<int>(c);
+}
+
+LaunchConfig plan(int64_t rows, int64_t hidden, int vec, const KernelFacts& f, int items_max,
+                  int max_threads, bool persistent) {
+  LaunchConfig c;
+  c.vec = vec;
+  const int64_t nvec = ceil_div(hidden, vec);
+  const int64_t capacity_vec = static_cast<int64_t>(max_threads) * items_max;
+  const int cluster = cluster_size_for(rows, nvec, capacity_vec, 128, f);
+  const int64_t max_slots = bwd_max_slots(rows, f);
+
+  if (cluster == 0) {
+    c.plan = RowPlan::kStreaming;
+    c.threads_per_row = kStreamingThreads;
+    c.items = 1;
+    c.cols_per_cta = hidden;
+    c.grid = persistent ? max_slots : rows;
+    c.slots = persistent ? c.grid : 0;
+    return c;
+  }
+  c.cluster_size = cluster;
+  c.plan = cluster > 1 ? RowPlan::kCluster : RowPlan::kRegisters;
+  const int64_t nvec_cta = ceil_div(nvec, cluster);
+  c.cols_per_cta = nvec_cta * vec;
+  shape_cta(c, nvec_cta, max_threads);
+  c.rows_per_block = cluster > 1 ? 1 : rows_per_block_for(c.threads_per_row, rows, f.sm_count);
+  const int64_t row_groups = ceil_div(rows, c.rows_per_block);
+  if (persistent) {
+    c.slots = std::min<int64_t>(row_groups, std::max<int64_t>(1, max_slots / cluster));
+    c.grid = c.slots * cluster;
+  } else {
+    c.grid = row_groups * cluster;
+  }
+  return c;
+}
+
+}  // namespace
+
+std::string LaunchConfig::describe() const {
+  std::ostringstream s;
+  const char* name = plan == RowPlan::kRegisters ? "registers"
+                     : plan == RowPlan::kCluster ? "cluster"
+                                                 : "streaming";
+  s << name << " vec=" << vec << " threads/row=" << threads_per_row
+    << " rows/block=" << rows_per_block << " items=" << items << " cluster=" << cluster_size
+    << " cols/cta=" << cols_per_cta << " grid=" << grid;
+  if (slots) s << " slots=" << slots;
+  return s.str();
+}
+
+LaunchConfig plan_fwd(int64_t rows, int64_t hidden, int vec, const KernelFacts& facts) {
+  return plan(rows, hidden, vec, facts, fwd_items_max(vec), kFwdMaxThreadsPerRow, false);
+}
+
+LaunchConfig plan_bwd(int64_t rows, int64_t hidden, int vec, const KernelFacts& facts) {
+  return plan(rows, hidden, vec, facts, bwd_items_max(vec), kBwdMaxThreadsPerRow, true);
+}
+
+int64_t bwd_max_slots(int64_t rows, const KernelFacts& facts) {
+  return std::min<int64_t>(rows, 2LL * facts.sm_count);
+}
+
+int64_t bwd_workspace_bytes(int64_t rows, int64_t hidden, const KernelFacts& facts,
+                            bool want_dweight, bool want_dbias) {
+  const int64_t outputs = (want_dweight ? 1 : 0) + (want_dbias ? 1 : 0);
+  return outputs * bwd_max_slots(rows, facts) * hidden * static_cast<int64_t>(sizeof(float));
+}
+
+}  // namespace normkit::cuda

@@ -1,0 +1,64 @@
+// The launch configuration: a pure function of the problem (shape, dtypes, alignment) and the
+// device facts. Plain C++ with no CUDA headers, so it is unit-testable on any machine and
+// printable by `normkit bench --explain`.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace normkit::cuda {
+
+// How a kernel covers a row.
+enum class RowPlan {
+  kRegisters,  // a row (or a row chunk per cluster CTA) held in registers: one HBM pass
+  kCluster,    // kRegisters with each row split over the CTAs of a thread-block cluster
+  kStreaming,  // rows too long for on-chip storage: two passes, the second mostly from L2
+};
+
+struct KernelFacts {
+  int sm_count = 132;
+  bool cluster_launch = true;  // sm_90+
+  int max_cluster = 8;         // 8 portable; 16 where the device allows non-portable sizes
+};
+
+struct LaunchConfig {
+  RowPlan plan = RowPlan::kRegisters;
+  int vec = 1;               // elements per vector access
+  int threads_per_row = 32;  // blockDim.x
+  int rows_per_block = 1;    // blockDim.y
+  int items = 1;             // vectors per thread per row (<= items_max(vec))
+  int cluster_size = 1;      // CTAs per row
+  int64_t cols_per_cta = 0;  // columns each CTA of a cluster covers (multiple of vec)
+  int64_t grid = 1;          // CTAs
+  int64_t slots = 0;         // backward: rows of dweight/dbias partial sums (0 = none)
+
+  std::string describe() const;
+};
+
+// Register budget per thread, in elements of a row: forward holds x; backward x and dy plus
+// dweight/dbias accumulators.
+constexpr int kFwdElemsPerThread = 64;
+constexpr int kBwdElemsPerThread = 32;
+constexpr int kFwdMaxThreadsPerRow = 512;
+constexpr int kBwdMaxThreadsPerRow = 256;
+constexpr int kStreamingThreads = 512;
+
+// Vectors per thread per row that the register kernels hold (a compile-time bound). Narrow
+// vectors get fewer elements: each needs its own address arithmetic, which would spill.
+constexpr int fwd_items_max(int vec) { return vec >= 4 ? kFwdElemsPerThread / vec : 16; }
+constexpr int bwd_items_max(int vec) { return vec >= 4 ? kBwdElemsPerThread / vec : 8; }
+
+// vec: the widest access (in elements, power of two <= 16 / smallest element size) that every
+// row of every matrix operand allows; computed by the launcher from pointers and strides.
+LaunchConfig plan_fwd(int64_t rows, int64_t hidden, int vec, const KernelFacts& facts);
+LaunchConfig plan_bwd(int64_t rows, int64_t hidden, int vec, const KernelFacts& facts);
+
+// Upper bound on plan_bwd(...).slots for any vec: the workspace query cannot know the
+// alignment of the pointers that a later call will pass.
+int64_t bwd_max_slots(int64_t rows, const KernelFacts& facts);
+
+// Bytes of dweight/dbias partial sums a backward call on `rows` x `hidden` needs.
+int64_t bwd_workspace_bytes(int64_t rows, int64_t hidden, const KernelFacts& facts,
+                            bool want_dweight, bool want_dbias);
+
+}  // namespace normkit::cuda

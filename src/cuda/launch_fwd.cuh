@@ -1,0 +1,51 @@
+// Forward launcher template, included by the per-x-dtype translation units.
+#pragma once
+
+#include "cuda/launch_common.cuh"
+#include "cuda/launchers.h"
+#include "cuda/rms_norm_fwd_kernels.cuh"
+
+namespace normkit::cuda {
+
+template <typename XT, typename WT, typename YT>
+void launch_fwd(const nk_rms_norm_fwd_args& a, const LaunchConfig& cfg, cudaStream_t stream) {
+  FwdParams p;
+  p.shape = row_shape(a.rows, a.hidden, cfg);
+  p.x = a.x;
+  p.x_stride = a.x_row_stride;
+  p.residual = a.residual;
+  p.residual_stride = a.residual_row_stride;
+  p.residual_out = a.residual_out;
+  p.residual_out_stride = a.residual_out_row_stride;
+  p.weight = a.weight;
+  p.bias = a.bias;
+  p.zero_centered = a.zero_centered != 0;
+  p.eps = a.eps;
+  p.y = a.y;
+  p.y_stride = a.y_row_stride;
+  p.rstd = a.rstd;
+  dispatch_vec(cfg.vec, "rms_norm_fwd", [&](auto vec_constant) {
+    constexpr int VEC = decltype(vec_constant)::value;
+    if (cfg.plan == RowPlan::kStreaming) {
+      launch(rms_norm_fwd_streaming<XT, WT, YT, VEC>, cfg.grid, dim3(cfg.threads_per_row), 1,
+             stream, "rms_norm_fwd (streaming)", p);
+    } else {
+      constexpr int IMAX = fwd_items_max(VEC);
+      launch(rms_norm_fwd_registers<XT, WT, YT, VEC, IMAX>, cfg.grid,
+             dim3(cfg.threads_per_row, cfg.rows_per_block), cfg.cluster_size, stream,
+             "rms_norm_fwd (registers)", p);
+    }
+  });
+}
+
+template <typename XT>
+void launch_fwd_for_x(const nk_rms_norm_fwd_args& a, const LaunchConfig& cfg,
+                      cudaStream_t stream) {
+  dispatch_dtype(a.weight_dtype, "rms_norm_fwd weight", [&](auto w) {
+    dispatch_dtype(a.y_dtype, "rms_norm_fwd y", [&](auto y) {
+      launch_fwd<XT, decltype(w), decltype(y)>(a, cfg, stream);
+    });
+  });
+}
+
+}  // namespace normkit::cuda

@@ -1,0 +1,228 @@
+// RMSNorm backward kernels: dx per row, and per-slot float32 partial sums of dweight/dbias
+// (a slot is a fixed set of rows: CTA or cluster `slot` handles rows slot, slot + slots, ...),
+// reduced over slots in a fixed order by reduce_partials: bitwise deterministic, no atomics.
+#pragma once
+
+#include "cuda/element.cuh"
+#include "cuda/kernel_params.h"
+#include "cuda/reduce.cuh"
+#include "cuda/rms_norm_fwd_kernels.cuh"
+
+namespace normkit::cuda {
+
+template <typename WT, int VEC>
+__device__ __forceinline__ void load_bwd_scale(const BwdParams& p, int64_t col, int64_t n,
+                                               float* w) {
+  if (p.weight) {
+    load_upto<WT, VEC>(static_cast<const WT*>(p.weight) + col, n, w);
+    if (p.zero_centered) {
+#pragma unroll
+      for (int k = 0; k < VEC; ++k) w[k] += 1.0f;
+    }
+  } else {
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) w[k] = 1.0f;
+  }
+}
+
+// dx = rstd * (g - xhat * mean(g * xhat)) (+ dresidual_out), stored as XT.
+template <typename XT, int VEC>
+__device__ __forceinline__ void store_dx(const BwdParams& p, int64_t row, int64_t col, int64_t n,
+                                         const float* xhat, const float* g, float rstd,
+                                         float mean) {
+  float dx[VEC];
+#pragma unroll
+  for (int k = 0; k < VEC; ++k) dx[k] = rstd * (g[k] - xhat[k] * mean);
+  if (p.dresidual_out) {
+    float d[VEC];
+    load_upto<XT, VEC>(static_cast<const XT*>(p.dresidual_out) + row * p.dresidual_out_stride + col,
+                       n, d);
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) dx[k] += d[k];
+  }
+  store_upto<XT, VEC>(static_cast<XT*>(p.dx) + row * p.dx_stride + col, n, dx);
+}
+
+// Largest row chunk (in elements) that a CTA with several rows per block covers; the
+// launcher uses rows_per_block > 1 only for rows of at most 32 threads x kBwdElemsPerThread.
+constexpr int kBwdGroupCols = 32 * 32;
+
+// Persistent: CTA (or cluster) `slot` walks rows slot, slot + slots, ... keeping its row part
+// in registers and its dweight/dbias partial sums in registers across rows.
+template <typename XT, typename WT, typename DYT, int VEC, int IMAX>
+__global__ void __launch_bounds__(256) rms_norm_bwd_registers(BwdParams p) {
+  __shared__ float scratch[kMaxWarps];
+  __shared__ float cluster_slot;
+  __shared__ float group_sum_w[kBwdGroupCols];
+  __shared__ float group_sum_b[kBwdGroupCols];
+  const RowShape& shape = p.shape;
+  const int cluster = shape.cluster_size;
+  const int rank = blockIdx.x % cluster;
+  const int64_t slot = blockIdx.x / cluster;
+  const int64_t slots = gridDim.x / cluster;
+  const int64_t col_begin = rank * shape.cols_per_cta;
+  const int64_t col_end = min(shape.hidden, col_begin + shape.cols_per_cta);
+  const bool want_w = p.partial_dweight != nullptr, want_b = p.partial_dbias != nullptr;
+
+  float acc_w[IMAX][VEC], acc_b[IMAX][VEC];
+#pragma unroll
+  for (int i = 0; i < IMAX; ++i) {
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) acc_w[i][k] = acc_b[i][k] = 0.0f;
+  }
+
+  // Trip count is uniform over the block and the cluster (it depends on slot only).
+  for (int64_t base = slot * blockDim.y; base < shape.rows; base += slots * blockDim.y) {
+    const int64_t row = base + threadIdx.y;
+    const bool valid = row < shape.rows;
+    const float rstd = valid ? p.rstd[row] : 0.0f;
+    float xhat[IMAX][VEC], g[IMAX][VEC];
+    float dot = 0.0f;
+#pragma unroll
+    for (int i = 0; i < IMAX; ++i) {
+      const int64_t col = col_begin + (static_cast<int64_t>(i) * blockDim.x + threadIdx.x) * VEC;
+      const int64_t n = col_end - col;
+      if (i < shape.items && valid && n > 0) {
+        float dy[VEC], w[VEC];
+        load_upto<XT, VEC>(static_cast<const XT*>(p.x) + row * p.x_stride + col, n, xhat[i]);
+        load_upto<DYT, VEC>(static_cast<const DYT*>(p.dy) + row * p.dy_stride + col, n, dy);
+        load_bwd_scale<WT, VEC>(p, col, n, w);
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) {
+          xhat[i][k] *= rstd;
+          g[i][k] = dy[k] * w[k];
+          dot += g[i][k] * xhat[i][k];
+          acc_w[i][k] += dy[k] * xhat[i][k];
+          acc_b[i][k] += dy[k];
+        }
+      } else {
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) xhat[i][k] = g[i][k] = 0.0f;
+      }
+    }
+    dot = row_sum(dot, shape, scratch, &cluster_slot);
+    if (valid) {
+      const float mean = dot * shape.inv_hidden;
+#pragma unroll
+      for (int i = 0; i < IMAX; ++i) {
+        const int64_t col =
+            col_begin + (static_cast<int64_t>(i) * blockDim.x + threadIdx.x) * VEC;
+        const int64_t n = col_end - col;
+        if (i < shape.items && n > 0) store_dx<XT, VEC>(p, row, col, n, xhat[i], g[i], rstd, mean);
+      }
+    }
+  }
+  if (!want_w && !want_b) return;
+
+  // Several rows per block: add the row groups' sums in shared memory, group by group in a
+  // fixed order, and let group 0 write the slot's partial sums.
+  if (blockDim.y > 1) {
+    for (int group = 0; group < static_cast<int>(blockDim.y); ++group) {
+      if (static_cast<int>(threadIdx.y) == group) {
+#pragma unroll
+        for (int i = 0; i < IMAX; ++i) {
+#pragma unroll
+          for (int k = 0; k < VEC; ++k) {
+            const int64_t c = (static_cast<int64_t>(i) * blockDim.x + threadIdx.x) * VEC + k;
+            if (i < shape.items && c < kBwdGroupCols) {
+              group_sum_w[c] = (group == 0 ? 0.0f : group_sum_w[c]) + acc_w[i][k];
+              group_sum_b[c] = (group == 0 ? 0.0f : group_sum_b[c]) + acc_b[i][k];
+            }
+          }
+        }
+      }
+      __syncthreads();
+    }
+    if (threadIdx.y != 0) return;
+#pragma unroll
+    for (int i = 0; i < IMAX; ++i) {
+#pragma unroll
+      for (int k = 0; k < VEC; ++k) {
+        const int64_t c = (static_cast<int64_t>(i) * blockDim.x + threadIdx.x) * VEC + k;
+        if (i < shape.items && c < kBwdGroupCols) {
+          acc_w[i][k] = group_sum_w[c];
+          acc_b[i][k] = group_sum_b[c];
+        }
+      }
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < IMAX; ++i) {
+    const int64_t col = col_begin + (static_cast<int64_t>(i) * blockDim.x + threadIdx.x) * VEC;
+    if (i >= shape.items) continue;
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) {
+      if (col + k < col_end) {
+        if (want_w) p.partial_dweight[slot * shape.hidden + col + k] = acc_w[i][k];
+        if (want_b) p.partial_dbias[slot * shape.hidden + col + k] = acc_b[i][k];
+      }
+    }
+  }
+}
+
+// Any row length: CTA `slot` walks rows slot, slot + slots, ...; pass 1 computes the row's
+// dot product, pass 2 writes dx and accumulates the slot's partial sums in the workspace
+// (read-modify-write by the one thread that owns each column of the slot).
+template <typename XT, typename WT, typename DYT, int VEC>
+__global__ void __launch_bounds__(512) rms_norm_bwd_streaming(BwdParams p) {
+  __shared__ float scratch[kMaxWarps];
+  const RowShape& shape = p.shape;
+  const int64_t slot = blockIdx.x;
+  const int64_t step = static_cast<int64_t>(blockDim.x) * VEC;
+  float* partial_w = p.partial_dweight ? p.partial_dweight + slot * shape.hidden : nullptr;
+  float* partial_b = p.partial_dbias ? p.partial_dbias + slot * shape.hidden : nullptr;
+  for (int64_t row = slot; row < shape.rows; row += gridDim.x) {
+    const float rstd = p.rstd[row];
+    const XT* x = static_cast<const XT*>(p.x) + row * p.x_stride;
+    const DYT* dy_row = static_cast<const DYT*>(p.dy) + row * p.dy_stride;
+    float dot = 0.0f;
+    for (int64_t col = threadIdx.x * VEC; col < shape.hidden; col += step) {
+      float xv[VEC], dy[VEC], w[VEC];
+      load_upto<XT, VEC>(x + col, shape.hidden - col, xv);
+      load_upto<DYT, VEC>(dy_row + col, shape.hidden - col, dy);
+      load_bwd_scale<WT, VEC>(p, col, shape.hidden - col, w);
+#pragma unroll
+      for (int k = 0; k < VEC; ++k) dot += dy[k] * w[k] * xv[k] * rstd;
+    }
+    const float mean = block_sum(dot, scratch) * shape.inv_hidden;
+    const bool first = row == slot;
+    for (int64_t col = threadIdx.x * VEC; col < shape.hidden; col += step) {
+      const int64_t n = shape.hidden - col;
+      float xhat[VEC], dy[VEC], w[VEC], g[VEC];
+      load_upto<XT, VEC>(x + col, n, xhat);
+      load_upto<DYT, VEC>(dy_row + col, n, dy);
+      load_bwd_scale<WT, VEC>(p, col, n, w);
+#pragma unroll
+      for (int k = 0; k < VEC; ++k) {
+        xhat[k] *= rstd;
+        g[k] = dy[k] * w[k];
+        if (k < n) {
+          if (partial_w) partial_w[col + k] = (first ? 0.0f : partial_w[col + k]) + dy[k] * xhat[k];
+          if (partial_b) partial_b[col + k] = (first ? 0.0f : partial_b[col + k]) + dy[k];
+        }
+      }
+      store_dx<XT, VEC>(p, row, col, n, xhat, g, rstd, mean);
+    }
+  }
+}
+
+// out[j] = sum over slots s of partial[s * hidden + j], added in slot order within each of
+// blockDim.y interleaved lanes, then the lanes in order. blockDim = (32, 8).
+template <typename WT>
+__global__ void reduce_partials(const float* partial, int64_t slots, int64_t hidden, WT* out) {
+  __shared__ float lanes[8][33];
+  const int64_t col = static_cast<int64_t>(blockIdx.x) * 32 + threadIdx.x;
+  float sum = 0.0f;
+  if (col < hidden) {
+    for (int64_t s = threadIdx.y; s < slots; s += blockDim.y) sum += partial[s * hidden + col];
+  }
+  lanes[threadIdx.y][threadIdx.x] = sum;
+  __syncthreads();
+  if (threadIdx.y == 0 && col < hidden) {
+    float total = 0.0f;
+    for (int l = 0; l < static_cast<int>(blockDim.y); ++l) total += lanes[l][threadIdx.x];
+    out[col] = from_float<WT>(total);
+  }
+}
+
+}  // namespace normkit::cuda

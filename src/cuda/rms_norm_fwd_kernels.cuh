@@ -1,0 +1,137 @@
+// RMSNorm forward kernels. Template parameters: element types of x (and residual,
+// residual_out), of weight/bias, and of y; VEC elements per access; IMAX vectors per thread.
+#pragma once
+
+#include "cuda/element.cuh"
+#include "cuda/kernel_params.h"
+#include "cuda/reduce.cuh"
+
+namespace normkit::cuda {
+
+// Scale of column values: weight (or 1 + weight), or 1 without a weight.
+template <typename WT, int VEC>
+__device__ __forceinline__ void load_scale(const FwdParams& p, int64_t col, int64_t n, float* w) {
+  if (p.weight) {
+    load_upto<WT, VEC>(static_cast<const WT*>(p.weight) + col, n, w);
+    if (p.zero_centered) {
+#pragma unroll
+      for (int k = 0; k < VEC; ++k) w[k] += 1.0f;
+    }
+  } else {
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) w[k] = 1.0f;
+  }
+}
+
+// Loads VEC elements of the normalized input s at (row, col): x, or x + residual rounded to
+// XT (then also stored to residual_out).
+template <typename XT, int VEC>
+__device__ __forceinline__ void load_input(const FwdParams& p, int64_t row, int64_t col,
+                                           int64_t n, float* s) {
+  load_upto<XT, VEC>(static_cast<const XT*>(p.x) + row * p.x_stride + col, n, s);
+  if (p.residual) {
+    float r[VEC];
+    load_upto<XT, VEC>(static_cast<const XT*>(p.residual) + row * p.residual_stride + col, n, r);
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) s[k] = round_to<XT>(s[k] + r[k]);
+    store_upto<XT, VEC>(static_cast<XT*>(p.residual_out) + row * p.residual_out_stride + col, n,
+                        s);
+  }
+}
+
+template <typename WT, typename YT, int VEC>
+__device__ __forceinline__ void store_output(const FwdParams& p, int64_t row, int64_t col,
+                                             int64_t n, const float* s, float rstd) {
+  float w[VEC], out[VEC];
+  load_scale<WT, VEC>(p, col, n, w);
+#pragma unroll
+  for (int k = 0; k < VEC; ++k) out[k] = s[k] * rstd * w[k];
+  if (p.bias) {
+    float b[VEC];
+    load_upto<WT, VEC>(static_cast<const WT*>(p.bias) + col, n, b);
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) out[k] += b[k];
+  }
+  store_upto<YT, VEC>(static_cast<YT*>(p.y) + row * p.y_stride + col, n, out);
+}
+
+// Sum over the threads (and CTAs) that share a row.
+__device__ __forceinline__ float row_sum(float v, const RowShape& shape, float* scratch,
+                                         float* cluster_slot) {
+  v = blockDim.x <= 32 ? group_sum(v, blockDim.x) : block_sum(v, scratch);
+  if (shape.cluster_size > 1) v = cluster_sum(v, cluster_slot);
+  return v;
+}
+
+// One HBM pass: every thread keeps its part of the row in registers between the sum of squares
+// and the output. blockDim = (threads per row, rows per block); a cluster of
+// shape.cluster_size consecutive CTAs shares one row, each covering cols_per_cta columns.
+template <typename XT, typename WT, typename YT, int VEC, int IMAX>
+__global__ void __launch_bounds__(512) rms_norm_fwd_registers(FwdParams p) {
+  __shared__ float scratch[kMaxWarps];
+  __shared__ float cluster_slot;
+  const RowShape& shape = p.shape;
+  const int cluster = shape.cluster_size;
+  const int rank = blockIdx.x % cluster;
+  const int64_t row = static_cast<int64_t>(blockIdx.x / cluster) * blockDim.y + threadIdx.y;
+  const bool valid = row < shape.rows;  // invalid rows still join the shuffles
+  const int64_t col_begin = rank * shape.cols_per_cta;
+  const int64_t col_end = min(shape.hidden, col_begin + shape.cols_per_cta);
+
+  float s[IMAX][VEC];
+  float sum_sq = 0.0f;
+#pragma unroll
+  for (int i = 0; i < IMAX; ++i) {
+    const int64_t col = col_begin + (static_cast<int64_t>(i) * blockDim.x + threadIdx.x) * VEC;
+    const int64_t n = col_end - col;
+    if (i < shape.items && valid && n > 0) {
+      load_input<XT, VEC>(p, row, col, n, s[i]);
+    } else {
+#pragma unroll
+      for (int k = 0; k < VEC; ++k) s[i][k] = 0.0f;
+    }
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) sum_sq += s[i][k] * s[i][k];
+  }
+  sum_sq = row_sum(sum_sq, shape, scratch, &cluster_slot);
+  if (!valid) return;
+  const float rstd = 1.0f / sqrtf(sum_sq * shape.inv_hidden + p.eps);
+  if (p.rstd && rank == 0 && threadIdx.x == 0) p.rstd[row] = rstd;
+#pragma unroll
+  for (int i = 0; i < IMAX; ++i) {
+    const int64_t col = col_begin + (static_cast<int64_t>(i) * blockDim.x + threadIdx.x) * VEC;
+    const int64_t n = col_end - col;
+    if (i < shape.items && n > 0) store_output<WT, YT, VEC>(p, row, col, n, s[i], rstd);
+  }
+}
+
+// Any row length: one CTA per row; pass 1 sums squares (and writes residual_out), pass 2
+// re-reads the normalized input, mostly from L2, and writes y. blockDim = (threads, 1).
+template <typename XT, typename WT, typename YT, int VEC>
+__global__ void __launch_bounds__(512) rms_norm_fwd_streaming(FwdParams p) {
+  __shared__ float scratch[kMaxWarps];
+  const RowShape& shape = p.shape;
+  const int64_t row = blockIdx.x;
+  const int64_t step = static_cast<int64_t>(blockDim.x) * VEC;
+  float sum_sq = 0.0f;
+  for (int64_t col = threadIdx.x * VEC; col < shape.hidden; col += step) {
+    float s[VEC];
+    load_input<XT, VEC>(p, row, col, shape.hidden - col, s);
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) sum_sq += s[k] * s[k];
+  }
+  sum_sq = block_sum(sum_sq, scratch);
+  const float rstd = 1.0f / sqrtf(sum_sq * shape.inv_hidden + p.eps);
+  if (p.rstd && threadIdx.x == 0) p.rstd[row] = rstd;
+  // The normalized input now lives in residual_out when a residual was added (this thread
+  // wrote exactly these elements in pass 1).
+  const XT* src = p.residual ? static_cast<const XT*>(p.residual_out) + row * p.residual_out_stride
+                             : static_cast<const XT*>(p.x) + row * p.x_stride;
+  for (int64_t col = threadIdx.x * VEC; col < shape.hidden; col += step) {
+    float s[VEC];
+    load_upto<XT, VEC>(src + col, shape.hidden - col, s);
+    store_output<WT, YT, VEC>(p, row, col, shape.hidden - col, s, rstd);
+  }
+}
+
+}  // namespace normkit::cuda

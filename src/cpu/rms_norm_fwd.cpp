@@ -1,0 +1,76 @@
+// CPU RMSNorm forward: one row at a time in float32 scratch, rows split into tasks for threads.
+#include <cmath>
+#include <vector>
+
+#include "cpu/cpu_backend.h"
+#include "cpu/parallel.h"
+#include "cpu/row_ops.h"
+
+namespace normkit::cpu {
+namespace {
+
+// Rows per task: enough elements that a task amortizes taking it, few enough to balance.
+constexpr int64_t kTaskElements = 1 << 14;
+
+void check_fwd(const nk_rms_norm_fwd_args& a) {
+  const bool bad_sizes = a.rows < 1 || a.hidden < 1;
+  const bool bad_strides = a.x_row_stride < a.hidden || a.y_row_stride < a.hidden ||
+                           (a.residual && (a.residual_row_stride < a.hidden ||
+                                           a.residual_out_row_stride < a.hidden));
+  const bool bad_pointers = !a.x || !a.y || (!a.residual != !a.residual_out);
+  const bool bad_dtypes = host_dtype_size(a.x_dtype) == 0 || host_dtype_size(a.y_dtype) == 0 ||
+                          host_dtype_size(a.weight_dtype) == 0;
+  if (bad_sizes || bad_strides || bad_pointers || bad_dtypes) {
+    throw Error(NK_ERROR_INTERNAL, "cpu::rms_norm_fwd: arguments were not validated (rows " +
+                                       std::to_string(a.rows) + ", hidden " +
+                                       std::to_string(a.hidden) + ")");
+  }
+}
+
+}  // namespace
+
+void rms_norm_fwd(const nk_rms_norm_fwd_args& a) {
+  check_fwd(a);
+  const int64_t H = a.hidden;
+  const std::vector<float> w = effective_weight(a.weight, a.weight_dtype, H, a.zero_centered);
+  std::vector<float> b;
+  if (a.bias) {
+    b.resize(static_cast<size_t>(H));
+    load_row(a.bias, a.weight_dtype, 0, 0, H, b.data());
+  }
+  const float* bias = a.bias ? b.data() : nullptr;
+  const float eps = a.eps;
+
+  const int64_t rows_per_task = std::max<int64_t>(1, kTaskElements / H);
+  const int64_t n_tasks = (a.rows + rows_per_task - 1) / rows_per_task;
+  const int threads = choose_threads(a.rows * H, n_tasks);
+
+  run_tasks(n_tasks, threads, [&] {
+    // Each thread's scratch: s = the row being normalized, t = residual, then the output row.
+    // Reading the whole row before writing any output makes exact in-place views safe.
+    return [&, s = std::vector<float>(static_cast<size_t>(H)),
+            t = std::vector<float>(static_cast<size_t>(H))](int64_t task) mutable {
+      const int64_t end = std::min(a.rows, (task + 1) * rows_per_task);
+      for (int64_t r = task * rows_per_task; r < end; ++r) {
+        load_row(a.x, a.x_dtype, r, a.x_row_stride, H, s.data());
+        if (a.residual) {
+          load_row(a.residual, a.x_dtype, r, a.residual_row_stride, H, t.data());
+          for (int64_t j = 0; j < H; ++j) s[j] += t[j];
+          // Normalize what is stored in residual_out, as the backward pass will see it.
+          round_row(s.data(), H, a.x_dtype);
+          store_row(a.residual_out, a.x_dtype, r, a.residual_out_row_stride, H, s.data());
+        }
+        const float mean_square = sum_squares(s.data(), H) / static_cast<float>(H);
+        const float rstd = 1.0f / std::sqrt(mean_square + eps);
+        for (int64_t j = 0; j < H; ++j) t[j] = s[j] * rstd * w[j];
+        if (bias) {
+          for (int64_t j = 0; j < H; ++j) t[j] += bias[j];
+        }
+        store_row(a.y, a.y_dtype, r, a.y_row_stride, H, t.data());
+        if (a.rstd) a.rstd[r] = rstd;
+      }
+    };
+  });
+}
+
+}  // namespace normkit::cpu

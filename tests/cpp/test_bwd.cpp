@@ -1,0 +1,322 @@
+// Backward pass against the float64 analytic gradient on both backends: every (x, weight, dy)
+// dtype combination with options, awkward and large shapes, layouts, in place, determinism.
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <tuple>
+
+#include "bwd_harness.h"
+
+namespace nktest {
+namespace {
+
+using DtypeTriple = std::tuple<nk_dtype, nk_dtype, nk_dtype>;  // x, weight, dy
+
+std::vector<DtypeTriple> all_dtype_triples() {
+  std::vector<DtypeTriple> out;
+  for (nk_dtype a : all_dtypes())
+    for (nk_dtype b : all_dtypes())
+      for (nk_dtype c : all_dtypes()) out.emplace_back(a, b, c);
+  return out;
+}
+
+// dx = rstd * (1 - xhat^2) * g for hidden 1: ill-conditioned unless eps is comparable to x^2.
+float eps_for(int64_t hidden) { return hidden < 8 ? 1.0f : 1e-6f; }
+
+// ---- every dtype combination ----
+
+class BwdEveryDtypeCombination
+    : public ::testing::TestWithParam<std::tuple<nk_backend, DtypeTriple>> {};
+
+TEST_P(BwdEveryDtypeCombination, MatchesAnalyticGradientWithEachOption) {
+  const nk_backend backend = std::get<0>(GetParam());
+  NK_SKIP_IF_UNAVAILABLE(backend);
+  const auto [x, w, dy] = std::get<1>(GetParam());
+  struct Options {
+    int64_t rows, hidden;
+    bool weight, zero_centered, dresidual, dweight, dbias;
+  };
+  const Options options[] = {
+      {3, 29, true, false, false, true, false},
+      {7, 71, false, false, true, false, true},     // no weight; dbias alone
+      {64, 128, true, true, true, true, true},      // zero-centered, everything
+      {1, 1000, true, false, false, true, true},
+      {3, 4096, true, true, true, true, true},
+      {5, 1, true, false, true, true, true},
+      {2, 17389, true, false, false, false, false},  // dx only: no workspace
+      {100, 71, true, false, false, true, true},     // rows > 64: several rows per chunk
+  };
+  Rng rng;
+  for (const Options& o : options) {
+    BwdCase c;
+    c.rows = o.rows;
+    c.hidden = o.hidden;
+    c.x = x;
+    c.w = w;
+    c.dy = dy;
+    c.weight = o.weight;
+    c.zero_centered = o.zero_centered;
+    c.dresidual = o.dresidual;
+    c.dweight = o.dweight;
+    c.dbias = o.dbias;
+    c.eps = eps_for(o.hidden);
+    test_bwd_case(backend, c, rng);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    AllBackends, BwdEveryDtypeCombination,
+    ::testing::Combine(::testing::ValuesIn(all_backends()),
+                       ::testing::ValuesIn(all_dtype_triples())),
+    [](const auto& info) {
+      const DtypeTriple t = std::get<1>(info.param);
+      return std::string(backend_label(std::get<0>(info.param))) + "_x_" +
+             dtype_label(std::get<0>(t)) + "_w_" + dtype_label(std::get<1>(t)) + "_dy_" +
+             dtype_label(std::get<2>(t));
+    });
+
+// ---- shapes ----
+
+class BwdShapes
+    : public ::testing::TestWithParam<std::tuple<nk_backend, int64_t /*rows*/, int64_t /*hidden*/>> {};
+
+TEST_P(BwdShapes, MatchesAnalyticGradient) {
+  const auto [backend, rows, hidden] = GetParam();
+  NK_SKIP_IF_UNAVAILABLE(backend);
+  static const DtypeTriple kSets[] = {{NK_BFLOAT16, NK_FLOAT32, NK_BFLOAT16},
+                                      {NK_FLOAT16, NK_FLOAT16, NK_FLOAT16},
+                                      {NK_FLOAT32, NK_FLOAT32, NK_FLOAT32},
+                                      {NK_BFLOAT16, NK_BFLOAT16, NK_FLOAT32}};
+  Rng rng;
+  BwdCase c;
+  c.rows = rows;
+  c.hidden = hidden;
+  std::tie(c.x, c.w, c.dy) = kSets[(rows + hidden) % 4];
+  c.dbias = c.dresidual = true;
+  c.zero_centered = hidden % 2 == 1;
+  c.eps = eps_for(hidden);
+  test_bwd_case(backend, c, rng);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    AllBackends, BwdShapes,
+    ::testing::Combine(::testing::ValuesIn(all_backends()), ::testing::Values(1, 3, 7, 64),
+                       ::testing::Values(1, 29, 71, 128, 1000, 4096, 17389, 65537)),
+    [](const auto& info) {
+      return std::string(backend_label(std::get<0>(info.param))) + "_rows" +
+             std::to_string(std::get<1>(info.param)) + "_hidden" +
+             std::to_string(std::get<2>(info.param));
+    });
+
+// ---- large shapes; many rows stress the dweight/dbias reduction ----
+
+using RowsHidden = std::pair<int64_t, int64_t>;
+
+class BwdLargeShapes : public ::testing::TestWithParam<std::tuple<nk_backend, RowsHidden>> {};
+
+TEST_P(BwdLargeShapes, MatchesAnalyticGradient) {
+  const nk_backend backend = std::get<0>(GetParam());
+  const auto [rows, hidden] = std::get<1>(GetParam());
+  NK_SKIP_IF_UNAVAILABLE(backend);
+  if (backend == NK_BACKEND_CPU && rows * hidden > (int64_t{1} << 22)) {
+    GTEST_SKIP() << "slow on CPU (" << rows * hidden << " elements); the CPU backend is covered "
+                 << "by BwdShapes";
+  }
+  Rng rng;
+  BwdCase c;
+  c.rows = rows;
+  c.hidden = hidden;
+  c.x = c.dy = NK_BFLOAT16;
+  c.w = NK_FLOAT32;
+  c.dbias = true;
+  test_bwd_case(backend, c, rng);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    AllBackends, BwdLargeShapes,
+    ::testing::Combine(::testing::ValuesIn(all_backends()),
+                       ::testing::Values(RowsHidden{4096, 4096}, RowsHidden{2, 262144},
+                                         RowsHidden{3, 1048576}, RowsHidden{16384, 128},
+                                         RowsHidden{1000, 1000}, RowsHidden{65536, 64})),
+    [](const auto& info) {
+      const RowsHidden shape = std::get<1>(info.param);
+      return std::string(backend_label(std::get<0>(info.param))) + "_rows" +
+             std::to_string(shape.first) + "_hidden" + std::to_string(shape.second);
+    });
+
+// ---- layouts ----
+
+class BwdLayouts : public ::testing::TestWithParam<nk_backend> {};
+
+BwdCase layout_case(nk_dtype x, nk_dtype w, nk_dtype dy, int64_t rows, int64_t hidden) {
+  BwdCase c;
+  c.rows = rows;
+  c.hidden = hidden;
+  c.x = x;
+  c.w = w;
+  c.dy = dy;
+  c.dresidual = c.dweight = c.dbias = true;
+  return c;
+}
+
+TEST_P(BwdLayouts, RowStridesLargerThanHiddenForEachTensor) {
+  NK_SKIP_IF_UNAVAILABLE(GetParam());
+  Rng rng;
+  for (const int64_t pad : {int64_t{3}, int64_t{64}}) {
+    for (int which = 0; which < 5; ++which) {  // dy, x, dresidual_out, dx, all four
+      BwdCase c = layout_case(NK_BFLOAT16, NK_FLOAT32, NK_FLOAT16, 7, 1000);
+      c.dy_pad = (which == 0 || which == 4) ? pad : 0;
+      c.x_pad = (which == 1 || which == 4) ? pad : 0;
+      c.dresidual_pad = (which == 2 || which == 4) ? pad : 0;
+      c.dx_pad = (which == 3 || which == 4) ? pad : 0;
+      test_bwd_case(GetParam(), c, rng);
+    }
+  }
+}
+
+TEST_P(BwdLayouts, ExplicitStrideEqualToHiddenSameAsZero) {
+  NK_SKIP_IF_UNAVAILABLE(GetParam());
+  Rng rng;
+  BwdCase c = layout_case(NK_FLOAT32, NK_FLOAT32, NK_FLOAT32, 5, 71);
+  c.zero_strides = false;
+  test_bwd_case(GetParam(), c, rng);
+}
+
+TEST_P(BwdLayouts, PointersOneElementOffSixteenByteAlignment) {
+  NK_SKIP_IF_UNAVAILABLE(GetParam());
+  Rng rng;
+  for (const DtypeTriple& t : {DtypeTriple{NK_FLOAT16, NK_FLOAT16, NK_FLOAT16},
+                               DtypeTriple{NK_FLOAT32, NK_BFLOAT16, NK_FLOAT32}}) {
+    for (int which = 0; which < 9; ++which) {  // each tensor alone, then all at once
+      BwdCase c = layout_case(std::get<0>(t), std::get<1>(t), std::get<2>(t), 3, 4096);
+      c.dy_offset = (which == 0 || which == 8);
+      c.x_offset = (which == 1 || which == 8);
+      c.dresidual_offset = (which == 2 || which == 8);
+      c.dx_offset = (which == 3 || which == 8);
+      c.weight_offset = (which == 4 || which == 8);
+      c.rstd_offset = (which == 5 || which == 8);
+      c.dweight_offset = (which == 6 || which == 8);
+      c.dbias_offset = (which == 7 || which == 8);
+      test_bwd_case(GetParam(), c, rng);
+    }
+  }
+}
+
+TEST_P(BwdLayouts, InPlaceDxIsDy) {
+  NK_SKIP_IF_UNAVAILABLE(GetParam());
+  Rng rng;
+  for (nk_dtype d : all_dtypes()) {
+    BwdCase c = layout_case(d, NK_FLOAT32, d, 7, 4096);
+    c.dx_is_dy = true;
+    test_bwd_case(GetParam(), c, rng);
+    BwdCase strided = layout_case(d, NK_FLOAT32, d, 5, 71);
+    strided.dy_pad = 9;
+    strided.dx_is_dy = true;
+    test_bwd_case(GetParam(), strided, rng);
+  }
+}
+
+TEST_P(BwdLayouts, InPlaceDxIsDresidualOut) {
+  NK_SKIP_IF_UNAVAILABLE(GetParam());
+  Rng rng;
+  for (nk_dtype d : all_dtypes()) {
+    BwdCase c = layout_case(d, NK_BFLOAT16, NK_FLOAT32, 7, 1000);
+    c.dx_is_dresidual = true;
+    test_bwd_case(GetParam(), c, rng);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllBackends, BwdLayouts, ::testing::ValuesIn(all_backends()),
+                         [](const auto& info) { return std::string(backend_label(info.param)); });
+
+// ---- semantics and determinism ----
+
+class BwdProperties : public ::testing::TestWithParam<nk_backend> {};
+
+TEST_P(BwdProperties, DresidualOutIsAddedToDx) {
+  const nk_backend backend = GetParam();
+  NK_SKIP_IF_UNAVAILABLE(backend);
+  Rng rng;
+  NK_SEED_TRACE(rng);
+  BwdCase with = layout_case(NK_FLOAT32, NK_FLOAT32, NK_FLOAT32, 7, 1000);
+  const BwdInputs in = make_bwd_inputs(with, rng);
+  BwdCase without = with;
+  without.dresidual = false;
+  const BwdRun a = run_bwd(backend, with, in);
+  const BwdRun b = run_bwd(backend, without, in);
+  ASSERT_EQ(a.status, NK_SUCCESS);
+  ASSERT_EQ(b.status, NK_SUCCESS);
+  // dx(with) - dx(without) must be dresidual_out itself, up to the float32 rounding of each dx
+  // (half an ulp each, or one ulp if the addition is fused): |diff - dres| <= 2^-23 (|a|+|b|+|dres|).
+  int64_t wrong = 0;
+  std::string first_wrong;
+  for (int64_t r = 0; r < with.rows; ++r) {
+    for (int64_t j = 0; j < with.hidden; ++j) {
+      const double da = normkit::load_as_float(a.dx.data(), NK_FLOAT32, in.dx.index(r, j));
+      const double db = normkit::load_as_float(b.dx.data(), NK_FLOAT32, in.dx.index(r, j));
+      const double dres = in.dresidual.get(r, j);
+      const double bound = 0x1p-23 * (std::fabs(da) + std::fabs(db) + std::fabs(dres));
+      if (!(std::fabs((da - db) - dres) <= bound) && wrong++ == 0) {
+        first_wrong = "row " + std::to_string(r) + " col " + std::to_string(j) + ": dx with " +
+                      std::to_string(da) + ", without " + std::to_string(db) +
+                      ", dresidual_out " + std::to_string(dres);
+      }
+    }
+  }
+  EXPECT_EQ(wrong, 0) << "dx(with dresidual_out) - dx(without) != dresidual_out; first at "
+                      << first_wrong;
+}
+
+TEST_P(BwdProperties, TwoRunsGiveBitwiseIdenticalResults) {
+  const nk_backend backend = GetParam();
+  NK_SKIP_IF_UNAVAILABLE(backend);
+  Rng rng;
+  NK_SEED_TRACE(rng);
+  for (const RowsHidden shape : {RowsHidden{3000, 1000}, RowsHidden{64, 17389}}) {
+    BwdCase c = layout_case(NK_BFLOAT16, NK_FLOAT32, NK_BFLOAT16, shape.first, shape.second);
+    SCOPED_TRACE(c.describe());
+    const BwdInputs in = make_bwd_inputs(c, rng);
+    const BwdRun first = run_bwd(backend, c, in);
+    const BwdRun second = run_bwd(backend, c, in);
+    ASSERT_EQ(first.status, NK_SUCCESS);
+    ASSERT_EQ(second.status, NK_SUCCESS);
+    EXPECT_TRUE(first.dx == second.dx) << "dx differs between two identical runs";
+    EXPECT_TRUE(first.dweight == second.dweight) << "dweight differs between two identical runs";
+    EXPECT_TRUE(first.dbias == second.dbias) << "dbias differs between two identical runs";
+    check_bwd_against_reference(c, in, first);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllBackends, BwdProperties, ::testing::ValuesIn(all_backends()),
+                         [](const auto& info) { return std::string(backend_label(info.param)); });
+
+// The CPU's partial sums are chunked by rows alone, so the number of threads (NK_CPU_THREADS)
+// must not change a bit.
+TEST(CpuBackend, BackwardBitsDoNotDependOnThreadCount) {
+  Rng rng;
+  NK_SEED_TRACE(rng);
+  BwdCase c = layout_case(NK_FLOAT32, NK_FLOAT32, NK_FLOAT32, 2000, 1000);
+  const BwdInputs in = make_bwd_inputs(c, rng);
+  const char* saved = std::getenv("NK_CPU_THREADS");
+  const std::string saved_value = saved ? saved : "";
+  std::vector<BwdRun> runs;
+  for (const char* threads : {"1", "2", "3", "8"}) {
+    setenv("NK_CPU_THREADS", threads, 1);
+    runs.push_back(run_bwd(NK_BACKEND_CPU, c, in));
+  }
+  if (saved) {
+    setenv("NK_CPU_THREADS", saved_value.c_str(), 1);
+  } else {
+    unsetenv("NK_CPU_THREADS");
+  }
+  for (size_t i = 1; i < runs.size(); ++i) {
+    ASSERT_EQ(runs[i].status, NK_SUCCESS);
+    EXPECT_TRUE(runs[i].dx == runs[0].dx) << "dx differs with thread setting #" << i;
+    EXPECT_TRUE(runs[i].dweight == runs[0].dweight) << "dweight differs with thread setting #" << i;
+    EXPECT_TRUE(runs[i].dbias == runs[0].dbias) << "dbias differs with thread setting #" << i;
+  }
+  check_bwd_against_reference(c, in, runs[0]);
+}
+
+}  // namespace
+}  // namespace nktest

@@ -1,0 +1,257 @@
+// Forward pass against the float64 reference on both backends: every dtype combination with
+// each option, awkward shapes, large GPU shapes, strided rows, misaligned pointers, in place.
+#include <tuple>
+
+#include "fwd_harness.h"
+
+namespace nktest {
+namespace {
+
+using DtypeTriple = std::tuple<nk_dtype, nk_dtype, nk_dtype>;
+
+std::vector<DtypeTriple> all_dtype_triples() {
+  std::vector<DtypeTriple> out;
+  for (nk_dtype a : all_dtypes())
+    for (nk_dtype b : all_dtypes())
+      for (nk_dtype c : all_dtypes()) out.emplace_back(a, b, c);
+  return out;
+}
+
+// ---- every (x, weight, y) dtype combination, each option on and off ----
+
+class FwdEveryDtypeCombination
+    : public ::testing::TestWithParam<std::tuple<nk_backend, DtypeTriple>> {};
+
+TEST_P(FwdEveryDtypeCombination, MatchesReferenceWithEachOption) {
+  const nk_backend backend = std::get<0>(GetParam());
+  NK_SKIP_IF_UNAVAILABLE(backend);
+  const auto [x, w, y] = std::get<1>(GetParam());
+  struct Options {
+    int64_t rows, hidden;
+    bool weight, bias, zero_centered, residual, rstd;
+    float eps;
+  };
+  // Each option appears both on and off; shapes cover 1, odd, vector-width and large hidden.
+  const Options options[] = {
+      {3, 29, false, false, false, false, false, 1e-6f},   // plain normalization
+      {7, 71, true, false, false, false, true, 1e-5f},     // weight
+      {1, 1000, true, true, false, false, true, 0.5f},     // weight + bias, eps that matters
+      {64, 128, true, true, true, false, true, 1e-6f},     // zero-centered (Gemma)
+      {3, 4096, true, false, false, true, true, 1e-6f},    // fused residual
+      {7, 1, true, true, true, true, true, 0.1f},          // everything, hidden 1
+      {1, 17389, false, true, false, true, false, 1e-6f},  // bias without weight, residual
+  };
+  Rng rng;
+  for (const Options& o : options) {
+    FwdCase c;
+    c.rows = o.rows;
+    c.hidden = o.hidden;
+    c.x = x;
+    c.w = w;
+    c.y = y;
+    c.weight = o.weight;
+    c.bias = o.bias;
+    c.zero_centered = o.zero_centered;
+    c.residual = o.residual;
+    c.rstd = o.rstd;
+    c.eps = o.eps;
+    test_fwd_case(backend, c, rng);
+  }
+}
+
+std::string dtype_triple_name(const DtypeTriple& t) {
+  return "x_" + dtype_label(std::get<0>(t)) + "_w_" + dtype_label(std::get<1>(t)) + "_y_" +
+         dtype_label(std::get<2>(t));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    AllBackends, FwdEveryDtypeCombination,
+    ::testing::Combine(::testing::ValuesIn(all_backends()),
+                       ::testing::ValuesIn(all_dtype_triples())),
+    [](const auto& info) {
+      return std::string(backend_label(std::get<0>(info.param))) + "_" +
+             dtype_triple_name(std::get<1>(info.param));
+    });
+
+// ---- awkward shapes: hidden x rows, all options on ----
+
+class FwdShapes
+    : public ::testing::TestWithParam<std::tuple<nk_backend, int64_t /*rows*/, int64_t /*hidden*/>> {};
+
+TEST_P(FwdShapes, MatchesReferenceWithResidualWeightBias) {
+  const auto [backend, rows, hidden] = GetParam();
+  NK_SKIP_IF_UNAVAILABLE(backend);
+  // Rotate through representative dtype sets so each shape sees a different one.
+  static const DtypeTriple kSets[] = {{NK_BFLOAT16, NK_FLOAT32, NK_BFLOAT16},
+                                      {NK_FLOAT16, NK_FLOAT16, NK_FLOAT16},
+                                      {NK_FLOAT32, NK_FLOAT32, NK_FLOAT32},
+                                      {NK_BFLOAT16, NK_BFLOAT16, NK_FLOAT32}};
+  Rng rng;
+  FwdCase c;
+  c.rows = rows;
+  c.hidden = hidden;
+  std::tie(c.x, c.w, c.y) = kSets[(rows + hidden) % 4];
+  c.bias = c.residual = true;
+  c.zero_centered = hidden % 2 == 1;
+  test_fwd_case(backend, c, rng);
+  // The same shape without residual and with only a weight: the simplest kernel path.
+  c.bias = c.residual = c.zero_centered = false;
+  test_fwd_case(backend, c, rng);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    AllBackends, FwdShapes,
+    ::testing::Combine(::testing::ValuesIn(all_backends()), ::testing::Values(1, 3, 7, 64),
+                       ::testing::Values(1, 29, 71, 128, 1000, 4096, 17389, 65537)),
+    [](const auto& info) {
+      return std::string(backend_label(std::get<0>(info.param))) + "_rows" +
+             std::to_string(std::get<1>(info.param)) + "_hidden" +
+             std::to_string(std::get<2>(info.param));
+    });
+
+// ---- large shapes (the GPU's multi-block / cluster paths) ----
+
+using RowsHidden = std::pair<int64_t, int64_t>;
+
+class FwdLargeShapes : public ::testing::TestWithParam<std::tuple<nk_backend, RowsHidden>> {};
+
+TEST_P(FwdLargeShapes, MatchesReference) {
+  const nk_backend backend = std::get<0>(GetParam());
+  const auto [rows, hidden] = std::get<1>(GetParam());
+  NK_SKIP_IF_UNAVAILABLE(backend);
+  if (backend == NK_BACKEND_CPU && rows * hidden > (int64_t{1} << 22)) {
+    GTEST_SKIP() << "slow on CPU (" << rows * hidden << " elements); the CPU backend is covered "
+                 << "by FwdShapes";
+  }
+  Rng rng;
+  FwdCase c;
+  c.rows = rows;
+  c.hidden = hidden;
+  c.x = c.y = NK_BFLOAT16;
+  c.w = NK_FLOAT32;
+  c.bias = c.residual = true;
+  test_fwd_case(backend, c, rng);
+}
+
+std::string large_shape_name(const ::testing::TestParamInfo<std::tuple<nk_backend, RowsHidden>>& info) {
+  const RowsHidden shape = std::get<1>(info.param);
+  return std::string(backend_label(std::get<0>(info.param))) + "_rows" +
+         std::to_string(shape.first) + "_hidden" + std::to_string(shape.second);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllBackends, FwdLargeShapes,
+                         ::testing::Combine(::testing::ValuesIn(all_backends()),
+                                            ::testing::Values(RowsHidden{4096, 4096},
+                                                              RowsHidden{2, 262144},
+                                                              RowsHidden{3, 1048576})),
+                         large_shape_name);
+
+// ---- layouts: strides, alignment, in place ----
+
+class FwdLayouts : public ::testing::TestWithParam<nk_backend> {};
+
+FwdCase layout_case(nk_dtype x, nk_dtype w, nk_dtype y, int64_t rows, int64_t hidden) {
+  FwdCase c;
+  c.rows = rows;
+  c.hidden = hidden;
+  c.x = x;
+  c.w = w;
+  c.y = y;
+  c.bias = c.residual = true;
+  return c;
+}
+
+TEST_P(FwdLayouts, RowStridesLargerThanHiddenForEachTensor) {
+  NK_SKIP_IF_UNAVAILABLE(GetParam());
+  Rng rng;
+  // An odd pad (breaks vector alignment of later rows) and a pad that keeps it.
+  for (const int64_t pad : {int64_t{3}, int64_t{64}}) {
+    for (int which = 0; which < 5; ++which) {  // x, residual, residual_out, y, all four
+      FwdCase c = layout_case(NK_BFLOAT16, NK_FLOAT32, NK_FLOAT16, 7, 1000);
+      c.x_pad = (which == 0 || which == 4) ? pad : 0;
+      c.residual_pad = (which == 1 || which == 4) ? pad : 0;
+      c.residual_out_pad = (which == 2 || which == 4) ? pad : 0;
+      c.y_pad = (which == 3 || which == 4) ? pad : 0;
+      test_fwd_case(GetParam(), c, rng);
+    }
+  }
+}
+
+TEST_P(FwdLayouts, ExplicitStrideEqualToHiddenSameAsZero) {
+  NK_SKIP_IF_UNAVAILABLE(GetParam());
+  Rng rng;
+  FwdCase c = layout_case(NK_FLOAT32, NK_FLOAT32, NK_FLOAT32, 5, 71);
+  c.zero_strides = false;
+  test_fwd_case(GetParam(), c, rng);
+}
+
+TEST_P(FwdLayouts, PointersOneElementOffSixteenByteAlignment) {
+  NK_SKIP_IF_UNAVAILABLE(GetParam());
+  Rng rng;
+  for (const DtypeTriple& t : {DtypeTriple{NK_FLOAT16, NK_FLOAT16, NK_FLOAT16},
+                               DtypeTriple{NK_FLOAT32, NK_BFLOAT16, NK_FLOAT32}}) {
+    for (int which = 0; which < 8; ++which) {  // each tensor alone, then all at once
+      FwdCase c = layout_case(std::get<0>(t), std::get<1>(t), std::get<2>(t), 3, 4096);
+      c.weight = c.bias = c.rstd = true;
+      c.x_offset = (which == 0 || which == 7);
+      c.residual_offset = (which == 1 || which == 7);
+      c.residual_out_offset = (which == 2 || which == 7);
+      c.y_offset = (which == 3 || which == 7);
+      c.weight_offset = (which == 4 || which == 7);
+      c.bias_offset = (which == 5 || which == 7);
+      c.rstd_offset = (which == 6 || which == 7);
+      test_fwd_case(GetParam(), c, rng);
+    }
+  }
+}
+
+TEST_P(FwdLayouts, InPlaceYIsX) {
+  NK_SKIP_IF_UNAVAILABLE(GetParam());
+  Rng rng;
+  for (nk_dtype d : all_dtypes()) {
+    for (bool residual : {false, true}) {
+      FwdCase c = layout_case(d, NK_FLOAT32, d, 7, 4096);
+      c.residual = residual;
+      c.y_is_x = true;
+      test_fwd_case(GetParam(), c, rng);
+    }
+    FwdCase strided = layout_case(d, NK_FLOAT32, d, 5, 71);
+    strided.x_pad = 5;  // same strided view for x and y
+    strided.y_is_x = true;
+    test_fwd_case(GetParam(), strided, rng);
+  }
+}
+
+TEST_P(FwdLayouts, InPlaceResidualOutIsResidual) {
+  NK_SKIP_IF_UNAVAILABLE(GetParam());
+  Rng rng;
+  for (nk_dtype d : all_dtypes()) {
+    FwdCase c = layout_case(d, NK_BFLOAT16, NK_FLOAT32, 7, 1000);
+    c.residual_out_is_residual = true;
+    test_fwd_case(GetParam(), c, rng);
+    // Both in place at once, the usual transformer-block pattern.
+    FwdCase both = layout_case(d, NK_BFLOAT16, d, 3, 4096);
+    both.residual_out_is_residual = true;
+    both.y_is_x = true;
+    test_fwd_case(GetParam(), both, rng);
+  }
+}
+
+TEST_P(FwdLayouts, EpsDominatesTinyInputs) {
+  NK_SKIP_IF_UNAVAILABLE(GetParam());
+  Rng rng;
+  // Mean square ~1e-6: y depends on eps as much as on x, so a wrong eps cannot pass.
+  for (nk_dtype d : all_dtypes()) {
+    FwdCase c = layout_case(d, NK_FLOAT32, d, 7, 1000);
+    c.residual = false;
+    c.x_scale = 1e-3;
+    c.eps = 1e-6f;
+    test_fwd_case(GetParam(), c, rng);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllBackends, FwdLayouts, ::testing::ValuesIn(all_backends()),
+                         [](const auto& info) { return std::string(backend_label(info.param)); });
+
+}  // namespace
+}  // namespace nktest

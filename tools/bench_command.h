@@ -1,0 +1,26 @@
+// `normkit bench`: time the forward and backward per shape against a measured copy ceiling.
+#pragma once
+
+#include <string>
+
+namespace nktool {
+
+struct BenchOptions {
+  std::string backend = "auto";  // auto | cpu | cuda
+  std::string shapes;            // empty: the default sweep
+  std::string dtype = "bf16";
+  std::string json_path;         // empty: no JSON
+  bool explain = false;
+  int reps = 100;
+  bool reps_given = false;  // the CPU backend lowers the default when not given
+  bool fwd_only = false, bwd_only = false;
+  bool residual = false;
+  std::string command_line;  // recorded in the JSON
+};
+
+// The sweep of /work/shared/PEERS.md, in its order.
+extern const char* const kDefaultBenchShapes;
+
+int run_bench(const BenchOptions& options);
+
+}  // namespace nktool

@@ -1,0 +1,83 @@
+#include "bench_data.h"
+
+#include <algorithm>
+
+#include "common/dtype_host.h"
+#include "random.h"
+
+namespace nktool {
+
+RandomPool::RandomPool(nk_dtype dtype, size_t elements, uint64_t seed)
+    : dtype_(dtype),
+      elements_(std::max<size_t>(elements, 1)),
+      element_bytes_(nk_dtype_size(dtype)),
+      bytes_(elements_ * element_bytes_) {
+  Random rng(seed);
+  for (size_t i = 0; i < elements_; ++i) {
+    normkit::store_from_float(bytes_.data(), dtype_, static_cast<int64_t>(i),
+                              rng.signed_magnitude(0.05f, 2.0f));
+  }
+}
+
+void RandomPool::tile_into(size_t elements, size_t start,
+                           const std::function<void(size_t, const void*, size_t)>& copy) const {
+  size_t done = 0;
+  size_t from = start % elements_;
+  while (done < elements) {
+    const size_t n = std::min(elements - done, elements_ - from);
+    copy(done * element_bytes_, bytes_.data() + from * element_bytes_, n * element_bytes_);
+    done += n;
+    from = 0;
+  }
+}
+
+std::vector<unsigned char> weight_near_one(nk_dtype dtype, int64_t hidden, uint64_t seed) {
+  std::vector<unsigned char> w(static_cast<size_t>(hidden) * nk_dtype_size(dtype));
+  Random rng(seed);
+  for (int64_t j = 0; j < hidden; ++j) {
+    normkit::store_from_float(w.data(), dtype, j, 1.0f + rng.uniform(-0.1f, 0.1f));
+  }
+  return w;
+}
+
+nk_rms_norm_fwd_args bench_fwd_args(const Shape& s, const BenchConfig& c, const BenchPointers& p) {
+  nk_rms_norm_fwd_args a;
+  nk_rms_norm_fwd_args_init(&a);
+  a.rows = s.rows;
+  a.hidden = s.hidden;
+  a.x = p.x;
+  a.x_dtype = c.dtype;
+  if (c.residual) {
+    a.residual = p.residual;
+    a.residual_out = p.residual_out;
+  }
+  a.weight = p.weight;
+  a.weight_dtype = c.dtype;
+  a.eps = c.eps;
+  a.y = p.y;
+  a.y_dtype = c.dtype;
+  a.rstd = p.rstd;
+  return a;
+}
+
+nk_rms_norm_bwd_args bench_bwd_args(const Shape& s, const BenchConfig& c, const BenchPointers& p) {
+  nk_rms_norm_bwd_args a;
+  nk_rms_norm_bwd_args_init(&a);
+  a.rows = s.rows;
+  a.hidden = s.hidden;
+  a.dy = p.dy;
+  a.dy_dtype = c.dtype;
+  a.x = c.residual ? p.residual_out : p.x;
+  a.x_dtype = c.dtype;
+  a.rstd = p.rstd;
+  a.weight = p.weight;
+  a.weight_dtype = c.dtype;
+  if (c.residual) a.dresidual_out = p.residual;
+  a.dx = p.dx;
+  a.dweight = p.dweight;
+  a.workspace = p.workspace;
+  a.workspace_bytes = p.workspace_bytes;
+  return a;
+}
+
+}  // namespace nktool

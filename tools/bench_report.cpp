@@ -1,0 +1,152 @@
+#include "bench_report.h"
+
+#include <stdexcept>
+
+#include "dtype_names.h"
+#include "json_writer.h"
+#include "normkit/normkit.h"
+#include "text_format.h"
+
+namespace nktool {
+namespace {
+
+// Derived numbers of one pass against the copy ceiling.
+struct PassNumbers {
+  double gbps = 0, percent_of_copy = 0, floor_us = 0;
+};
+
+PassNumbers derive(const PassTiming& t, const CopyCeiling& copy) {
+  PassNumbers n;
+  if (!t.measured) return n;
+  n.gbps = t.bytes / (t.us.median * 1e-6) / 1e9;
+  n.percent_of_copy = copy.gbps > 0 ? 100.0 * n.gbps / copy.gbps : 0;
+  n.floor_us = copy.gbps > 0 ? t.bytes / (copy.gbps * 1e9) * 1e6 : 0;
+  return n;
+}
+
+std::string pass_cells(const PassTiming& t, const CopyCeiling& copy) {
+  if (!t.measured) return strprintf("%9s %9s %7s %9s", "-", "-", "-", "-");
+  const PassNumbers n = derive(t, copy);
+  return strprintf("%9.2f %9.1f %6.1f%% %9.2f", t.us.median, n.gbps, n.percent_of_copy,
+                   n.floor_us);
+}
+
+void write_pass(JsonWriter& j, const PassTiming& t, const CopyCeiling& copy) {
+  if (!t.measured) {
+    j.null();
+    return;
+  }
+  const PassNumbers n = derive(t, copy);
+  j.begin_object();
+  j.field("median_us", t.us.median);
+  j.field("min_us", t.us.min);
+  j.field("p90_us", t.us.p90);
+  j.field("reps", t.us.count);
+  j.field("bytes", static_cast<int64_t>(t.bytes));
+  j.field("gbps", n.gbps);
+  j.field("percent_of_copy", n.percent_of_copy);
+  j.field("floor_us", n.floor_us);
+  if (t.workspace_bytes) j.field("workspace_bytes", static_cast<int64_t>(t.workspace_bytes));
+  if (!t.explain.empty()) j.field("explain", t.explain);
+  j.end_object();
+}
+
+}  // namespace
+
+void print_bench_header(std::FILE* out, const BenchReport& r) {
+  std::fprintf(out, "normkit bench: normkit %s, backend %s\n", nk_version(), r.backend.c_str());
+  std::fprintf(out, "device:  %s\n", r.device.c_str());
+  std::fprintf(out, "date:    %s\n", r.date_utc.c_str());
+  std::fprintf(out, "inputs:  %s, random values, weight near 1, eps %g%s; backward computes dx "
+                    "and dweight\n",
+               short_name(r.config.dtype), static_cast<double>(r.config.eps),
+               r.config.residual ? ", fused residual add (dresidual_out in the backward)" : "");
+  std::fprintf(out, "timing:  %s\n", r.timing_method.c_str());
+  std::fprintf(out, "copy:    %.1f GB/s (%s)\n", r.copy.gbps, r.copy.method.c_str());
+  std::fprintf(out, "bytes:   fwd = %s; bwd = %s (rstd not counted)\n",
+               fwd_bytes_formula(r.config).c_str(), bwd_bytes_formula(r.config).c_str());
+  std::fprintf(out, "floor:   bytes / copy bandwidth\n");
+  for (const std::string& note : r.notes) std::fprintf(out, "note:    %s\n", note.c_str());
+}
+
+void print_bench_table_header(std::FILE* out, const BenchConfig& c) {
+  std::fprintf(out, "\n%-12s", "shape");
+  if (c.fwd) std::fprintf(out, " %9s %9s %7s %9s", "fwd us", "fwd GB/s", "fwd %", "floor us");
+  if (c.bwd) std::fprintf(out, "   %9s %9s %7s %9s", "bwd us", "bwd GB/s", "bwd %", "floor us");
+  std::fprintf(out, "\n");
+}
+
+void print_bench_row(std::FILE* out, const BenchReport& r, const ShapeResult& row, bool explain) {
+  std::fprintf(out, "%-12s", format_shape(row.shape).c_str());
+  if (!row.error.empty()) {
+    std::fprintf(out, " FAILED: %s\n", row.error.c_str());
+    return;
+  }
+  if (r.config.fwd) std::fprintf(out, " %s", pass_cells(row.fwd, r.copy).c_str());
+  if (r.config.bwd) std::fprintf(out, "   %s", pass_cells(row.bwd, r.copy).c_str());
+  std::fprintf(out, "\n");
+  if (explain) {
+    if (!row.fwd.explain.empty()) std::fprintf(out, "    fwd: %s\n", row.fwd.explain.c_str());
+    if (!row.bwd.explain.empty()) std::fprintf(out, "    bwd: %s\n", row.bwd.explain.c_str());
+  }
+  std::fflush(out);
+}
+
+void write_bench_json(std::ostream& file, const std::string& path, const BenchReport& r) {
+  JsonWriter j(file);
+  j.begin_object();
+  j.field("tool", "normkit bench");
+  j.field("normkit_version", nk_version());
+  j.field("command", r.command);
+  j.field("date_utc", r.date_utc);
+  j.field("backend", r.backend);
+  j.field("device", r.device);
+  j.field("timing", r.timing_method);
+  j.key("notes");
+  j.begin_array();
+  for (const std::string& note : r.notes) j.value(note);
+  j.end_array();
+  j.key("config");
+  j.begin_object();
+  j.field("dtype", short_name(r.config.dtype));
+  j.field("eps", static_cast<double>(r.config.eps));
+  j.field("residual", r.config.residual);
+  j.field("forward", r.config.fwd);
+  j.field("backward", r.config.bwd);
+  j.field("reps", r.config.reps);
+  j.field("fwd_bytes_formula", fwd_bytes_formula(r.config));
+  j.field("bwd_bytes_formula", bwd_bytes_formula(r.config));
+  j.end_object();
+  j.key("copy");
+  j.begin_object();
+  j.field("gbps", r.copy.gbps);
+  j.field("buffer_bytes", static_cast<int64_t>(r.copy.buffer_bytes));
+  j.field("median_us", r.copy.us.median);
+  j.field("min_us", r.copy.us.min);
+  j.field("p90_us", r.copy.us.p90);
+  j.field("reps", r.copy.reps);
+  j.field("method", r.copy.method);
+  j.end_object();
+  j.key("shapes");
+  j.begin_array();
+  for (const ShapeResult& row : r.shapes) {
+    j.begin_object();
+    j.field("rows", row.shape.rows);
+    j.field("hidden", row.shape.hidden);
+    if (!row.error.empty()) {
+      j.field("error", row.error);
+    } else {
+      j.key("fwd");
+      write_pass(j, row.fwd, r.copy);
+      j.key("bwd");
+      write_pass(j, row.bwd, r.copy);
+    }
+    j.end_object();
+  }
+  j.end_array();
+  j.end_object();
+  file.flush();
+  if (!file || !j.done()) throw std::runtime_error("writing '" + path + "' failed");
+}
+
+}  // namespace nktool

@@ -1,0 +1,29 @@
+// The backend-specific half of `normkit bench`: memory, timing and the copy ceiling. One runner
+// per run; the command drives it shape by shape.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "bench_types.h"
+
+namespace nktool {
+
+class BenchRunner {
+ public:
+  virtual ~BenchRunner() = default;
+  virtual std::string device_name() const = 0;
+  virtual std::string timing_method() const = 0;  // one line for the header
+  virtual CopyCeiling measure_copy() = 0;
+  // Times the forward and/or backward of one shape. Throws std::runtime_error naming what
+  // failed (CUDA call or normkit status) with the shape and dtype.
+  virtual ShapeResult run(const Shape& shape, bool explain) = 0;
+};
+
+// `pool_elements`: size of the random value pool (the largest tensor, capped by the caller).
+std::unique_ptr<BenchRunner> make_cpu_runner(const BenchConfig& config, size_t pool_elements);
+
+// Throws std::runtime_error when this build has no CUDA backend or no device is usable.
+std::unique_ptr<BenchRunner> make_cuda_runner(const BenchConfig& config, size_t pool_elements);
+
+}  // namespace nktool

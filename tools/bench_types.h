@@ -1,0 +1,68 @@
+// What `normkit bench` measures and reports, shared by the CPU and CUDA runners and the
+// report writers.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "normkit/normkit.h"
+#include "shapes.h"
+#include "timing.h"
+
+namespace nktool {
+
+struct BenchConfig {
+  nk_dtype dtype = NK_BFLOAT16;  // x, weight, y, dy, dx all in this dtype
+  bool residual = false;         // forward fuses a residual add; backward adds dresidual_out
+  bool fwd = true, bwd = true;
+  int reps = 100;
+  float eps = 1e-6f;
+};
+
+// Bytes one call moves, by the explicit formulas of /work/shared/PEERS.md (rstd not counted):
+//   forward  = rows*hidden*(size(x) + size(y)) + hidden*size(w)
+//              [+ rows*hidden*2*size(x) with a residual: residual read, residual_out written]
+//   backward = rows*hidden*(size(x) + size(dy) + size(dx)) + 2*hidden*size(w)
+//              [+ rows*hidden*size(x) with a residual: dresidual_out read]
+double fwd_bytes(const Shape& s, const BenchConfig& c);
+double bwd_bytes(const Shape& s, const BenchConfig& c);
+std::string fwd_bytes_formula(const BenchConfig& c);
+std::string bwd_bytes_formula(const BenchConfig& c);
+
+// The measured ceiling: one large copy, bytes read + bytes written per second.
+struct CopyCeiling {
+  double gbps = 0;          // 1e9 bytes / s
+  size_t buffer_bytes = 0;  // size of the source (= destination) buffer
+  int reps = 0;
+  TimingStats us;
+  std::string method;  // how it was measured, for the header
+};
+
+struct PassTiming {
+  bool measured = false;
+  TimingStats us;
+  double bytes = 0;
+  size_t workspace_bytes = 0;  // backward only
+  std::string explain;         // launch configuration (--explain, CUDA only)
+};
+
+struct ShapeResult {
+  Shape shape;
+  PassTiming fwd, bwd;
+  std::string error;  // non-empty when this shape could not be measured
+};
+
+struct BenchReport {
+  std::string backend;  // "cuda" or "cpu"
+  std::string device;   // device or CPU name
+  std::string timing_method;
+  std::string date_utc;
+  std::string command;
+  std::vector<std::string> notes;  // e.g. why the CPU ran a subset of the default shapes
+  BenchConfig config;
+  CopyCeiling copy;
+  std::vector<ShapeResult> shapes;
+};
+
+}  // namespace nktool

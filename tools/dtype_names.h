@@ -1,0 +1,20 @@
+// Short dtype names used on the command line and in the tool's tables ("bf16", "fp16", "fp32"),
+// and the precision order used to pick comparison tolerances.
+#pragma once
+
+#include <string>
+
+#include "normkit/normkit.h"
+
+namespace nktool {
+
+const char* short_name(nk_dtype dtype);  // "fp32", "fp16", "bf16"
+
+// "bf16"/"bfloat16", "fp16"/"float16"/"half", "fp32"/"float32"/"float". Throws
+// std::invalid_argument naming the accepted spellings.
+nk_dtype parse_dtype(const std::string& text);
+
+// The dtype with fewer significand bits (bf16 < fp16 < fp32).
+nk_dtype lower_precision(nk_dtype a, nk_dtype b);
+
+}  // namespace nktool

@@ -1,0 +1,148 @@
+// The `normkit` command-line tool: argument parsing and dispatch to the subcommands.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <exception>
+#include <string>
+
+#include "bench_command.h"
+#include "check_command.h"
+#include "info_command.h"
+#include "normkit/normkit.h"
+#include "shapes.h"
+#include "text_format.h"
+
+namespace {
+
+// CLI11 validator: accepts the text when parse_shapes does, else returns its message.
+std::string validate_shapes(const std::string& text) {
+  try {
+    nktool::parse_shapes(text);
+    return {};
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"normkit: RMSNorm forward and backward kernels for CUDA GPUs and CPUs.\n"
+               "Inspect the build and devices (info), check every backend against a float64\n"
+               "reference (check), or time the kernels against a measured copy ceiling (bench)."};
+  app.set_version_flag("--version", std::string("normkit ") + nk_version());
+  app.require_subcommand(1);
+  app.fallthrough(false);
+
+  app.footer("Run 'normkit SUBCOMMAND --help' for the options of each subcommand.");
+  app.add_subcommand("info", "Show the version, the build, the devices and the bench backend")
+      ->footer("Prints the normkit version, whether the CUDA backend is built, each CUDA device "
+               "(name, compute capability, SMs, L2 size, shared memory per SM and per block, "
+               "memory size, clocks and bus width), the CPU's logical cores, and the backend "
+               "'normkit bench --backend auto' would pick.");
+
+  nktool::CheckOptions check;
+  CLI::App* check_cmd =
+      app.add_subcommand("check", "Check every backend against a float64 reference");
+  check_cmd->footer(
+      "Runs random cases (hidden sizes 1 to 262147, odd row counts, every x/weight/y dtype "
+      "combination, strided rows, bias, zero-centered weight, residual, pointers off 16-byte "
+      "alignment, in-place) through each backend's forward (y, residual_out, rstd) and backward "
+      "(dx, dweight, dbias) with fresh random inputs and poisoned outputs, and compares every "
+      "output with the float64 reference; also fails on writes outside an output and on modified "
+      "inputs. Prints one line per case and backend with the worst error per output, then "
+      "'check: N passed, M failed[, K skipped (why)]'. Exit code 0 only if nothing failed and "
+      "something was checked.");
+  check_cmd->add_option("--backend", check.backend,
+                        "Backends to check: cpu, cuda, or all (every backend this build has; one "
+                        "without a usable device is reported as skipped)")
+      ->check(CLI::IsMember({"cpu", "cuda", "all"}))
+      ->capture_default_str();
+  check_cmd->add_flag("--quick", check.quick,
+                      "Run a small case list (a few seconds) instead of the full one (about a "
+                      "minute on two CPU cores)");
+  check_cmd->add_option("--seed", check.seed,
+                        "Seed of the case list and the random inputs; the same seed reproduces "
+                        "the same run")
+      ->check([](const std::string& text) {
+        return !text.empty() && text[0] == '-' ? std::string("the seed must be >= 0, got " + text)
+                                               : std::string();
+      })
+      ->capture_default_str();
+  check_cmd->add_flag("--verbose,-v", check.verbose,
+                      "Also print each case's layout (strides, pointer offsets), every "
+                      "comparison in full, and per-case time");
+
+  nktool::BenchOptions bench;
+  CLI::App* bench_cmd =
+      app.add_subcommand("bench", "Time forward and backward against the measured copy bandwidth");
+  bench_cmd->footer(
+      "Per shape: time of one call (median), GB/s by an explicit byte count (forward reads x "
+      "and w and writes y; backward reads x, dy and w and writes dx and dweight; rstd not "
+      "counted), % of the copy bandwidth measured in the same run, and the floor (bytes / copy "
+      "bandwidth). On CUDA: warm-up, then per repetition an L2 flush (memset of >= 2x L2), a "
+      "CUDA event, one normkit call, an event; the copy ceiling is a device-to-device "
+      "cudaMemcpyAsync timed the same way. On the CPU: std::chrono per call and a multithreaded "
+      "host memcpy. Inputs are random, weight near 1, eps 1e-6. Progress goes to stderr.");
+  bench_cmd->add_option("--backend", bench.backend,
+                        "auto (the GPU if one is usable, else the CPU), cpu or cuda")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
+      ->capture_default_str();
+  bench_cmd->add_option("--shapes", bench.shapes,
+                        std::string("Comma-separated ROWSxHIDDEN list. Default: the sweep of "
+                                    "PEERS.md (") +
+                            nktool::kDefaultBenchShapes +
+                            "); on the CPU the default keeps the shapes with <= 32 Mi elements")
+      ->check(validate_shapes);
+  bench_cmd->add_option("--dtype", bench.dtype,
+                        "Dtype of x, weight, y, dy and dx: bf16, fp16 or fp32")
+      ->check(CLI::IsMember({"bf16", "fp16", "fp32"}))
+      ->capture_default_str();
+  bench_cmd->add_option("--json", bench.json_path,
+                        "Also write the results as JSON to FILE (device, UTC date, command line, "
+                        "version, copy bandwidth, and per shape median/min/p90 us, bytes, GB/s, "
+                        "% of copy)")
+      ->type_name("FILE");
+  bench_cmd->add_flag("--explain", bench.explain,
+                      "Print the CUDA launch configuration chosen for each shape");
+  CLI::Option* reps_opt =
+      bench_cmd
+          ->add_option("--reps", bench.reps,
+                       "Timed repetitions per shape and pass (default 100; 10 on the CPU backend "
+                       "unless given)")
+          ->check(CLI::Range(1, 100000));
+  CLI::Option* fwd_only = bench_cmd->add_flag("--fwd-only", bench.fwd_only,
+                                              "Time only the forward");
+  CLI::Option* bwd_only = bench_cmd->add_flag(
+      "--bwd-only", bench.bwd_only,
+      "Time only the backward (dx and dweight; one untimed forward supplies rstd)");
+  fwd_only->excludes(bwd_only);
+  bench_cmd->add_flag("--residual", bench.residual,
+                      "Fuse a residual add: the forward also reads residual and writes "
+                      "residual_out, the backward also reads dresidual_out (counted in the bytes)");
+
+  // CLI11 reports an unknown first word as "A subcommand is required"; name it instead.
+  if (argc > 1 && argv[1][0] != '-' && std::string(argv[1]) != "info" &&
+      std::string(argv[1]) != "check" && std::string(argv[1]) != "bench") {
+    std::fprintf(stderr, "normkit: unknown subcommand '%s'; expected info, check or bench "
+                         "(see normkit --help)\n", argv[1]);
+    return 2;
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+
+  try {
+    if (app.got_subcommand("info")) return nktool::run_info();
+    if (app.got_subcommand(check_cmd)) return nktool::run_check(check);
+    bench.reps_given = reps_opt->count() > 0;
+    bench.command_line = nktool::command_line(argc, argv);
+    return nktool::run_bench(bench);
+  } catch (const std::exception& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "normkit: error: %s\n", e.what());
+    return 1;
+  }
+}

@@ -4,8 +4,8 @@
 //
 // Rounding is IEEE round-to-nearest-even everywhere. NaN stays NaN (quiet, sign kept),
 // +-Inf stays +-Inf, overflow rounds to +-Inf, and float16 subnormals are produced and read
-// exactly. half_bits_to_float relies on subnormal float arithmetic, so do not build users of
-// this header with flush-to-zero (-ffast-math / DAZ).
+// exactly. The float16 conversions use float32 arithmetic on subnormals in the default rounding
+// mode, so do not build users of this header with flush-to-zero or -ffast-math.
 #pragma once
 
 #include <cmath>
@@ -60,31 +60,24 @@ inline float half_bits_to_float(uint16_t h) {
   return bits_to_float(out | sign);
 }
 
+// Branch-free (vectorizes): every case is computed and the right one selected.
 inline uint16_t float_to_half_bits(float f) {
   const uint32_t u = float_to_bits(f);
-  const uint16_t sign = static_cast<uint16_t>((u >> 16) & 0x8000u);
+  const uint32_t sign = (u >> 16) & 0x8000u;
   const uint32_t a = u & 0x7fffffffu;
-  if (a >= 0x7f800000u) {  // Inf or NaN
-    if (a == 0x7f800000u) return sign | 0x7c00u;
-    return static_cast<uint16_t>(sign | 0x7e00u | ((a >> 13) & 0x3ffu));  // quiet NaN
-  }
-  // 65520 = 65504 + half an ulp: it and everything above round to Inf (65504 is odd).
-  if (a >= 0x477ff000u) return sign | 0x7c00u;
-  if (a >= 0x38800000u) {  // >= 2^-14: a half normal. Rebias the exponent (127 -> 15).
-    const uint32_t m = a - 0x38000000u;
-    return static_cast<uint16_t>(sign | ((m + 0x0fffu + ((m >> 13) & 1u)) >> 13));
-  }
-  // Half subnormal (or zero): the result counts units of 2^-24. The float is
-  // mant * 2^(e - 150) with the implicit bit, so units = mant >> (126 - e), rounded.
-  const uint32_t e = a >> 23;
-  const uint32_t shift = 126u - e;  // >= 14 here
-  if (shift > 24u) return sign;     // below 2^-25 (or zero / float subnormal): rounds to 0
-  const uint32_t mant = (a & 0x7fffffu) | 0x800000u;
-  uint32_t q = mant >> shift;
-  const uint32_t rem = mant & ((1u << shift) - 1u);
-  const uint32_t halfway = 1u << (shift - 1u);
-  if (rem > halfway || (rem == halfway && (q & 1u))) ++q;  // may carry to 0x400: smallest normal
-  return static_cast<uint16_t>(sign | q);
+  // Half normals (a >= 2^-14): rebias the exponent (127 -> 15) and round the 13 dropped bits to
+  // nearest even. A carry out of the mantissa bumps the exponent, up to 0x7c00 (Inf).
+  const uint32_t normal = (a - 0x38000000u + 0x0fffu + ((a >> 13) & 1u)) >> 13;
+  // Half subnormals (a < 2^-14): 0.5f has an ulp of 2^-24, half's smallest subnormal, so the
+  // float addition rounds |f| to a multiple of 2^-24 (to nearest even, the default rounding
+  // mode) and the low mantissa bits count those units (1024 = the smallest normal, 0x0400).
+  const uint32_t subnormal = float_to_bits(bits_to_float(a) + 0.5f) - 0x3f000000u;
+  // NaN stays NaN (quiet, top payload bits kept); Inf and everything that rounds past 65504
+  // (from 65520 = 65504 + half an ulp, a tie that goes to the even Inf) becomes Inf.
+  const uint32_t special = a > 0x7f800000u ? (0x7e00u | ((a >> 13) & 0x3ffu)) : 0x7c00u;
+  uint32_t r = a < 0x38800000u ? subnormal : normal;
+  r = a >= 0x477ff000u ? special : r;
+  return static_cast<uint16_t>(sign | r);
 }
 
 // float -> dtype -> float: the value a float32 result has after it is stored in `dtype`.

@@ -1,5 +1,5 @@
 // Device-side element access: conversion of float32/float16/bfloat16 to and from float, and
-// loads/stores of VEC consecutive elements as one aligned access (16 bytes at most per access).
+// loads/stores of VEC consecutive elements as whole aligned words (16 bytes at most each).
 #pragma once
 
 #include <cuda_bf16.h>
@@ -30,19 +30,99 @@ __device__ __forceinline__ float round_to(float v) { return to_float(from_float<
 
 constexpr int min_int(int a, int b) { return a < b ? a : b; }
 
-// VEC elements of T, aligned to the size of one access (at most 16 bytes), so the compiler
-// emits the widest loads/stores that the launcher proved aligned.
+// Bit patterns of one element, zero-extended to 32 bits, and back.
+__device__ __forceinline__ unsigned bits_of(float v) { return __float_as_uint(v); }
+__device__ __forceinline__ unsigned bits_of(__half v) { return __half_as_ushort(v); }
+__device__ __forceinline__ unsigned bits_of(__nv_bfloat16 v) { return __bfloat16_as_ushort(v); }
+template <typename T>
+__device__ __forceinline__ T from_bits(unsigned b);
+template <>
+__device__ __forceinline__ float from_bits<float>(unsigned b) { return __uint_as_float(b); }
+template <>
+__device__ __forceinline__ __half from_bits<__half>(unsigned b) {
+  return __ushort_as_half(static_cast<unsigned short>(b));
+}
+template <>
+__device__ __forceinline__ __nv_bfloat16 from_bits<__nv_bfloat16>(unsigned b) {
+  return __ushort_as_bfloat16(static_cast<unsigned short>(b));
+}
+
+// VEC elements of T packed into 32-bit lanes (two 16-bit elements per lane), moved to and from
+// memory as the widest aligned words (16 bytes at most), one ld/st.global per word (a struct or
+// union of __half/__nv_bfloat16 gets copied 2 or 4 bytes at a time).
 template <typename T, int VEC>
-struct alignas(min_int(16, int(sizeof(T)) * VEC)) Pack {
-  T v[VEC];
+struct Lanes {
+  static constexpr int kBytes = int(sizeof(T)) * VEC;
+  static constexpr int kCount = kBytes < 4 ? 1 : kBytes / 4;
+  unsigned lane[kCount];
+
+  __device__ __forceinline__ void load(const T* p) {
+    if constexpr (kBytes == 2) {
+      lane[0] = *reinterpret_cast<const unsigned short*>(p);
+    } else if constexpr (kBytes == 4) {
+      lane[0] = *reinterpret_cast<const unsigned*>(p);
+    } else if constexpr (kBytes == 8) {
+      const uint2 w = *reinterpret_cast<const uint2*>(p);
+      lane[0] = w.x, lane[1] = w.y;
+    } else {
+#pragma unroll
+      for (int j = 0; j < kCount / 4; ++j) {
+        const uint4 w = reinterpret_cast<const uint4*>(p)[j];
+        lane[4 * j] = w.x, lane[4 * j + 1] = w.y, lane[4 * j + 2] = w.z, lane[4 * j + 3] = w.w;
+      }
+    }
+  }
+  // Stores through __stcg (cache in L2 only): written through a plain pointer, the compiler
+  // splits a uint4 built from these lanes into four 4-byte stores.
+  __device__ __forceinline__ void store(T* p) const {
+    if constexpr (kBytes == 2) {
+      __stcg(reinterpret_cast<unsigned short*>(p), static_cast<unsigned short>(lane[0]));
+    } else if constexpr (kBytes == 4) {
+      __stcg(reinterpret_cast<unsigned*>(p), lane[0]);
+    } else if constexpr (kBytes == 8) {
+      __stcg(reinterpret_cast<uint2*>(p), make_uint2(lane[0], lane[1]));
+    } else {
+#pragma unroll
+      for (int j = 0; j < kCount / 4; ++j) {
+        __stcg(reinterpret_cast<uint4*>(p) + j,
+               make_uint4(lane[4 * j], lane[4 * j + 1], lane[4 * j + 2], lane[4 * j + 3]));
+      }
+    }
+  }
+  __device__ __forceinline__ T get(int k) const {
+    if constexpr (sizeof(T) == 4) {
+      return from_bits<T>(lane[k]);
+    } else {
+      return from_bits<T>((lane[k / 2] >> (16 * (k % 2))) & 0xffffu);
+    }
+  }
+  __device__ __forceinline__ void set(int k, T v) {
+    if constexpr (sizeof(T) == 4) {
+      lane[k] = bits_of(v);
+    } else if (k % 2 == 0) {
+      lane[k / 2] = bits_of(v);
+    } else {
+      lane[k / 2] |= bits_of(v) << 16;
+    }
+  }
 };
 
-// Loads VEC elements at p[0..VEC) into out (as float). Full, aligned vector.
+// Loads VEC elements at p[0..VEC) into out (as float). Full vector, aligned to its word size.
 template <typename T, int VEC>
 __device__ __forceinline__ void load_vec(const T* p, float* out) {
-  Pack<T, VEC> pack = *reinterpret_cast<const Pack<T, VEC>*>(p);
+  Lanes<T, VEC> lanes;
+  lanes.load(p);
 #pragma unroll
-  for (int k = 0; k < VEC; ++k) out[k] = to_float(pack.v[k]);
+  for (int k = 0; k < VEC; ++k) out[k] = to_float(lanes.get(k));
+}
+
+// Stores VEC floats to p[0..VEC) as T. Full vector, aligned to its word size.
+template <typename T, int VEC>
+__device__ __forceinline__ void store_vec(T* p, const float* in) {
+  Lanes<T, VEC> lanes;
+#pragma unroll
+  for (int k = 0; k < VEC; ++k) lanes.set(k, from_float<T>(in[k]));
+  lanes.store(p);
 }
 
 // Loads the first `n` (< VEC) elements one at a time; the rest of out becomes 0.
@@ -65,10 +145,7 @@ __device__ __forceinline__ void load_upto(const T* p, int64_t n, float* out) {
 template <typename T, int VEC>
 __device__ __forceinline__ void store_upto(T* p, int64_t n, const float* in) {
   if (n >= VEC) {
-    Pack<T, VEC> pack;
-#pragma unroll
-    for (int k = 0; k < VEC; ++k) pack.v[k] = from_float<T>(in[k]);
-    *reinterpret_cast<Pack<T, VEC>*>(p) = pack;
+    store_vec<T, VEC>(p, in);
   } else {
 #pragma unroll
     for (int k = 0; k < VEC; ++k) {

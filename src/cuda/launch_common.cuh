@@ -50,10 +50,11 @@ inline RowShape row_shape(int64_t rows, int64_t hidden, const LaunchConfig& cfg)
   return s;
 }
 
-// Launches kernel<<<grid, block>>> with consecutive CTAs grouped in clusters of `cluster`.
+// Launches kernel<<<grid, block, dynamic_smem>>> with consecutive CTAs grouped in clusters of
+// `cluster`.
 template <typename... KernelArgs, typename... Args>
 void launch(void (*kernel)(KernelArgs...), int64_t grid, dim3 block, int cluster,
-            cudaStream_t stream, const char* what, Args... args) {
+            cudaStream_t stream, const char* what, size_t dynamic_smem, Args... args) {
   if (grid > 0x7fffffff) {
     throw Error(NK_ERROR_UNSUPPORTED, std::string(what) + ": grid of " + std::to_string(grid) +
                                           " CTAs exceeds the CUDA limit");
@@ -62,6 +63,12 @@ void launch(void (*kernel)(KernelArgs...), int64_t grid, dim3 block, int cluster
   config.gridDim = dim3(static_cast<unsigned>(grid));
   config.blockDim = block;
   config.stream = stream;
+  config.dynamicSmemBytes = dynamic_smem;
+  if (dynamic_smem > 48 * 1024) {
+    check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    static_cast<int>(dynamic_smem)),
+               "cudaFuncSetAttribute(MaxDynamicSharedMemorySize)", what);
+  }
   cudaLaunchAttribute attribute[1];
   if (cluster > 1) {
     if (cluster > 8) {

@@ -28,12 +28,12 @@ void launch_fwd(const nk_rms_norm_fwd_args& a, const LaunchConfig& cfg, cudaStre
     constexpr int VEC = decltype(vec_constant)::value;
     if (cfg.plan == RowPlan::kStreaming) {
       launch(rms_norm_fwd_streaming<XT, WT, YT, VEC>, cfg.grid, dim3(cfg.threads_per_row), 1,
-             stream, "rms_norm_fwd (streaming)", p);
+             stream, "rms_norm_fwd (streaming)", 0, p);
     } else {
       constexpr int IMAX = fwd_items_max(VEC);
       launch(rms_norm_fwd_registers<XT, WT, YT, VEC, IMAX>, cfg.grid,
              dim3(cfg.threads_per_row, cfg.rows_per_block), cfg.cluster_size, stream,
-             "rms_norm_fwd (registers)", p);
+             "rms_norm_fwd (registers)", 0, p);
     }
   });
 }

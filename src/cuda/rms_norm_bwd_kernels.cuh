@@ -43,18 +43,22 @@ __device__ __forceinline__ void store_dx(const BwdParams& p, int64_t row, int64_
   store_upto<XT, VEC>(static_cast<XT*>(p.dx) + row * p.dx_stride + col, n, dx);
 }
 
-// Largest row chunk (in elements) that a CTA with several rows per block covers; the
-// launcher uses rows_per_block > 1 only for rows of at most 32 threads x kBwdElemsPerThread.
-constexpr int kBwdGroupCols = 32 * 32;
+// Dynamic shared memory of rms_norm_bwd_registers, in floats: per row group, one sum per
+// column of the CTA for dbias, and for dweight too when several row groups must be combined.
+__host__ __device__ inline int64_t bwd_group_floats(int rows_per_block, int64_t cols_per_cta,
+                                                    bool want_dweight, bool want_dbias) {
+  const int arrays = (want_dbias ? 1 : 0) + (want_dweight && rows_per_block > 1 ? 1 : 0);
+  return arrays * rows_per_block * cols_per_cta;
+}
 
 // Persistent: CTA (or cluster) `slot` walks rows slot, slot + slots, ... keeping its row part
-// in registers and its dweight/dbias partial sums in registers across rows.
+// in registers, its dweight partial sums in registers and its dbias partial sums in shared
+// memory across rows. As in the forward, loads and stores sit in separate loops.
 template <typename XT, typename WT, typename DYT, int VEC, int IMAX>
-__global__ void __launch_bounds__(256) rms_norm_bwd_registers(BwdParams p) {
+__global__ void __launch_bounds__(256, 2) rms_norm_bwd_registers(BwdParams p) {
   __shared__ float scratch[kMaxWarps];
   __shared__ float cluster_slot;
-  __shared__ float group_sum_w[kBwdGroupCols];
-  __shared__ float group_sum_b[kBwdGroupCols];
+  extern __shared__ float group_sums[];
   const RowShape& shape = p.shape;
   const int cluster = shape.cluster_size;
   const int rank = blockIdx.x % cluster;
@@ -63,37 +67,57 @@ __global__ void __launch_bounds__(256) rms_norm_bwd_registers(BwdParams p) {
   const int64_t col_begin = rank * shape.cols_per_cta;
   const int64_t col_end = min(shape.hidden, col_begin + shape.cols_per_cta);
   const bool want_w = p.partial_dweight != nullptr, want_b = p.partial_dbias != nullptr;
+  const int groups = blockDim.y;
+  // Column c of the CTA (0-based) for row group g: dbias at [g * cols + c], dweight after all
+  // dbias arrays.
+  const int64_t cols = shape.cols_per_cta;
+  float* dbias_sums = group_sums;
+  float* dweight_sums = group_sums + (want_b ? groups * cols : 0);
+  auto local = [&](int i) { return (static_cast<int64_t>(i) * blockDim.x + threadIdx.x) * VEC; };
 
-  float acc_w[IMAX][VEC], acc_b[IMAX][VEC];
+  float acc_w[IMAX][VEC];
 #pragma unroll
   for (int i = 0; i < IMAX; ++i) {
 #pragma unroll
-    for (int k = 0; k < VEC; ++k) acc_w[i][k] = acc_b[i][k] = 0.0f;
+    for (int k = 0; k < VEC; ++k) acc_w[i][k] = 0.0f;
+  }
+  if (want_b) {
+#pragma unroll
+    for (int i = 0; i < IMAX; ++i) {
+#pragma unroll
+      for (int k = 0; k < VEC; ++k) {
+        if (i < shape.items && local(i) + k < cols) dbias_sums[threadIdx.y * cols + local(i) + k] = 0.0f;
+      }
+    }
   }
 
   // Trip count is uniform over the block and the cluster (it depends on slot only).
-  for (int64_t base = slot * blockDim.y; base < shape.rows; base += slots * blockDim.y) {
+  for (int64_t base = slot * groups; base < shape.rows; base += slots * groups) {
     const int64_t row = base + threadIdx.y;
     const bool valid = row < shape.rows;
+    auto active = [&](int i) {
+      return i < shape.items && valid && col_begin + local(i) < col_end;
+    };
     const float rstd = valid ? p.rstd[row] : 0.0f;
     float xhat[IMAX][VEC], g[IMAX][VEC];
     float dot = 0.0f;
 #pragma unroll
     for (int i = 0; i < IMAX; ++i) {
-      const int64_t col = col_begin + (static_cast<int64_t>(i) * blockDim.x + threadIdx.x) * VEC;
+      const int64_t col = col_begin + local(i);
       const int64_t n = col_end - col;
-      if (i < shape.items && valid && n > 0) {
-        float dy[VEC], w[VEC];
+      if (active(i)) {
+        float w[VEC];
         load_upto<XT, VEC>(static_cast<const XT*>(p.x) + row * p.x_stride + col, n, xhat[i]);
-        load_upto<DYT, VEC>(static_cast<const DYT*>(p.dy) + row * p.dy_stride + col, n, dy);
+        load_upto<DYT, VEC>(static_cast<const DYT*>(p.dy) + row * p.dy_stride + col, n, g[i]);
         load_bwd_scale<WT, VEC>(p, col, n, w);
 #pragma unroll
         for (int k = 0; k < VEC; ++k) {
+          const float dy = g[i][k];
           xhat[i][k] *= rstd;
-          g[i][k] = dy[k] * w[k];
+          acc_w[i][k] += dy * xhat[i][k];
+          g[i][k] = dy * w[k];
           dot += g[i][k] * xhat[i][k];
-          acc_w[i][k] += dy[k] * xhat[i][k];
-          acc_b[i][k] += dy[k];
+          if (want_b && k < n) dbias_sums[threadIdx.y * cols + local(i) + k] += dy;
         }
       } else {
 #pragma unroll
@@ -101,60 +125,67 @@ __global__ void __launch_bounds__(256) rms_norm_bwd_registers(BwdParams p) {
       }
     }
     dot = row_sum(dot, shape, scratch, &cluster_slot);
-    if (valid) {
-      const float mean = dot * shape.inv_hidden;
+    const float mean = dot * shape.inv_hidden;
+    // dx, computed in place of g.
+#pragma unroll
+    for (int i = 0; i < IMAX; ++i) {
+#pragma unroll
+      for (int k = 0; k < VEC; ++k) g[i][k] = rstd * (g[i][k] - xhat[i][k] * mean);
+    }
+    if (p.dresidual_out) {
 #pragma unroll
       for (int i = 0; i < IMAX; ++i) {
-        const int64_t col =
-            col_begin + (static_cast<int64_t>(i) * blockDim.x + threadIdx.x) * VEC;
-        const int64_t n = col_end - col;
-        if (i < shape.items && n > 0) store_dx<XT, VEC>(p, row, col, n, xhat[i], g[i], rstd, mean);
+        const int64_t col = col_begin + local(i);
+        if (active(i)) {
+          float d[VEC];
+          load_upto<XT, VEC>(static_cast<const XT*>(p.dresidual_out) +
+                                 row * p.dresidual_out_stride + col,
+                             col_end - col, d);
+#pragma unroll
+          for (int k = 0; k < VEC; ++k) g[i][k] += d[k];
+        }
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < IMAX; ++i) {
+      const int64_t col = col_begin + local(i);
+      if (active(i)) {
+        store_upto<XT, VEC>(static_cast<XT*>(p.dx) + row * p.dx_stride + col, col_end - col, g[i]);
       }
     }
   }
   if (!want_w && !want_b) return;
 
-  // Several rows per block: add the row groups' sums in shared memory, group by group in a
-  // fixed order, and let group 0 write the slot's partial sums.
-  if (blockDim.y > 1) {
-    for (int group = 0; group < static_cast<int>(blockDim.y); ++group) {
-      if (static_cast<int>(threadIdx.y) == group) {
-#pragma unroll
-        for (int i = 0; i < IMAX; ++i) {
-#pragma unroll
-          for (int k = 0; k < VEC; ++k) {
-            const int64_t c = (static_cast<int64_t>(i) * blockDim.x + threadIdx.x) * VEC + k;
-            if (i < shape.items && c < kBwdGroupCols) {
-              group_sum_w[c] = (group == 0 ? 0.0f : group_sum_w[c]) + acc_w[i][k];
-              group_sum_b[c] = (group == 0 ? 0.0f : group_sum_b[c]) + acc_b[i][k];
-            }
-          }
-        }
-      }
-      __syncthreads();
-    }
-    if (threadIdx.y != 0) return;
+  // Several rows per block: each group parks its dweight sums in shared memory; group 0 adds
+  // the groups in order (dbias sums are already there).
+  if (groups > 1 && want_w) {
 #pragma unroll
     for (int i = 0; i < IMAX; ++i) {
 #pragma unroll
       for (int k = 0; k < VEC; ++k) {
-        const int64_t c = (static_cast<int64_t>(i) * blockDim.x + threadIdx.x) * VEC + k;
-        if (i < shape.items && c < kBwdGroupCols) {
-          acc_w[i][k] = group_sum_w[c];
-          acc_b[i][k] = group_sum_b[c];
+        if (i < shape.items && local(i) + k < cols) {
+          dweight_sums[threadIdx.y * cols + local(i) + k] = acc_w[i][k];
         }
       }
     }
   }
+  if (groups > 1) __syncthreads();
+  if (threadIdx.y != 0) return;
 #pragma unroll
   for (int i = 0; i < IMAX; ++i) {
-    const int64_t col = col_begin + (static_cast<int64_t>(i) * blockDim.x + threadIdx.x) * VEC;
-    if (i >= shape.items) continue;
 #pragma unroll
     for (int k = 0; k < VEC; ++k) {
-      if (col + k < col_end) {
-        if (want_w) p.partial_dweight[slot * shape.hidden + col + k] = acc_w[i][k];
-        if (want_b) p.partial_dbias[slot * shape.hidden + col + k] = acc_b[i][k];
+      const int64_t c = local(i) + k;
+      if (i >= shape.items || col_begin + c >= col_end) continue;
+      if (want_w) {
+        float total = acc_w[i][k];
+        for (int group = 1; group < groups; ++group) total += dweight_sums[group * cols + c];
+        p.partial_dweight[slot * shape.hidden + col_begin + c] = total;
+      }
+      if (want_b) {
+        float total = 0.0f;
+        for (int group = 0; group < groups; ++group) total += dbias_sums[group * cols + c];
+        p.partial_dbias[slot * shape.hidden + col_begin + c] = total;
       }
     }
   }

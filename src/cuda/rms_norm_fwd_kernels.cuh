@@ -39,22 +39,6 @@ __device__ __forceinline__ void load_input(const FwdParams& p, int64_t row, int6
   }
 }
 
-template <typename WT, typename YT, int VEC>
-__device__ __forceinline__ void store_output(const FwdParams& p, int64_t row, int64_t col,
-                                             int64_t n, const float* s, float rstd) {
-  float w[VEC], out[VEC];
-  load_scale<WT, VEC>(p, col, n, w);
-#pragma unroll
-  for (int k = 0; k < VEC; ++k) out[k] = s[k] * rstd * w[k];
-  if (p.bias) {
-    float b[VEC];
-    load_upto<WT, VEC>(static_cast<const WT*>(p.bias) + col, n, b);
-#pragma unroll
-    for (int k = 0; k < VEC; ++k) out[k] += b[k];
-  }
-  store_upto<YT, VEC>(static_cast<YT*>(p.y) + row * p.y_stride + col, n, out);
-}
-
 // Sum over the threads (and CTAs) that share a row.
 __device__ __forceinline__ float row_sum(float v, const RowShape& shape, float* scratch,
                                          float* cluster_slot) {
@@ -63,9 +47,28 @@ __device__ __forceinline__ float row_sum(float v, const RowShape& shape, float* 
   return v;
 }
 
+// Scales s (VEC values at column col) into the output values, in place: s * rstd * w_eff + b.
+template <typename WT, int VEC>
+__device__ __forceinline__ void scale_in_place(const FwdParams& p, int64_t col, int64_t n, float* s,
+                                               float rstd) {
+  float w[VEC];
+  load_scale<WT, VEC>(p, col, n, w);
+#pragma unroll
+  for (int k = 0; k < VEC; ++k) s[k] = s[k] * rstd * w[k];
+  if (p.bias) {
+    float b[VEC];
+    load_upto<WT, VEC>(static_cast<const WT*>(p.bias) + col, n, b);
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) s[k] += b[k];
+  }
+}
+
 // One HBM pass: every thread keeps its part of the row in registers between the sum of squares
 // and the output. blockDim = (threads per row, rows per block); a cluster of
 // shape.cluster_size consecutive CTAs shares one row, each covering cols_per_cta columns.
+// Loads and stores are kept in separate loops: a store between two loads would stop the
+// compiler from issuing the loads together (they might alias), leaving one memory round trip
+// per vector instead of one per row.
 template <typename XT, typename WT, typename YT, int VEC, int IMAX>
 __global__ void __launch_bounds__(512) rms_norm_fwd_registers(FwdParams p) {
   __shared__ float scratch[kMaxWarps];
@@ -77,19 +80,48 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_registers(FwdParams p) {
   const bool valid = row < shape.rows;  // invalid rows still join the shuffles
   const int64_t col_begin = rank * shape.cols_per_cta;
   const int64_t col_end = min(shape.hidden, col_begin + shape.cols_per_cta);
+  auto column = [&](int i) {
+    return col_begin + (static_cast<int64_t>(i) * blockDim.x + threadIdx.x) * VEC;
+  };
+  auto active = [&](int i) { return i < shape.items && valid && column(i) < col_end; };
 
   float s[IMAX][VEC];
-  float sum_sq = 0.0f;
 #pragma unroll
   for (int i = 0; i < IMAX; ++i) {
-    const int64_t col = col_begin + (static_cast<int64_t>(i) * blockDim.x + threadIdx.x) * VEC;
-    const int64_t n = col_end - col;
-    if (i < shape.items && valid && n > 0) {
-      load_input<XT, VEC>(p, row, col, n, s[i]);
+    const int64_t col = column(i);
+    if (active(i)) {
+      load_upto<XT, VEC>(static_cast<const XT*>(p.x) + row * p.x_stride + col, col_end - col,
+                         s[i]);
     } else {
 #pragma unroll
       for (int k = 0; k < VEC; ++k) s[i][k] = 0.0f;
     }
+  }
+  if (p.residual) {
+#pragma unroll
+    for (int i = 0; i < IMAX; ++i) {
+      const int64_t col = column(i);
+      if (active(i)) {
+        float r[VEC];
+        load_upto<XT, VEC>(static_cast<const XT*>(p.residual) + row * p.residual_stride + col,
+                           col_end - col, r);
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) s[i][k] = round_to<XT>(s[i][k] + r[k]);
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < IMAX; ++i) {
+      const int64_t col = column(i);
+      if (active(i)) {
+        store_upto<XT, VEC>(
+            static_cast<XT*>(p.residual_out) + row * p.residual_out_stride + col, col_end - col,
+            s[i]);
+      }
+    }
+  }
+  float sum_sq = 0.0f;
+#pragma unroll
+  for (int i = 0; i < IMAX; ++i) {
 #pragma unroll
     for (int k = 0; k < VEC; ++k) sum_sq += s[i][k] * s[i][k];
   }
@@ -99,9 +131,14 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_registers(FwdParams p) {
   if (p.rstd && rank == 0 && threadIdx.x == 0) p.rstd[row] = rstd;
 #pragma unroll
   for (int i = 0; i < IMAX; ++i) {
-    const int64_t col = col_begin + (static_cast<int64_t>(i) * blockDim.x + threadIdx.x) * VEC;
-    const int64_t n = col_end - col;
-    if (i < shape.items && n > 0) store_output<WT, YT, VEC>(p, row, col, n, s[i], rstd);
+    if (active(i)) scale_in_place<WT, VEC>(p, column(i), col_end - column(i), s[i], rstd);
+  }
+#pragma unroll
+  for (int i = 0; i < IMAX; ++i) {
+    const int64_t col = column(i);
+    if (active(i)) {
+      store_upto<YT, VEC>(static_cast<YT*>(p.y) + row * p.y_stride + col, col_end - col, s[i]);
+    }
   }
 }
 
@@ -130,7 +167,8 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_streaming(FwdParams p) {
   for (int64_t col = threadIdx.x * VEC; col < shape.hidden; col += step) {
     float s[VEC];
     load_upto<XT, VEC>(src + col, shape.hidden - col, s);
-    store_output<WT, YT, VEC>(p, row, col, shape.hidden - col, s, rstd);
+    scale_in_place<WT, VEC>(p, col, shape.hidden - col, s, rstd);
+    store_upto<YT, VEC>(static_cast<YT*>(p.y) + row * p.y_stride + col, shape.hidden - col, s);
   }
 }
 

@@ -55,8 +55,8 @@ inline float half_bits_to_float(uint16_t h) {
   const uint32_t sign = uint32_t{h & 0x8000u} << 16;
   const uint32_t magnitude = uint32_t{h & 0x7fffu} << 13;
   const float scaled = bits_to_float(magnitude) * 0x1p112f;
-  const bool inf_or_nan = magnitude >= 0x0f800000u;
-  const uint32_t out = inf_or_nan ? (magnitude | 0x7f800000u) : float_to_bits(scaled);
+  const uint32_t inf_or_nan = 0u - static_cast<uint32_t>(magnitude >= 0x0f800000u);  // mask
+  const uint32_t out = (float_to_bits(scaled) & ~inf_or_nan) | ((magnitude | 0x7f800000u) & inf_or_nan);
   return bits_to_float(out | sign);
 }
 
@@ -74,9 +74,13 @@ inline uint16_t float_to_half_bits(float f) {
   const uint32_t subnormal = float_to_bits(bits_to_float(a) + 0.5f) - 0x3f000000u;
   // NaN stays NaN (quiet, top payload bits kept); Inf and everything that rounds past 65504
   // (from 65520 = 65504 + half an ulp, a tie that goes to the even Inf) becomes Inf.
-  const uint32_t special = a > 0x7f800000u ? (0x7e00u | ((a >> 13) & 0x3ffu)) : 0x7c00u;
-  uint32_t r = a < 0x38800000u ? subnormal : normal;
-  r = a >= 0x477ff000u ? special : r;
+  const uint32_t nan_mask = 0u - static_cast<uint32_t>(a > 0x7f800000u);
+  const uint32_t special = 0x7c00u | (nan_mask & (0x0200u | ((a >> 13) & 0x3ffu)));
+  // Select with masks rather than branches so loops of conversions vectorize.
+  const uint32_t is_subnormal = 0u - static_cast<uint32_t>(a < 0x38800000u);
+  const uint32_t is_special = 0u - static_cast<uint32_t>(a >= 0x477ff000u);
+  const uint32_t finite = (subnormal & is_subnormal) | (normal & ~is_subnormal);
+  const uint32_t r = (special & is_special) | (finite & ~is_special);
   return static_cast<uint16_t>(sign | r);
 }
 

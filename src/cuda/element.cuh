@@ -72,6 +72,22 @@ struct Lanes {
       }
     }
   }
+  __device__ __forceinline__ void load_readonly(const T* p) {
+    if constexpr (kBytes == 2) {
+      lane[0] = __ldg(reinterpret_cast<const unsigned short*>(p));
+    } else if constexpr (kBytes == 4) {
+      lane[0] = __ldg(reinterpret_cast<const unsigned*>(p));
+    } else if constexpr (kBytes == 8) {
+      const uint2 w = __ldg(reinterpret_cast<const uint2*>(p));
+      lane[0] = w.x, lane[1] = w.y;
+    } else {
+#pragma unroll
+      for (int j = 0; j < kCount / 4; ++j) {
+        const uint4 w = __ldg(reinterpret_cast<const uint4*>(p) + j);
+        lane[4 * j] = w.x, lane[4 * j + 1] = w.y, lane[4 * j + 2] = w.z, lane[4 * j + 3] = w.w;
+      }
+    }
+  }
   // Stores through __stcg (cache in L2 only): written through a plain pointer, the compiler
   // splits a uint4 built from these lanes into four 4-byte stores.
   __device__ __forceinline__ void store(T* p) const {
@@ -123,6 +139,44 @@ __device__ __forceinline__ void store_vec(T* p, const float* in) {
 #pragma unroll
   for (int k = 0; k < VEC; ++k) lanes.set(k, from_float<T>(in[k]));
   lanes.store(p);
+}
+
+// Packs VEC floats into lanes of T (one rounding each).
+template <typename T, int VEC>
+__device__ __forceinline__ Lanes<T, VEC> pack_lanes(const float* v) {
+  Lanes<T, VEC> lanes;
+#pragma unroll
+  for (int k = 0; k < VEC; ++k) lanes.set(k, from_float<T>(v[k]));
+  return lanes;
+}
+
+// Loads min(VEC, n) elements at p as packed lanes (missing ones are zero): a whole-word load
+// when n >= VEC.
+template <typename T, int VEC>
+__device__ __forceinline__ Lanes<T, VEC> load_lanes_upto(const T* p, int64_t n) {
+  Lanes<T, VEC> lanes;
+  if (n >= VEC) {
+    lanes.load(p);
+  } else {
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) lanes.set(k, k < n ? p[k] : from_float<T>(0.0f));
+  }
+  return lanes;
+}
+
+// Like load_upto, through the read-only data path (ld.global.nc): for operands that no thread
+// writes during the kernel (weight, bias). Such loads may be issued ahead of earlier stores.
+template <typename T, int VEC>
+__device__ __forceinline__ void load_readonly_upto(const T* p, int64_t n, float* out) {
+  if (n >= VEC) {
+    Lanes<T, VEC> lanes;
+    lanes.load_readonly(p);
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) out[k] = to_float(lanes.get(k));
+  } else {
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) out[k] = k < n ? to_float(__ldg(p + k)) : 0.0f;
+  }
 }
 
 // Loads the first `n` (< VEC) elements one at a time; the rest of out becomes 0.

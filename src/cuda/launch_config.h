@@ -45,6 +45,7 @@ constexpr int kStreamingThreads = 512;
 
 // Vectors per thread per row that the register kernels hold (a compile-time bound). Narrow
 // vectors get fewer elements: each needs its own address arithmetic, which would spill.
+constexpr int kSmallItems = 4;
 constexpr int fwd_items_max(int vec) { return vec >= 4 ? kFwdElemsPerThread / vec : 16; }
 constexpr int bwd_items_max(int vec) { return vec >= 4 ? kBwdElemsPerThread / vec : 8; }
 

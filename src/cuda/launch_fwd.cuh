@@ -30,10 +30,14 @@ void launch_fwd(const nk_rms_norm_fwd_args& a, const LaunchConfig& cfg, cudaStre
       launch(rms_norm_fwd_streaming<XT, WT, YT, VEC>, cfg.grid, dim3(cfg.threads_per_row), 1,
              stream, "rms_norm_fwd (streaming)", 0, p);
     } else {
+      // Two register budgets: rows of at most kSmallItems vectors per thread (the common
+      // case) get the smaller one, and so more CTAs per SM.
       constexpr int IMAX = fwd_items_max(VEC);
-      launch(rms_norm_fwd_registers<XT, WT, YT, VEC, IMAX>, cfg.grid,
-             dim3(cfg.threads_per_row, cfg.rows_per_block), cfg.cluster_size, stream,
-             "rms_norm_fwd (registers)", 0, p);
+      constexpr int IMAX_SMALL = kSmallItems < IMAX ? kSmallItems : IMAX;
+      auto kernel = cfg.items <= IMAX_SMALL ? rms_norm_fwd_registers<XT, WT, YT, VEC, IMAX_SMALL>
+                                            : rms_norm_fwd_registers<XT, WT, YT, VEC, IMAX>;
+      launch(kernel, cfg.grid, dim3(cfg.threads_per_row, cfg.rows_per_block), cfg.cluster_size,
+             stream, "rms_norm_fwd (registers)", 0, p);
     }
   });
 }

@@ -14,7 +14,7 @@ template <typename WT, int VEC>
 __device__ __forceinline__ void load_bwd_scale(const BwdParams& p, int64_t col, int64_t n,
                                                float* w) {
   if (p.weight) {
-    load_upto<WT, VEC>(static_cast<const WT*>(p.weight) + col, n, w);
+    load_readonly_upto<WT, VEC>(static_cast<const WT*>(p.weight) + col, n, w);
     if (p.zero_centered) {
 #pragma unroll
       for (int k = 0; k < VEC; ++k) w[k] += 1.0f;
@@ -99,7 +99,22 @@ __global__ void __launch_bounds__(256, 2) rms_norm_bwd_registers(BwdParams p) {
       return i < shape.items && valid && col_begin + local(i) < col_end;
     };
     const float rstd = valid ? p.rstd[row] : 0.0f;
-    float xhat[IMAX][VEC], g[IMAX][VEC];
+    // x and dy stay packed in their own types: half the registers of float32 for 16-bit data.
+    Lanes<XT, VEC> xs[IMAX];
+    Lanes<DYT, VEC> dys[IMAX];
+#pragma unroll
+    for (int i = 0; i < IMAX; ++i) {
+      const int64_t col = col_begin + local(i);
+      if (active(i)) {
+        xs[i] = load_lanes_upto<XT, VEC>(static_cast<const XT*>(p.x) + row * p.x_stride + col,
+                                         col_end - col);
+        dys[i] = load_lanes_upto<DYT, VEC>(
+            static_cast<const DYT*>(p.dy) + row * p.dy_stride + col, col_end - col);
+      } else {
+        xs[i] = Lanes<XT, VEC>{};
+        dys[i] = Lanes<DYT, VEC>{};
+      }
+    }
     float dot = 0.0f;
 #pragma unroll
     for (int i = 0; i < IMAX; ++i) {
@@ -107,50 +122,39 @@ __global__ void __launch_bounds__(256, 2) rms_norm_bwd_registers(BwdParams p) {
       const int64_t n = col_end - col;
       if (active(i)) {
         float w[VEC];
-        load_upto<XT, VEC>(static_cast<const XT*>(p.x) + row * p.x_stride + col, n, xhat[i]);
-        load_upto<DYT, VEC>(static_cast<const DYT*>(p.dy) + row * p.dy_stride + col, n, g[i]);
         load_bwd_scale<WT, VEC>(p, col, n, w);
 #pragma unroll
         for (int k = 0; k < VEC; ++k) {
-          const float dy = g[i][k];
-          xhat[i][k] *= rstd;
-          acc_w[i][k] += dy * xhat[i][k];
-          g[i][k] = dy * w[k];
-          dot += g[i][k] * xhat[i][k];
+          const float dy = to_float(dys[i].get(k));
+          const float xhat = to_float(xs[i].get(k)) * rstd;
+          acc_w[i][k] += dy * xhat;
+          dot += dy * w[k] * xhat;
           if (want_b && k < n) dbias_sums[threadIdx.y * cols + local(i) + k] += dy;
         }
-      } else {
-#pragma unroll
-        for (int k = 0; k < VEC; ++k) xhat[i][k] = g[i][k] = 0.0f;
       }
     }
     dot = row_sum(dot, shape, scratch, &cluster_slot);
     const float mean = dot * shape.inv_hidden;
-    // dx, computed in place of g.
-#pragma unroll
-    for (int i = 0; i < IMAX; ++i) {
-#pragma unroll
-      for (int k = 0; k < VEC; ++k) g[i][k] = rstd * (g[i][k] - xhat[i][k] * mean);
-    }
-    if (p.dresidual_out) {
-#pragma unroll
-      for (int i = 0; i < IMAX; ++i) {
-        const int64_t col = col_begin + local(i);
-        if (active(i)) {
-          float d[VEC];
-          load_upto<XT, VEC>(static_cast<const XT*>(p.dresidual_out) +
-                                 row * p.dresidual_out_stride + col,
-                             col_end - col, d);
-#pragma unroll
-          for (int k = 0; k < VEC; ++k) g[i][k] += d[k];
-        }
-      }
-    }
 #pragma unroll
     for (int i = 0; i < IMAX; ++i) {
       const int64_t col = col_begin + local(i);
+      const int64_t n = col_end - col;
       if (active(i)) {
-        store_upto<XT, VEC>(static_cast<XT*>(p.dx) + row * p.dx_stride + col, col_end - col, g[i]);
+        float w[VEC], dx[VEC];
+        load_bwd_scale<WT, VEC>(p, col, n, w);
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) {
+          const float xhat = to_float(xs[i].get(k)) * rstd;
+          dx[k] = rstd * (to_float(dys[i].get(k)) * w[k] - xhat * mean);
+        }
+        if (p.dresidual_out) {
+          float d[VEC];
+          load_upto<XT, VEC>(static_cast<const XT*>(p.dresidual_out) +
+                                 row * p.dresidual_out_stride + col, n, d);
+#pragma unroll
+          for (int k = 0; k < VEC; ++k) dx[k] += d[k];
+        }
+        store_upto<XT, VEC>(static_cast<XT*>(p.dx) + row * p.dx_stride + col, n, dx);
       }
     }
   }

@@ -12,7 +12,7 @@ namespace normkit::cuda {
 template <typename WT, int VEC>
 __device__ __forceinline__ void load_scale(const FwdParams& p, int64_t col, int64_t n, float* w) {
   if (p.weight) {
-    load_upto<WT, VEC>(static_cast<const WT*>(p.weight) + col, n, w);
+    load_readonly_upto<WT, VEC>(static_cast<const WT*>(p.weight) + col, n, w);
     if (p.zero_centered) {
 #pragma unroll
       for (int k = 0; k < VEC; ++k) w[k] += 1.0f;
@@ -57,18 +57,19 @@ __device__ __forceinline__ void scale_in_place(const FwdParams& p, int64_t col, 
   for (int k = 0; k < VEC; ++k) s[k] = s[k] * rstd * w[k];
   if (p.bias) {
     float b[VEC];
-    load_upto<WT, VEC>(static_cast<const WT*>(p.bias) + col, n, b);
+    load_readonly_upto<WT, VEC>(static_cast<const WT*>(p.bias) + col, n, b);
 #pragma unroll
     for (int k = 0; k < VEC; ++k) s[k] += b[k];
   }
 }
 
-// One HBM pass: every thread keeps its part of the row in registers between the sum of squares
-// and the output. blockDim = (threads per row, rows per block); a cluster of
+// One HBM pass: every thread keeps its part of the row in registers, packed in x's own type
+// (half the registers of float32 for 16-bit types, so more rows in flight per SM), between the
+// sum of squares and the output. blockDim = (threads per row, rows per block); a cluster of
 // shape.cluster_size consecutive CTAs shares one row, each covering cols_per_cta columns.
-// Loads and stores are kept in separate loops: a store between two loads would stop the
-// compiler from issuing the loads together (they might alias), leaving one memory round trip
-// per vector instead of one per row.
+// Loads of x/residual come before any store: a store between two loads would stop the compiler
+// from issuing the loads together (they might alias). Weight and bias go through the
+// read-only path, which may run ahead of the stores.
 template <typename XT, typename WT, typename YT, int VEC, int IMAX>
 __global__ void __launch_bounds__(512) rms_norm_fwd_registers(FwdParams p) {
   __shared__ float scratch[kMaxWarps];
@@ -85,37 +86,40 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_registers(FwdParams p) {
   };
   auto active = [&](int i) { return i < shape.items && valid && column(i) < col_end; };
 
-  float s[IMAX][VEC];
+  Lanes<XT, VEC> s[IMAX];
 #pragma unroll
   for (int i = 0; i < IMAX; ++i) {
     const int64_t col = column(i);
-    if (active(i)) {
-      load_upto<XT, VEC>(static_cast<const XT*>(p.x) + row * p.x_stride + col, col_end - col,
-                         s[i]);
-    } else {
-#pragma unroll
-      for (int k = 0; k < VEC; ++k) s[i][k] = 0.0f;
-    }
+    s[i] = active(i) ? load_lanes_upto<XT, VEC>(
+                           static_cast<const XT*>(p.x) + row * p.x_stride + col, col_end - col)
+                     : Lanes<XT, VEC>{};
   }
   if (p.residual) {
 #pragma unroll
     for (int i = 0; i < IMAX; ++i) {
       const int64_t col = column(i);
       if (active(i)) {
-        float r[VEC];
-        load_upto<XT, VEC>(static_cast<const XT*>(p.residual) + row * p.residual_stride + col,
-                           col_end - col, r);
+        const Lanes<XT, VEC> r = load_lanes_upto<XT, VEC>(
+            static_cast<const XT*>(p.residual) + row * p.residual_stride + col, col_end - col);
+        float sum[VEC];
 #pragma unroll
-        for (int k = 0; k < VEC; ++k) s[i][k] = round_to<XT>(s[i][k] + r[k]);
+        for (int k = 0; k < VEC; ++k) sum[k] = to_float(s[i].get(k)) + to_float(r.get(k));
+        s[i] = pack_lanes<XT, VEC>(sum);
       }
     }
 #pragma unroll
     for (int i = 0; i < IMAX; ++i) {
       const int64_t col = column(i);
+      XT* out = static_cast<XT*>(p.residual_out) + row * p.residual_out_stride + col;
       if (active(i)) {
-        store_upto<XT, VEC>(
-            static_cast<XT*>(p.residual_out) + row * p.residual_out_stride + col, col_end - col,
-            s[i]);
+        if (col_end - col >= VEC) {
+          s[i].store(out);
+        } else {
+#pragma unroll
+          for (int k = 0; k < VEC; ++k) {
+            if (k < col_end - col) out[k] = s[i].get(k);
+          }
+        }
       }
     }
   }
@@ -123,7 +127,10 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_registers(FwdParams p) {
 #pragma unroll
   for (int i = 0; i < IMAX; ++i) {
 #pragma unroll
-    for (int k = 0; k < VEC; ++k) sum_sq += s[i][k] * s[i][k];
+    for (int k = 0; k < VEC; ++k) {
+      const float v = to_float(s[i].get(k));
+      sum_sq += v * v;
+    }
   }
   sum_sq = row_sum(sum_sq, shape, scratch, &cluster_slot);
   if (!valid) return;
@@ -131,13 +138,13 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_registers(FwdParams p) {
   if (p.rstd && rank == 0 && threadIdx.x == 0) p.rstd[row] = rstd;
 #pragma unroll
   for (int i = 0; i < IMAX; ++i) {
-    if (active(i)) scale_in_place<WT, VEC>(p, column(i), col_end - column(i), s[i], rstd);
-  }
-#pragma unroll
-  for (int i = 0; i < IMAX; ++i) {
     const int64_t col = column(i);
     if (active(i)) {
-      store_upto<YT, VEC>(static_cast<YT*>(p.y) + row * p.y_stride + col, col_end - col, s[i]);
+      float out[VEC];
+#pragma unroll
+      for (int k = 0; k < VEC; ++k) out[k] = to_float(s[i].get(k));
+      scale_in_place<WT, VEC>(p, col, col_end - col, out, rstd);
+      store_upto<YT, VEC>(static_cast<YT*>(p.y) + row * p.y_stride + col, col_end - col, out);
     }
   }
 }

@@ -1,0 +1,50 @@
+// normkit._C: the nanobind extension module. Framework-neutral: it takes DLPack arrays
+// (torch tensors, numpy arrays, ...) and scalars, and calls the C API; normkit.torch and
+// normkit.jax build on it.
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/string.h>
+
+#include "normkit/normkit.h"
+#include "ops.h"
+#include "status.h"
+#ifdef NK_PY_WITH_JAX
+#include "jax_ffi.h"
+#endif
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+NB_MODULE(_C, m) {
+  m.doc() = "normkit C API bindings (RMSNorm forward/backward over DLPack arrays)";
+
+  nb::exception<normkit_py::NormkitError>(m, "NormkitError", PyExc_RuntimeError);
+
+  m.def("rms_norm_fwd", &normkit_py::rms_norm_fwd, "x"_a, "y"_a, "weight"_a.none() = nb::none(),
+        "bias"_a.none() = nb::none(), "residual"_a.none() = nb::none(),
+        "residual_out"_a.none() = nb::none(), "rstd"_a.none() = nb::none(), "eps"_a = 1e-6f,
+        "zero_centered"_a = false, "stream"_a = 0,
+        "RMSNorm forward into preallocated y (and residual_out, rstd) over [rows, hidden] "
+        "arrays with contiguous columns. stream is a cudaStream_t as an int (0 = default).");
+
+  m.def("rms_norm_bwd", &normkit_py::rms_norm_bwd, "dy"_a, "x"_a, "rstd"_a, "dx"_a,
+        "weight"_a.none() = nb::none(), "dresidual_out"_a.none() = nb::none(),
+        "dweight"_a.none() = nb::none(), "dbias"_a.none() = nb::none(),
+        "workspace"_a.none() = nb::none(), "zero_centered"_a = false, "stream"_a = 0,
+        "RMSNorm backward into preallocated dx (and dweight, dbias); x is the normalized input "
+        "(residual_out when the forward fused a residual).");
+
+  m.def("rms_norm_bwd_workspace_size", &normkit_py::rms_norm_bwd_workspace_size, "rows"_a,
+        "hidden"_a, "dweight"_a = true, "dbias"_a = false, "backend"_a = "cpu",
+        "Bytes of workspace rms_norm_bwd needs ('cpu' or 'cuda' backend).");
+
+  m.def("version", [] { return std::string(nk_version()); });
+  m.def("has_cuda_build", [] { return nk_has_cuda_build() != 0; });
+  m.def("cuda_device_count", [] { return nk_cuda_device_count(); });
+
+#ifdef NK_PY_WITH_JAX
+  normkit_py::add_jax_targets(m);
+  m.attr("has_jax_targets") = true;
+#else
+  m.attr("has_jax_targets") = false;
+#endif
+}

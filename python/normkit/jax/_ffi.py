@@ -1,0 +1,89 @@
+"""The XLA FFI calls behind normkit.jax: target registration and the two ffi_calls."""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from normkit import _C
+
+if not getattr(_C, "has_jax_targets", False):
+    raise ImportError(
+        "normkit.jax is unavailable: this normkit was built without its XLA FFI targets "
+        "because jax was not importable at build time. Install jax, then reinstall normkit "
+        "(pip install --no-build-isolation .) so that the build finds jax.ffi.include_dir()."
+    )
+
+FWD_TARGET = "normkit_rms_norm_fwd"
+BWD_TARGET = "normkit_rms_norm_bwd"
+
+for _name, _platforms in _C.jax_targets().items():
+    for _platform, _capsule in _platforms.items():
+        jax.ffi.register_ffi_target(_name, _capsule, platform=_platform)
+
+SUPPORTED_DTYPES = (jnp.dtype(jnp.float32), jnp.dtype(jnp.float16), jnp.dtype(jnp.bfloat16))
+
+# vmap: every operand gains the batch dims in front, and the handler splits rows into groups
+# (see python/csrc/jax_ffi.cpp).
+_VMAP_METHOD = "broadcast_all"
+
+
+def _absent(dtype) -> jax.Array:
+    """An absent optional operand: a zero-element array (the handler tests element counts)."""
+    return jnp.zeros((0,), dtype)
+
+
+@functools.lru_cache(maxsize=256)
+def workspace_bytes(rows: int, hidden: int, dweight: bool, dbias: bool) -> int:
+    """Scratch the backward needs, valid wherever the call is placed: the C API's answer for the
+    CPU backend and, when a GPU is visible, for the current CUDA device, whichever is larger."""
+    nbytes = _C.rms_norm_bwd_workspace_size(rows, hidden, dweight, dbias, "cpu")
+    if _C.cuda_device_count() > 0:
+        nbytes = max(nbytes, _C.rms_norm_bwd_workspace_size(rows, hidden, dweight, dbias, "cuda"))
+    return nbytes
+
+
+def fwd_call(x, weight, bias, residual, eps: float, zero_centered: bool, out_dtype):
+    """(y, residual_out, rstd); residual_out has zero elements when residual is None."""
+    result_shapes = (
+        jax.ShapeDtypeStruct(x.shape, out_dtype),
+        jax.ShapeDtypeStruct(x.shape if residual is not None else (0,), x.dtype),
+        jax.ShapeDtypeStruct(x.shape[:-1], jnp.float32),
+    )
+    param_dtype = weight.dtype if weight is not None else (bias.dtype if bias is not None else x.dtype)
+    call = jax.ffi.ffi_call(FWD_TARGET, result_shapes, vmap_method=_VMAP_METHOD)
+    return call(
+        x,
+        residual if residual is not None else _absent(x.dtype),
+        weight if weight is not None else _absent(param_dtype),
+        bias if bias is not None else _absent(param_dtype),
+        eps=np.float32(eps),
+        zero_centered=np.bool_(zero_centered),
+    )
+
+
+def bwd_call(dy, s, rstd, weight, dresidual_out, zero_centered: bool, want_dbias: bool, param_dtype):
+    """(dx, dweight, dbias); dweight has zero elements without weight, dbias unless wanted."""
+    hidden = s.shape[-1]
+    rows = int(np.prod(s.shape[:-1], dtype=np.int64))
+    want_dweight = weight is not None
+    nbytes = workspace_bytes(rows, hidden, want_dweight, want_dbias)
+    result_shapes = (
+        jax.ShapeDtypeStruct(s.shape, s.dtype),
+        jax.ShapeDtypeStruct((hidden,) if want_dweight else (0,), param_dtype),
+        jax.ShapeDtypeStruct((hidden,) if want_dbias else (0,), param_dtype),
+        jax.ShapeDtypeStruct((nbytes,), jnp.uint8),
+    )
+    call = jax.ffi.ffi_call(BWD_TARGET, result_shapes, vmap_method=_VMAP_METHOD)
+    dx, dweight, dbias, _workspace = call(
+        dy,
+        s,
+        rstd,
+        weight if weight is not None else _absent(param_dtype),
+        dresidual_out if dresidual_out is not None else _absent(s.dtype),
+        zero_centered=np.bool_(zero_centered),
+    )
+    return dx, dweight, dbias

@@ -28,26 +28,28 @@ void launch_bwd(const nk_rms_norm_bwd_args& a, const LaunchConfig& cfg, float* p
   dispatch_vec(cfg.vec, "rms_norm_bwd", [&](auto vec_constant) {
     constexpr int VEC = decltype(vec_constant)::value;
     if (cfg.plan == RowPlan::kStreaming) {
-      launch(rms_norm_bwd_streaming<XT, WT, DYT, VEC>, cfg.grid, dim3(cfg.threads_per_row), 1,
+      launch(rms_norm_bwd_streaming<XT, WT, DYT, VEC>, cfg.grid, dim3(cfg.threads_per_row), {},
              stream, "rms_norm_bwd (streaming)", 0, p);
     } else {
       constexpr int IMAX = bwd_items_max(VEC);
       const size_t smem = sizeof(float) * bwd_group_floats(cfg.rows_per_block, cfg.cols_per_cta,
                                                            partial_dweight, partial_dbias);
       launch(rms_norm_bwd_registers<XT, WT, DYT, VEC, IMAX>, cfg.grid,
-             dim3(cfg.threads_per_row, cfg.rows_per_block), cfg.cluster_size, stream,
+             dim3(cfg.threads_per_row, cfg.rows_per_block), {cfg.cluster_size}, stream,
              "rms_norm_bwd (registers)", smem, p);
     }
   });
   const dim3 block(32, 8);
+  LaunchOptions dependent;
+  dependent.dependent = true;
   const int64_t blocks = (a.hidden + 31) / 32;
   if (partial_dweight) {
-    launch(reduce_partials<WT>, blocks, block, 1, stream, "rms_norm_bwd (dweight reduction)", 0,
+    launch(reduce_partials<WT>, blocks, block, dependent, stream, "rms_norm_bwd (dweight reduction)", 0,
            static_cast<const float*>(partial_dweight), cfg.slots, a.hidden,
            static_cast<WT*>(a.dweight));
   }
   if (partial_dbias) {
-    launch(reduce_partials<WT>, blocks, block, 1, stream, "rms_norm_bwd (dbias reduction)", 0,
+    launch(reduce_partials<WT>, blocks, block, dependent, stream, "rms_norm_bwd (dbias reduction)", 0,
            static_cast<const float*>(partial_dbias), cfg.slots, a.hidden,
            static_cast<WT*>(a.dbias));
   }

@@ -52,9 +52,18 @@ inline RowShape row_shape(int64_t rows, int64_t hidden, const LaunchConfig& cfg)
 
 // Launches kernel<<<grid, block, dynamic_smem>>> with consecutive CTAs grouped in clusters of
 // `cluster`.
+// Launch options beyond the grid: CTAs per cluster, and programmatic dependent launch (the
+// kernel may start while the previous kernel in the stream finishes; it must call
+// cudaGridDependencySynchronize() before reading that kernel's results).
+struct LaunchOptions {
+  int cluster = 1;
+  bool dependent = false;
+};
+
 template <typename... KernelArgs, typename... Args>
-void launch(void (*kernel)(KernelArgs...), int64_t grid, dim3 block, int cluster,
+void launch(void (*kernel)(KernelArgs...), int64_t grid, dim3 block, LaunchOptions options,
             cudaStream_t stream, const char* what, size_t dynamic_smem, Args... args) {
+  const int cluster = options.cluster;
   if (grid > 0x7fffffff) {
     throw Error(NK_ERROR_UNSUPPORTED, std::string(what) + ": grid of " + std::to_string(grid) +
                                           " CTAs exceeds the CUDA limit");
@@ -69,19 +78,24 @@ void launch(void (*kernel)(KernelArgs...), int64_t grid, dim3 block, int cluster
                                     static_cast<int>(dynamic_smem)),
                "cudaFuncSetAttribute(MaxDynamicSharedMemorySize)", what);
   }
-  cudaLaunchAttribute attribute[1];
+  cudaLaunchAttribute attribute[2];
   if (cluster > 1) {
     if (cluster > 8) {
       check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1),
                  "cudaFuncSetAttribute(NonPortableClusterSizeAllowed)", what);
     }
-    attribute[0].id = cudaLaunchAttributeClusterDimension;
-    attribute[0].val.clusterDim.x = cluster;
-    attribute[0].val.clusterDim.y = 1;
-    attribute[0].val.clusterDim.z = 1;
-    config.attrs = attribute;
-    config.numAttrs = 1;
+    attribute[config.numAttrs].id = cudaLaunchAttributeClusterDimension;
+    attribute[config.numAttrs].val.clusterDim.x = cluster;
+    attribute[config.numAttrs].val.clusterDim.y = 1;
+    attribute[config.numAttrs].val.clusterDim.z = 1;
+    ++config.numAttrs;
   }
+  if (options.dependent) {
+    attribute[config.numAttrs].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attribute[config.numAttrs].val.programmaticStreamSerializationAllowed = 1;
+    ++config.numAttrs;
+  }
+  config.attrs = attribute;
   check_cuda(cudaLaunchKernelEx(&config, kernel, args...), "kernel launch", what);
 }
 

@@ -26,10 +26,9 @@ void shape_cta(LaunchConfig& c, int64_t nvec_cta, int max_threads) {
   c.items = static_cast<int>(ceil_div(nvec_cta, c.threads_per_row));
 }
 
-// Several rows per block when a row needs less than a warp, but never so many that the grid
-// leaves SMs idle.
+// Several rows per block up to 256 threads (more warps per SM when the grid is persistent, and
+// fewer, larger blocks for short rows), but never so many that the grid leaves SMs idle.
 int rows_per_block_for(int threads_per_row, int64_t rows, int sm_count) {
-  if (threads_per_row > 32) return 1;
   int r = std::max(1, 256 / threads_per_row);
   const int64_t want_blocks = 2LL * sm_count;
   while (r > 1 && ceil_div(rows, r) < want_blocks) r /= 2;

@@ -27,7 +27,7 @@ void launch_fwd(const nk_rms_norm_fwd_args& a, const LaunchConfig& cfg, cudaStre
   dispatch_vec(cfg.vec, "rms_norm_fwd", [&](auto vec_constant) {
     constexpr int VEC = decltype(vec_constant)::value;
     if (cfg.plan == RowPlan::kStreaming) {
-      launch(rms_norm_fwd_streaming<XT, WT, YT, VEC>, cfg.grid, dim3(cfg.threads_per_row), 1,
+      launch(rms_norm_fwd_streaming<XT, WT, YT, VEC>, cfg.grid, dim3(cfg.threads_per_row), {},
              stream, "rms_norm_fwd (streaming)", 0, p);
     } else {
       // Two register budgets: rows of at most kSmallItems vectors per thread (the common
@@ -36,7 +36,7 @@ void launch_fwd(const nk_rms_norm_fwd_args& a, const LaunchConfig& cfg, cudaStre
       constexpr int IMAX_SMALL = kSmallItems < IMAX ? kSmallItems : IMAX;
       auto kernel = cfg.items <= IMAX_SMALL ? rms_norm_fwd_registers<XT, WT, YT, VEC, IMAX_SMALL>
                                             : rms_norm_fwd_registers<XT, WT, YT, VEC, IMAX>;
-      launch(kernel, cfg.grid, dim3(cfg.threads_per_row, cfg.rows_per_block), cfg.cluster_size,
+      launch(kernel, cfg.grid, dim3(cfg.threads_per_row, cfg.rows_per_block), {cfg.cluster_size},
              stream, "rms_norm_fwd (registers)", 0, p);
     }
   });

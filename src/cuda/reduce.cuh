@@ -17,16 +17,17 @@ __device__ __forceinline__ float group_sum(float v, int width) {
 
 constexpr int kMaxWarps = 32;
 
-// Sum over all threads of a block that handles one row (blockDim.y == 1). `scratch` holds
-// kMaxWarps floats. Starts with a barrier so scratch can be reused across calls.
+// Sum over the blockDim.x threads (a multiple of 32) of each row group threadIdx.y. `scratch`
+// holds kMaxWarps floats (blockDim.x * blockDim.y <= 1024). Every thread of the block must call
+// it; it starts with a barrier so scratch can be reused across calls.
 __device__ __forceinline__ float block_sum(float v, float* scratch) {
-  const int warps = (blockDim.x + 31) / 32;
+  const int warps = blockDim.x / 32;
   v = group_sum(v, 32);
   __syncthreads();
-  if (threadIdx.x % 32 == 0) scratch[threadIdx.x / 32] = v;
+  if (threadIdx.x % 32 == 0) scratch[threadIdx.y * warps + threadIdx.x / 32] = v;
   __syncthreads();
   float total = 0.0f;
-  for (int w = 0; w < warps; ++w) total += scratch[w];
+  for (int w = 0; w < warps; ++w) total += scratch[threadIdx.y * warps + w];
   return total;
 }
 

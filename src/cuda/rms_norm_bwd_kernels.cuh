@@ -243,9 +243,14 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_streaming(BwdParams p) {
 
 // out[j] = sum over slots s of partial[s * hidden + j], added in slot order within each of
 // blockDim.y interleaved lanes, then the lanes in order. blockDim = (32, 8).
+// Launched as a programmatic dependent of the main kernel: its launch overlaps the main
+// kernel's tail, and it waits for the main kernel's results before reading them.
 template <typename WT>
 __global__ void reduce_partials(const float* partial, int64_t slots, int64_t hidden, WT* out) {
   __shared__ float lanes[8][33];
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  cudaGridDependencySynchronize();
+#endif
   const int64_t col = static_cast<int64_t>(blockIdx.x) * 32 + threadIdx.x;
   float sum = 0.0f;
   if (col < hidden) {

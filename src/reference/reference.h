@@ -27,8 +27,8 @@ struct BwdResult {
   std::vector<double> dbias;    // [hidden]
 };
 
-// Analytic gradient in float64. rstd is recomputed from x in float64 (args.rstd is ignored),
-// so the reference does not inherit the float32 rounding of the forward.
+// Analytic gradient in float64 at the rstd the caller passes (args.rstd, widened to double):
+// the backward arguments carry no eps, so rstd cannot be recomputed from x.
 BwdResult rms_norm_bwd(const nk_rms_norm_bwd_args& args);
 
 // Worst error of `actual` (a strided [rows, cols] host buffer of `dtype`; row_stride 0 =

@@ -272,7 +272,7 @@ TEST_P(BwdProperties, TwoRunsGiveBitwiseIdenticalResults) {
   NK_SKIP_IF_UNAVAILABLE(backend);
   Rng rng;
   NK_SEED_TRACE(rng);
-  for (const RowsHidden shape : {RowsHidden{3000, 1000}, RowsHidden{64, 17389}}) {
+  for (const RowsHidden& shape : {RowsHidden{3000, 1000}, RowsHidden{64, 17389}}) {
     BwdCase c = layout_case(NK_BFLOAT16, NK_FLOAT32, NK_BFLOAT16, shape.first, shape.second);
     SCOPED_TRACE(c.describe());
     const BwdInputs in = make_bwd_inputs(c, rng);

@@ -502,7 +502,9 @@ TEST(ApiBasics, NamesSizesAndDefaults) {
   EXPECT_EQ(nk_dtype_size(NK_BFLOAT16), 2u);
   EXPECT_EQ(nk_dtype_size(static_cast<nk_dtype>(9)), 0u);
   EXPECT_NE(std::string(nk_version()).find("0.1.0"), std::string::npos) << nk_version();
-  if (!nk_has_cuda_build()) EXPECT_EQ(nk_cuda_device_count(), 0);
+  if (!nk_has_cuda_build()) {
+    EXPECT_EQ(nk_cuda_device_count(), 0);
+  }
 
   nk_rms_norm_fwd_args f;
   std::memset(&f, 0xff, sizeof f);

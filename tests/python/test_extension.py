@@ -7,10 +7,9 @@ the gaps between rows must stay NaN (nothing written outside the view).
 
 from __future__ import annotations
 
+import nk_reference as ref
 import numpy as np
 import pytest
-
-import nk_reference as ref
 from normkit import _C
 
 torch = pytest.importorskip("torch")
@@ -62,8 +61,16 @@ def test_forward_residual_bias_strided(torch_device, dtype, zero_centered):
     y_buf = nan_like((rows, hidden + pad), dt, torch_device)
     ro_buf = nan_like((rows, hidden + pad), dt, torch_device)
     y, residual_out = y_buf[:, :hidden], ro_buf[:, pad:]
-    _C.rms_norm_fwd(x, y, weight=weight, bias=bias, residual=residual, residual_out=residual_out,
-                    eps=1e-6, zero_centered=zero_centered)
+    _C.rms_norm_fwd(
+        x,
+        y,
+        weight=weight,
+        bias=bias,
+        residual=residual,
+        residual_out=residual_out,
+        eps=1e-6,
+        zero_centered=zero_centered,
+    )
     s = (x.double() + residual.double()).to(dt)  # x + residual rounded once to x's dtype
     assert torch.equal(residual_out.cpu(), s.cpu()), "residual_out is not x + residual rounded to x's dtype"
     want, _, scale = ref.forward(f64(s), f64(weight), f64(bias), 1e-6, zero_centered)
@@ -90,8 +97,9 @@ def test_backward_matches_reference(torch_device, dtype, hidden, rows):
     dx = nan_like((rows, hidden), dt, torch_device)
     dweight = nan_like((hidden,), dt, torch_device)
     dbias = nan_like((hidden,), dt, torch_device)
-    _C.rms_norm_bwd(dy, s, rstd, dx, weight=weight, dresidual_out=dres, dweight=dweight, dbias=dbias,
-                    workspace=workspace)
+    _C.rms_norm_bwd(
+        dy, s, rstd, dx, weight=weight, dresidual_out=dres, dweight=dweight, dbias=dbias, workspace=workspace
+    )
     want = ref.backward(f64(dy), f64(s), f64(weight), 1e-6, dresidual_out=f64(dres))
     ref.assert_close(f64(dx), *want["dx"], dtype, "dx")
     ref.assert_close(f64(dweight), *want["dweight"], dtype, "dweight")
@@ -101,16 +109,28 @@ def test_backward_matches_reference(torch_device, dtype, hidden, rows):
 def test_backward_is_deterministic(torch_device):
     gen = torch.Generator().manual_seed(3)
     rows, hidden = 257, 300
-    s, dy = randn((rows, hidden), torch.bfloat16, gen, torch_device), randn((rows, hidden), torch.bfloat16, gen, torch_device)
+    s, dy = (
+        randn((rows, hidden), torch.bfloat16, gen, torch_device),
+        randn((rows, hidden), torch.bfloat16, gen, torch_device),
+    )
     weight = randn((hidden,), torch.float32, gen, torch_device)
     rstd = torch.empty(rows, device=torch_device)
     _C.rms_norm_fwd(s, torch.empty_like(s), weight=weight, rstd=rstd)
-    nbytes = _C.rms_norm_bwd_workspace_size(rows, hidden, True, False, "cuda" if torch_device == "cuda" else "cpu")
+    nbytes = _C.rms_norm_bwd_workspace_size(
+        rows, hidden, True, False, "cuda" if torch_device == "cuda" else "cpu"
+    )
     results = []
     for _ in range(2):
         dx, dw = torch.empty_like(s), torch.empty_like(weight)
-        _C.rms_norm_bwd(dy, s, rstd, dx, weight=weight, dweight=dw,
-                        workspace=torch.empty(nbytes, dtype=torch.uint8, device=torch_device))
+        _C.rms_norm_bwd(
+            dy,
+            s,
+            rstd,
+            dx,
+            weight=weight,
+            dweight=dw,
+            workspace=torch.empty(nbytes, dtype=torch.uint8, device=torch_device),
+        )
         results.append((dx, dw))
     assert torch.equal(results[0][0], results[1][0]) and torch.equal(results[0][1], results[1][1])
 

@@ -8,7 +8,7 @@ import pytest
 jax = pytest.importorskip("jax")
 jnp = jax.numpy
 nnx = pytest.importorskip("flax.nnx")
-nf = pytest.importorskip("normkit.flax")
+import normkit.flax as nf  # must import where jax and flax do (see test_jax.py)
 
 
 def state_summary(module):
@@ -50,7 +50,9 @@ def test_outputs_and_grads_match_flax(jax_device, x_dtype, param_dtype, dtype):
         assert y_ours.dtype == y_theirs.dtype and y_ours.shape == y_theirs.shape
         # Both compute in float32; flax may round intermediates where normkit rounds once.
         tol = 1e-5 if y_ours.dtype == jnp.float32 else 2e-2
-        np.testing.assert_allclose(np.asarray(y_ours, np.float32), np.asarray(y_theirs, np.float32), rtol=tol, atol=tol)
+        np.testing.assert_allclose(
+            np.asarray(y_ours, np.float32), np.asarray(y_theirs, np.float32), rtol=tol, atol=tol
+        )
 
         def loss(model, x):
             return (model(x).astype(jnp.float32) * jnp.cos(x.astype(jnp.float32))).sum()

@@ -9,24 +9,34 @@ unpatched model: the patched bf16 model must be about as close to it as the unpa
 
 from __future__ import annotations
 
-import copy
-
 import pytest
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 nt = pytest.importorskip("normkit.torch")
 
-COMMON = dict(vocab_size=97, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
-              num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64)
+COMMON = dict(
+    vocab_size=97,
+    hidden_size=64,
+    intermediate_size=96,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    max_position_embeddings=64,
+)
 
 MODELS = {
     # name: (config class, model class, extra config, convention, norm class)
     "llama": ("LlamaConfig", "LlamaForCausalLM", {}, "llama", "LlamaRMSNorm"),
     "qwen3": ("Qwen3Config", "Qwen3ForCausalLM", {"head_dim": 16}, "llama", "Qwen3RMSNorm"),
     "gemma": ("GemmaConfig", "GemmaForCausalLM", {"head_dim": 16}, "gemma", "GemmaRMSNorm"),
-    "gemma3": ("Gemma3TextConfig", "Gemma3ForCausalLM", {"head_dim": 16, "sliding_window": 8}, "gemma",
-               "Gemma3RMSNorm"),
+    "gemma3": (
+        "Gemma3TextConfig",
+        "Gemma3ForCausalLM",
+        {"head_dim": 16, "sliding_window": 8},
+        "gemma",
+        "Gemma3RMSNorm",
+    ),
 }
 
 
@@ -66,7 +76,9 @@ def count_norms(model, class_name):
 @pytest.mark.parametrize("name", list(MODELS))
 def test_float32_same_logits_and_grads(torch_device, name):
     model = build(name, torch_device)
-    ids = torch.randint(0, COMMON["vocab_size"], (2, 11), generator=torch.Generator().manual_seed(1)).to(torch_device)
+    ids = torch.randint(0, COMMON["vocab_size"], (2, 11), generator=torch.Generator().manual_seed(1)).to(
+        torch_device
+    )
     before = logits_and_grads(model, ids)
     norm_class = MODELS[name][4]
     n_norms = count_norms(model, norm_class)
@@ -91,17 +103,23 @@ def test_float32_same_logits_and_grads(torch_device, name):
 
 @pytest.mark.parametrize("name", ["llama", "gemma"])
 def test_bfloat16_within_bf16_tolerance(torch_device, name):
-    ids = torch.randint(0, COMMON["vocab_size"], (2, 11), generator=torch.Generator().manual_seed(2)).to(torch_device)
+    ids = torch.randint(0, COMMON["vocab_size"], (2, 11), generator=torch.Generator().manual_seed(2)).to(
+        torch_device
+    )
     exact = logits_and_grads(build(name, torch_device, torch.float32), ids)
     model = build(name, torch_device, torch.bfloat16)
     hf = logits_and_grads(model, ids)
     assert len(nt.patch(model)) > 0
     ours = logits_and_grads(model, ids)
     hf_err, our_err = rel_err(hf[0], exact[0]), rel_err(ours[0], exact[0])
-    assert our_err < 2 * hf_err + 1e-3, f"logits: normkit bf16 error {our_err:.2e}, transformers bf16 {hf_err:.2e}"
+    assert our_err < 2 * hf_err + 1e-3, (
+        f"logits: normkit bf16 error {our_err:.2e}, transformers bf16 {hf_err:.2e}"
+    )
     for n in exact[1]:
         hf_err, our_err = rel_err(hf[1][n], exact[1][n]), rel_err(ours[1][n], exact[1][n])
-        assert our_err < 2 * hf_err + 1e-2, f"{n}: normkit bf16 error {our_err:.2e}, transformers bf16 {hf_err:.2e}"
+        assert our_err < 2 * hf_err + 1e-2, (
+            f"{n}: normkit bf16 error {our_err:.2e}, transformers bf16 {hf_err:.2e}"
+        )
 
 
 class CustomRMSNorm(torch.nn.Module):
@@ -127,8 +145,9 @@ class LayerScaleRMSNorm(CustomRMSNorm):
 
 def test_unknown_classes_are_probed():
     torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(16, 16), CustomRMSNorm(16), torch.nn.Linear(16, 16),
-                                LayerScaleRMSNorm(16))
+    model = torch.nn.Sequential(
+        torch.nn.Linear(16, 16), CustomRMSNorm(16), torch.nn.Linear(16, 16), LayerScaleRMSNorm(16)
+    )
     x = torch.randn(3, 16)
     before = model(x)
     replaced = nt.patch(model)

@@ -5,15 +5,16 @@ from __future__ import annotations
 
 import zlib
 
+import nk_reference as ref
 import numpy as np
 import pytest
 
-import nk_reference as ref
-
 jax = pytest.importorskip("jax")
 jnp = jax.numpy
-nj = pytest.importorskip("normkit.jax")
-from jax.test_util import check_grads  # noqa: E402
+# With jax installed, normkit.jax must import: an ImportError here means normkit was built
+# without its JAX targets (see the message), which should fail the suite, not skip it.
+import normkit.jax as nj
+from jax.test_util import check_grads
 
 DTYPES = {"float32": jnp.float32, "float16": jnp.float16, "bfloat16": jnp.bfloat16}
 
@@ -68,7 +69,9 @@ def test_forward_backward(jax_device, dtype, config):
         out_dtype = None if odt == "x" else odt
 
         def f(x, weight, bias, residual):
-            return nj.rms_norm(x, weight, eps, bias=bias, residual=residual, zero_centered=zc, out_dtype=out_dtype)
+            return nj.rms_norm(
+                x, weight, eps, bias=bias, residual=residual, zero_centered=zc, out_dtype=out_dtype
+            )
 
         out, vjp = jax.vjp(f, x, weight, bias, residual)
         y, residual_out = out if has_res else (out, None)
@@ -117,8 +120,12 @@ def test_awkward_shapes(jax_device, shape):
 def test_jit_matches_eager(jax_device):
     rng = np.random.default_rng(0)
     with jax.default_device(jax_device):
-        x, w, r = randn(rng, (4, 64), jnp.bfloat16), randn(rng, (64,), jnp.bfloat16), randn(rng, (4, 64), jnp.bfloat16)
-        f = lambda x, w, r: nj.rms_norm(x, w, 1e-6, residual=r, zero_centered=True)  # noqa: E731
+        x, w, r = (
+            randn(rng, (4, 64), jnp.bfloat16),
+            randn(rng, (64,), jnp.bfloat16),
+            randn(rng, (4, 64), jnp.bfloat16),
+        )
+        f = lambda x, w, r: nj.rms_norm(x, w, 1e-6, residual=r, zero_centered=True)
         for a, b in zip(jax.jit(f)(x, w, r), f(x, w, r)):
             np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
         g = jax.jit(jax.grad(lambda x, w, r: f(x, w, r)[0].astype(jnp.float32).sum(), (0, 1, 2)))(x, w, r)
@@ -133,7 +140,7 @@ def test_check_grads(jax_device, with_extras):
         w = randn(rng, (16,), jnp.float32, 0.3, 1.0)
         if with_extras:
             b, r = randn(rng, (16,), jnp.float32), randn(rng, (3, 16), jnp.float32)
-            f = lambda x, w, b, r: nj.rms_norm(x, w, 1e-6, bias=b, residual=r, zero_centered=True)  # noqa: E731
+            f = lambda x, w, b, r: nj.rms_norm(x, w, 1e-6, bias=b, residual=r, zero_centered=True)
             args = (x, w, b, r)
         else:
             f, args = (lambda x, w: nj.rms_norm(x, w, 1e-6)), (x, w)
@@ -145,7 +152,11 @@ def test_vmap(jax_device):
     rng = np.random.default_rng(2)
     B, M, H = 4, 5, 24
     with jax.default_device(jax_device):
-        X, W, Bias = randn(rng, (B, M, H), jnp.float32), randn(rng, (B, H), jnp.float32), randn(rng, (B, H), jnp.float32)
+        X, W, Bias = (
+            randn(rng, (B, M, H), jnp.float32),
+            randn(rng, (B, H), jnp.float32),
+            randn(rng, (B, H), jnp.float32),
+        )
         x, w, bias = X[0], W[0], Bias[0]
         R = randn(rng, (B, M, H), jnp.float32)
         cases = {
@@ -159,15 +170,28 @@ def test_vmap(jax_device):
             want = jax.vmap(lambda x, w, b: jnp_rms_norm(x, w, bias=b), axes)(*args)
             np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5, err_msg=name)
         # Nested vmap, residual fused.
-        got_y, got_r = jax.vmap(jax.vmap(lambda x, r, w: nj.rms_norm(x, w, residual=r), (0, 0, None)), (0, 0, 0))(X, R, W)
-        np.testing.assert_allclose(got_y, jax.vmap(jax.vmap(lambda x, r, w: jnp_rms_norm(x, w, residual=r), (0, 0, None)), (0, 0, 0))(X, R, W), rtol=1e-5, atol=1e-5)
+        got_y, got_r = jax.vmap(
+            jax.vmap(lambda x, r, w: nj.rms_norm(x, w, residual=r), (0, 0, None)), (0, 0, 0)
+        )(X, R, W)
+        np.testing.assert_allclose(
+            got_y,
+            jax.vmap(jax.vmap(lambda x, r, w: jnp_rms_norm(x, w, residual=r), (0, 0, None)), (0, 0, 0))(
+                X, R, W
+            ),
+            rtol=1e-5,
+            atol=1e-5,
+        )
         np.testing.assert_array_equal(got_r, X + R)
 
 
 def test_grad_of_vmap_and_vmap_of_grad(jax_device):
     rng = np.random.default_rng(3)
     with jax.default_device(jax_device):
-        X, w, W = randn(rng, (4, 5, 24), jnp.float32), randn(rng, (24,), jnp.float32), randn(rng, (4, 24), jnp.float32)
+        X, w, W = (
+            randn(rng, (4, 5, 24), jnp.float32),
+            randn(rng, (24,), jnp.float32),
+            randn(rng, (4, 24), jnp.float32),
+        )
         probe = randn(rng, (5, 24), jnp.float32)
 
         def loss(norm):

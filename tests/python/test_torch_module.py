@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import pytest
-
 import nk_reference as ref
+import pytest
 
 torch = pytest.importorskip("torch")
 nt = pytest.importorskip("normkit.torch")

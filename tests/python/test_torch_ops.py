@@ -3,10 +3,9 @@ options, errors, and torch.library.opcheck on both custom ops."""
 
 from __future__ import annotations
 
+import nk_reference as ref
 import numpy as np
 import pytest
-
-import nk_reference as ref
 
 torch = pytest.importorskip("torch")
 nt = pytest.importorskip("normkit.torch")
@@ -76,7 +75,11 @@ def run_case(device, dtype, config, shape, seed=0, x_view=None):
         dres = randn(y.shape, dt, gen, device)
         outputs.append(residual_out)
         grads_out.append(dres)
-    named = [(n, t) for n, t in zip(("x", "weight", "bias", "residual"), (x, weight, bias, residual)) if t is not None]
+    named = [
+        (n, t)
+        for n, t in zip(("x", "weight", "bias", "residual"), (x, weight, bias, residual))
+        if t is not None
+    ]
     grads = dict(zip([n for n, _ in named], torch.autograd.grad(outputs, [t for _, t in named], grads_out)))
     want = ref.backward(f64(dy), f64(s), w64, eps, zc, None if dres is None else f64(dres))
     ref.assert_close(f64(grads["x"]), *want["dx"], dtype, "dx")

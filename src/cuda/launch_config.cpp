@@ -35,14 +35,21 @@ int rows_per_block_for(int threads_per_row, int64_t rows, int sm_count) {
   return r;
 }
 
-// CTAs per row: enough to hold the row on chip, and, when there are too few rows to fill the
-// device, more (each still covering at least `min_vec_per_cta` vectors).
-int cluster_size_for(int64_t rows, int64_t nvec, int64_t capacity_vec, int64_t min_vec_per_cta,
-                     const KernelFacts& f) {
+// Below this many elements a launch is dominated by latency, not bandwidth: splitting rows
+// over cluster CTAs only adds the cluster barrier.
+constexpr int64_t kSplitForFillElements = int64_t(1) << 20;
+
+// CTAs per row: enough to hold the row on chip, preferably within the small register budget
+// (kSmallItems vectors per thread: more CTAs per SM); and, when there are too few rows to fill
+// the device, more (each still covering at least `min_vec_per_cta` vectors).
+int cluster_size_for(int64_t rows, int64_t nvec, int64_t elements, int max_threads,
+                     int64_t capacity_vec, int64_t min_vec_per_cta, const KernelFacts& f) {
   if (!f.cluster_launch) return nvec <= capacity_vec ? 1 : 0;
   int64_t c = ceil_div(nvec, capacity_vec);
   if (c > f.max_cluster) return 0;
-  if (rows < f.sm_count) {
+  const int64_t small = ceil_div(nvec, static_cast<int64_t>(max_threads) * kSmallItems);
+  if (small <= f.max_cluster) c = std::max(c, small);
+  if (rows < f.sm_count && elements >= kSplitForFillElements) {
     const int64_t for_fill = ceil_div(f.sm_count, rows);
     const int64_t by_size = std::max<int64_t>(1, nvec / min_vec_per_cta);
     c = std::max(c, std::min({for_fill, by_size, static_cast<int64_t>(f.max_cluster)}));
@@ -56,7 +63,8 @@ LaunchConfig plan(int64_t rows, int64_t hidden, int vec, const KernelFacts& f, i
   c.vec = vec;
   const int64_t nvec = ceil_div(hidden, vec);
   const int64_t capacity_vec = static_cast<int64_t>(max_threads) * items_max;
-  const int cluster = cluster_size_for(rows, nvec, capacity_vec, 128, f);
+  const int cluster =
+      cluster_size_for(rows, nvec, rows * hidden, max_threads, capacity_vec, 128, f);
   const int64_t max_slots = bwd_max_slots(rows, f);
 
   if (cluster == 0) {

@@ -1,0 +1,81 @@
+// The launch configuration is a pure function; these invariants must hold for every shape,
+// on devices with and without thread-block clusters.
+#include <gtest/gtest.h>
+
+#include "cuda/launch_config.h"
+
+namespace {
+
+using normkit::cuda::KernelFacts;
+using normkit::cuda::LaunchConfig;
+using normkit::cuda::RowPlan;
+
+void expect_covers(const LaunchConfig& c, int64_t rows, int64_t hidden, int items_max,
+                   bool persistent, const KernelFacts& f) {
+  SCOPED_TRACE(c.describe());
+  EXPECT_GE(c.grid, 1);
+  EXPECT_LE(c.threads_per_row * c.rows_per_block, 1024);
+  if (c.plan == RowPlan::kStreaming) {
+    EXPECT_EQ(c.cluster_size, 1);
+  } else {
+    EXPECT_LE(c.items, items_max);
+    EXPECT_LE(c.cluster_size, f.cluster_launch ? f.max_cluster : 1);
+    EXPECT_EQ(c.cols_per_cta % c.vec, 0);
+    // Every column is covered: CTAs of the cluster x threads x items x vector width.
+    EXPECT_GE(c.cols_per_cta * c.cluster_size, hidden);
+    EXPECT_GE(int64_t(c.threads_per_row) * c.items * c.vec, c.cols_per_cta);
+    if (c.cluster_size > 1) EXPECT_EQ(c.rows_per_block, 1);
+    if (!persistent) {
+      EXPECT_GE(c.grid / c.cluster_size * c.rows_per_block, rows);
+    }
+  }
+  if (persistent) {
+    EXPECT_GE(c.slots, 1);
+    EXPECT_LE(c.slots, normkit::cuda::bwd_max_slots(rows, f));
+    EXPECT_EQ(c.grid, c.slots * c.cluster_size);
+  }
+}
+
+TEST(LaunchConfig, CoversEveryShapeWithAndWithoutClusters) {
+  for (bool clusters : {true, false}) {
+    KernelFacts f;
+    f.sm_count = clusters ? 132 : 108;
+    f.cluster_launch = clusters;
+    for (int64_t rows : {1, 3, 29, 128, 4096, 32768}) {
+      for (int64_t hidden : {1, 29, 71, 1024, 4096, 17389, 65536, 65537, 262144, 1 << 20}) {
+        for (int vec : {1, 2, 4, 8}) {
+          SCOPED_TRACE(testing::Message() << rows << "x" << hidden << " vec " << vec
+                                          << (clusters ? " clusters" : " no clusters"));
+          expect_covers(normkit::cuda::plan_fwd(rows, hidden, vec, f), rows, hidden,
+                        normkit::cuda::fwd_items_max(vec), false, f);
+          expect_covers(normkit::cuda::plan_bwd(rows, hidden, vec, f), rows, hidden,
+                        normkit::cuda::bwd_items_max(vec), true, f);
+        }
+      }
+    }
+  }
+}
+
+TEST(LaunchConfig, WorkspaceBoundsTheSlotsOfEveryVectorWidth) {
+  KernelFacts f;
+  for (int64_t rows : {1, 7, 300, 100000}) {
+    const int64_t bytes = normkit::cuda::bwd_workspace_bytes(rows, 4096, f, true, true);
+    for (int vec : {1, 2, 4, 8}) {
+      const LaunchConfig c = normkit::cuda::plan_bwd(rows, 4096, vec, f);
+      EXPECT_LE(2 * c.slots * 4096 * int64_t(sizeof(float)), bytes);
+    }
+  }
+  EXPECT_EQ(normkit::cuda::bwd_workspace_bytes(100, 4096, f, false, false), 0);
+}
+
+TEST(LaunchConfig, SplitsFewLongRowsOverClusters) {
+  KernelFacts f;
+  const LaunchConfig c = normkit::cuda::plan_fwd(29, 65536, 8, f);
+  EXPECT_EQ(c.plan, RowPlan::kCluster);
+  EXPECT_GT(c.grid, 29);
+  // The same shape without clusters still runs, on one CTA per row.
+  f.cluster_launch = false;
+  EXPECT_EQ(normkit::cuda::plan_fwd(29, 65536, 8, f).cluster_size, 1);
+}
+
+}  // namespace

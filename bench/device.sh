@@ -31,7 +31,7 @@ for step in "${steps[@]}"; do
     python)
       run pip_install env CMAKE_ARGS="-DNK_CUDA_ARCHITECTURES=90" python3 -m pip install \
         --no-build-isolation --no-deps -v . &&
-      run pytest env PYTHONUNBUFFERED=1 python3 -m pytest tests/python -q -rs ;;
+      run pytest env PYTHONUNBUFFERED=1 NK_REQUIRE_CUDA=1 python3 -m pytest tests/python -q -rs -p no:cacheprovider ;;
     sanitize)
       run sanitize compute-sanitizer --tool memcheck --error-exitcode 1 \
         "$BUILD/tools/normkit" check --quick --backend cuda ;;

@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
 # One call on the GPU machine: build for sm_90, run the C++ tests (CUDA ones included),
-# `normkit check`, and `normkit bench`; logs and the JSON results go to $OUT (or ./device-out).
-# Usage: bench/device.sh [steps...]   steps: build test check bench python sanitize (default: build test check bench)
+# `normkit check`, `normkit bench`, the Python tests and benchmarks; logs (as logs.tar.gz) and
+# the JSON results go to $OUT (or ./device-out).
+# Usage: bench/device.sh [steps...]   steps: build test check bench python compare train sanitize
+# (default: build test check bench)
 set -uo pipefail
 OUT=${OUT:-$PWD/device-out}
 mkdir -p "$OUT"
+# The device tool returns at most 8 files: logs travel as one archive, results as JSON.
+LOGS=$(mktemp -d)
+trap 'tar czf "$OUT/logs.tar.gz" -C "$LOGS" .' EXIT
 BUILD=${BUILD:-build-device}
 steps=("$@")
 [ ${#steps[@]} -eq 0 ] && steps=(build test check bench)
@@ -13,13 +18,13 @@ run() {  # run NAME CMD...: tee output to $OUT/NAME.log, remember failures
   local name=$1; shift
   echo "=== $name: $*"
   local start=$SECONDS
-  "$@" 2>&1 | tee "$OUT/$name.log"
+  "$@" 2>&1 | tee "$LOGS/$name.log"
   local rc=${PIPESTATUS[0]}
   echo "=== $name: exit $rc after $((SECONDS - start)) s"
   [ "$rc" -ne 0 ] && status=1
   return "$rc"
 }
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader > "$OUT/gpu.txt" 2>&1
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader > "$LOGS/gpu.txt" 2>&1
 for step in "${steps[@]}"; do
   case $step in
     build)
@@ -31,7 +36,13 @@ for step in "${steps[@]}"; do
     python)
       run pip_install env CMAKE_ARGS="-DNK_CUDA_ARCHITECTURES=90" python3 -m pip install \
         --no-build-isolation --no-deps -v . &&
-      run pytest env PYTHONUNBUFFERED=1 NK_REQUIRE_CUDA=1 python3 -m pytest tests/python -q -rs -p no:cacheprovider ;;
+      # One process per file: a crash in one file cannot hide the others' results.
+      for f in tests/python/test_*.py; do
+        run "pytest_$(basename "$f" .py)" env PYTHONUNBUFFERED=1 NK_REQUIRE_CUDA=1 \
+          python3 -X faulthandler -m pytest "$f" -q -rs -p no:cacheprovider
+      done ;;
+    compare) run compare env PYTHONUNBUFFERED=1 python3 bench/compare.py --json "$OUT/compare.json" ;;
+    train) run train env PYTHONUNBUFFERED=1 python3 bench/train_llama.py --json "$OUT/train.json" ;;
     sanitize)
       run sanitize compute-sanitizer --tool memcheck --error-exitcode 1 \
         "$BUILD/tools/normkit" check --quick --backend cuda ;;

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Configures and builds normkit into ${BUILD_DIR:-build} (CUDA when nvcc is found).
-# Extra CMake arguments may be passed, e.g. -DNK_CUDA_ARCHITECTURES=90 or -DNK_ENABLE_CUDA=OFF.
+# Extra CMake arguments may be passed, e.g. -DNK_CUDA_ARCHITECTURES=90. NK_ENABLE_CUDA=OFF in the
+# environment builds the CPU backend alone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
@@ -16,5 +17,6 @@ if [ -z "${NK_CUDA_ARCHITECTURES:-}" ]; then
     NK_CUDA_ARCHITECTURES=native
   fi
 fi
-cmake -S . -B "$BUILD_DIR" -G Ninja -DNK_CUDA_ARCHITECTURES="$NK_CUDA_ARCHITECTURES" "$@"
+cmake -S . -B "$BUILD_DIR" -G Ninja -DNK_CUDA_ARCHITECTURES="$NK_CUDA_ARCHITECTURES" \
+  -DNK_ENABLE_CUDA="${NK_ENABLE_CUDA:-ON}" "$@"
 cmake --build "$BUILD_DIR" -j"$(nproc)"

@@ -9,12 +9,18 @@ VENV=${VENV:-.venv}
 start=$SECONDS
 
 # jax 0.11 needs Python >= 3.12: prefer one, from PATH or pyenv.
+# (A pyenv shim may exist for a version that is not active: only an interpreter that runs counts.)
 PY=""
-for candidate in python3.12 python3.13 \
-    "$(pyenv root 2>/dev/null || echo /nonexistent)"/versions/3.12*/bin/python3.12; do
-  if command -v "$candidate" >/dev/null 2>&1; then PY=$(command -v "$candidate"); break; fi
+for candidate in "$(pyenv root 2>/dev/null || echo /nonexistent)"/versions/3.12*/bin/python3.12 \
+    python3.12 python3.13 python3; do
+  if "$candidate" -c 'import sys; sys.exit(sys.version_info < (3, 12))' >/dev/null 2>&1; then
+    PY=$(command -v "$candidate"); break
+  fi
 done
-[ -n "$PY" ] || PY=python3
+if [ -z "$PY" ]; then
+  PY=python3
+  echo "test_python: no Python >= 3.12 found; jax 0.11 needs one, so its install may fail"
+fi
 echo "test_python: using $PY ($("$PY" --version))"
 
 stamp="$VENV/.normkit-deps-v1"

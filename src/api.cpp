@@ -2,7 +2,6 @@
 // resolves row strides, dispatches to a backend, and turns exceptions into status + message.
 #include <cmath>
 #include <exception>
-#include <sstream>
 #include <string>
 
 #include "common/error.h"

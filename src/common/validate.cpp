@@ -1,7 +1,7 @@
 #include "common/validate.h"
 
 #include <cmath>
-#include <sstream>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -13,9 +13,9 @@ namespace {
 std::string str(int64_t v) { return std::to_string(v); }
 
 std::string hex(const void* p) {
-  std::ostringstream s;
-  s << p;
-  return s.str();
+  char text[32];
+  std::snprintf(text, sizeof text, "%p", p);
+  return text;
 }
 
 size_t element_size(nk_dtype d) { return nk_dtype_size(d); }
@@ -128,9 +128,10 @@ void check_input_vs_outputs(const Region& input, bool may_alias,
 
 void check_eps(float eps) {
   if (!std::isfinite(eps) || eps < 0.0f) {
-    std::ostringstream s;
-    s << "eps is " << eps << "; expected a finite value >= 0";
-    fail_argument(s.str());
+    char text[96];
+    std::snprintf(text, sizeof text, "eps is %g; expected a finite value >= 0",
+                  static_cast<double>(eps));
+    fail_argument(text);
   }
 }
 

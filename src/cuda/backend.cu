@@ -1,7 +1,6 @@
 // CUDA backend entry points: device facts, vector-width choice, configuration, dispatch.
 #include <algorithm>
 #include <mutex>
-#include <sstream>
 #include <vector>
 
 #include "cuda/cuda_backend.h"
@@ -14,10 +13,9 @@ namespace {
 
 std::string shape_context(const char* op, int64_t rows, int64_t hidden, nk_dtype a, nk_dtype b,
                           nk_dtype c, const LaunchConfig& cfg) {
-  std::ostringstream s;
-  s << op << " rows=" << rows << " hidden=" << hidden << " dtypes " << nk_dtype_name(a) << "/"
-    << nk_dtype_name(b) << "/" << nk_dtype_name(c) << "; config " << cfg.describe();
-  return s.str();
+  return std::string(op) + " rows=" + std::to_string(rows) + " hidden=" + std::to_string(hidden) +
+         " dtypes " + nk_dtype_name(a) + "/" + nk_dtype_name(b) + "/" + nk_dtype_name(c) +
+         "; config " + cfg.describe();
 }
 
 KernelFacts kernel_facts(const DeviceFacts& d) {

@@ -1,7 +1,7 @@
 #include "cuda/launch_config.h"
 
 #include <algorithm>
-#include <sstream>
+#include <string>
 
 namespace normkit::cuda {
 namespace {
@@ -95,15 +95,16 @@ LaunchConfig plan(int64_t rows, int64_t hidden, int vec, const KernelFacts& f, i
 }  // namespace
 
 std::string LaunchConfig::describe() const {
-  std::ostringstream s;
   const char* name = plan == RowPlan::kRegisters ? "registers"
                      : plan == RowPlan::kCluster ? "cluster"
                                                  : "streaming";
-  s << name << " vec=" << vec << " threads/row=" << threads_per_row
-    << " rows/block=" << rows_per_block << " items=" << items << " cluster=" << cluster_size
-    << " cols/cta=" << cols_per_cta << " grid=" << grid;
-  if (slots) s << " slots=" << slots;
-  return s.str();
+  std::string s = std::string(name) + " vec=" + std::to_string(vec) +
+                  " threads/row=" + std::to_string(threads_per_row) +
+                  " rows/block=" + std::to_string(rows_per_block) +
+                  " items=" + std::to_string(items) + " cluster=" + std::to_string(cluster_size) +
+                  " cols/cta=" + std::to_string(cols_per_cta) + " grid=" + std::to_string(grid);
+  if (slots) s += " slots=" + std::to_string(slots);
+  return s;
 }
 
 LaunchConfig plan_fwd(int64_t rows, int64_t hidden, int vec, const KernelFacts& facts) {

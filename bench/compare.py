@@ -57,10 +57,13 @@ LABELS = {
     "torch_compile": "torch.compile (HF composite)",
     "jax_jit": "JAX jit (HF composite, wall-clock)",
 }
+SHORT = {"normkit": "normkit", "normkit_op": "normkit op", "torch_eager": "eager",
+         "torch_compile": "compile", "jax_jit": "JAX"}  # table headers
 PEERS = ["torch_eager", "torch_compile", "jax_jit"]  # normkit's speedup is shown over these
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 MAX_REL_ERR = 1e-2  # bf16 rounding gives about 2e-3; anything past 1e-2 is a wrong result
 FLUSH_BYTES = 256 << 20
+DTYPE_NAME = ["bf16"]  # for the table titles; set from --dtype
 
 
 # ----------------------------------------------------------------------------- timing
@@ -88,7 +91,8 @@ class Timer:
             return f"wall clock around one call, median of {self.reps} after warm-up (CPU)"
         if self._do_bench is not None:
             return ('triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median"): CUDA '
-                    "events around one call, L2 flushed (256 MiB zeroed) before each call")
+                    "events around one call, L2 flushed (256 MiB zeroed) before each call, 25 ms of "
+                    "warm-up, calls for 100 ms (at least 1), median")
         return ("CUDA events around one call, L2 flushed (256 MiB zeroed) before each call, "
                 "25 ms of warm-up, calls for 100 ms, median (triton not importable)")
 
@@ -159,7 +163,6 @@ def copy_bandwidth(device: torch.device, timer: Timer) -> dict:
     us = timer.events(lambda: dst.copy_(src))
     if not torch.equal(dst, src):
         raise RuntimeError("copy bandwidth: the copy is wrong")
-    del src, dst
     return {"gbps": 2 * nbytes / (us * 1e-6) / 1e9, "buffer_bytes": nbytes, "median_us": us,
             "method": f"dst.copy_(src) of {nbytes >> 20} MiB, bytes read + written; "
                       + timer.events_method()}
@@ -277,7 +280,7 @@ class Jax:
         return self.jax.device_put(host, self.device).astype(jdtype)
 
     def to_torch(self, a) -> torch.Tensor:
-        return torch.from_numpy(self.np.asarray(a.astype(self.jnp.float32))).to(self.torch_device)
+        return torch.from_numpy(self.np.array(a.astype(self.jnp.float32))).to(self.torch_device)  # a writable copy
 
     def cases(self, x, w, dy, eps):
         jax, jnp = self.jax, self.jnp
@@ -318,6 +321,18 @@ def free_memory(device):
         torch.cuda.empty_cache()
 
 
+def poison_allocator(rows, hidden, dtype, device):
+    """Leave NaN-filled blocks of the output sizes in torch's allocator cache, so an output
+    element a kernel fails to write reads as NaN (not as a stale correct value of another
+    implementation that used the same memory before) and fails the check. Best effort: the
+    allocator (torch's on a GPU, malloc on a CPU) usually hands a freed block of the same
+    size to the next request."""
+    blocks = [torch.full((rows, hidden), math.nan, dtype=dtype, device=device) for _ in range(3)]
+    blocks += [torch.full((n,), math.nan, dtype=t, device=device)
+               for n in (hidden, rows) for t in (dtype, torch.float32)]
+    del blocks
+
+
 def measure_shape(rows, hidden, args, device, dtype, timer, jax_state, copy_gbps):
     elem = torch.empty((), dtype=dtype).element_size()
     fwd_bytes = (2 * rows * hidden + hidden) * elem
@@ -334,8 +349,10 @@ def measure_shape(rows, hidden, args, device, dtype, timer, jax_state, copy_gbps
         fwd = bwd = None
         try:
             if name == "jax_jit":
-                if isinstance(jax_state, str):
-                    raise RuntimeError(jax_state)
+                if isinstance(jax_state, str):  # JAX could not start: say why in every cell
+                    for d in ("fwd", "bwd"):
+                        result[d]["impls"][name] = {"error": jax_state}
+                    continue
                 fwd, bwd = jax_state.cases(x, w, dy, args.eps)
                 to_torch, time_fn = jax_state.to_torch, timer.wall
             else:
@@ -349,6 +366,7 @@ def measure_shape(rows, hidden, args, device, dtype, timer, jax_state, copy_gbps
         for direction, fn, nbytes in (("fwd", fwd, fwd_bytes), ("bwd", bwd, bwd_bytes)):
             entry = {}
             try:
+                poison_allocator(rows, hidden, dtype, device)
                 out = fn()  # also compiles / warms up
                 if direction == "fwd":
                     entry["rel_err"] = rel_err(to_torch(out), ref_y)
@@ -392,17 +410,22 @@ def speedup(nk, peer) -> str:
     return f"{peer['median_us'] / nk['median_us']:.2f}×"
 
 
+def fmt_gbps(v: float) -> str:
+    return f"{v:.0f}" if v >= 100 else f"{v:.3g}"
+
+
 def markdown_table(results, direction, impls) -> str:
     title = {"fwd": "Forward", "bwd": "Backward (dx and dweight)"}[direction]
-    cols = ["rows × hidden"] + [f"{LABELS[i]} µs" for i in impls]
+    cols = ["rows × hidden"] + [f"{SHORT[i]} µs" for i in impls]
     nk_cols = [i for i in ("normkit", "normkit_op") if i in impls]
     for i in nk_cols:
-        cols += [f"{LABELS[i]} GB/s", f"{LABELS[i]} % of copy"]
+        cols += [f"{SHORT[i]} GB/s", f"{SHORT[i]} % of copy"]
     peers = [p for p in PEERS if p in impls]
     if "normkit" in impls:
-        cols += [f"normkit vs {LABELS[p]}" for p in peers]
-    lines = [f"### {title}, microseconds (median)", "", "| " + " | ".join(cols) + " |",
-             "|" + "---|" * len(cols)]
+        cols += [f"normkit speedup vs {SHORT[p]}" for p in peers]
+    lines = [f"### {title}, {DTYPE_NAME[0]}, microseconds (median)", "",
+             "; ".join(f"{SHORT[i]} = {LABELS[i]}" for i in impls), "",
+             "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for r in results:
         shape = f"{r['rows']}×{r['hidden']}"
         if "error" in r:
@@ -412,7 +435,7 @@ def markdown_table(results, direction, impls) -> str:
         cells = [shape] + [fmt_us(ent.get(i)) for i in impls]
         for i in nk_cols:
             e = ent.get(i, {})
-            cells += ([f"{e['gbps']:.0f}", f"{e['percent_of_copy']:.0f}%"] if "gbps" in e else ["–", "–"])
+            cells += ([fmt_gbps(e["gbps"]), f"{e['percent_of_copy']:.0f}%"] if "gbps" in e else ["–", "–"])
         if "normkit" in impls:
             cells += [speedup(ent.get("normkit"), ent.get(p)) for p in peers]
         lines.append("| " + " | ".join(cells) + " |")
@@ -487,6 +510,7 @@ def main(argv=None) -> int:
         device = torch.device("cuda", device.index if device.index is not None else torch.cuda.current_device())
         torch.cuda.set_device(device)
     dtype = DTYPES[args.dtype]
+    DTYPE_NAME[0] = args.dtype
     shapes = args.shapes or (PEER_SHAPES if device.type == "cuda" else CPU_SHAPES)
     reps = args.reps or (100 if device.type == "cuda" else 10)
     timer = Timer(device, reps)
@@ -497,7 +521,7 @@ def main(argv=None) -> int:
         try:
             jax_state = Jax(device)
         except Exception as e:  # noqa: BLE001
-            jax_state = f"JAX unavailable: {short_error(e)}"
+            jax_state = f"no JAX: {short_error(e)}"
             print(f"compare: {jax_state}", file=sys.stderr)
 
     print(f"compare: measuring the copy bandwidth on {device_name(device)}...", flush=True)

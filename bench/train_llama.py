@@ -10,8 +10,8 @@ kernels. Nothing is downloaded: the model comes from a LlamaConfig.
 RMSNorm weights start at 1 + 0.1 * randn rather than transformers' exact 1 (see build_model).
 
 Data: --batches distinct batches of random tokens (fixed seed), cycled, labels = inputs. A
-small pool repeats, so the model memorizes it and the loss falls quickly; a wrong gradient
-then shows as a different curve, where on fresh random tokens every curve sits near ln(vocab).
+small pool repeats, so the model memorizes it and the loss falls (on fresh random tokens
+every curve would sit near ln(vocab), the same for right and wrong gradients).
 
 Checks (exit status 1 when one fails):
 - Loss curves: at every step |loss_normkit - loss_plain| <= --rel-tol * loss_plain (2e-2).
@@ -22,13 +22,13 @@ Checks (exit status 1 when one fails):
   the --small model, 3.3e-3 at step 20 with 8 layers of width 512; 2e-2 (five bf16 ulps)
   leaves room for the larger model and for GPU kernels. This check catches gross breakage
   (NaN, divergence), but 20 steps at lr 1e-4 barely respond to a moderately wrong gradient:
-  a dx 20% too large moved the curve by only 5e-3 in the same test.
+  a dx 20% too large moved the --small curve by only 5e-3.
 - First-step gradients, the sensitive check: the same weights and first batch also go through
   a float32 copy of the model, and for every parameter tensor the error of normkit's bf16
-  gradient against the float32 one, ||g - g32|| / ||g32||, must be at most --grad-factor (1.5)
+  gradient against the float32 one, ||g - g32|| / ||g32||, must be at most --grad-factor (2)
   times the error of the plain bf16 run's gradient plus 1e-3: normkit may not make training
   gradients less accurate than transformers' own RMSNorm does. (Deliberately wrong normkit
-  gradients, dweight or dx scaled by 1.05 to 1.2 or dweight zeroed, all fail it.)
+  gradients: dx scaled by 1.02, dweight by 1.05, dweight zeroed: all fail it.)
 
 Usage:  python bench/train_llama.py --json train.json          # GPU, the default model
         python bench/train_llama.py --small --device cpu       # a quick CPU run
@@ -115,6 +115,7 @@ def train(model, batches, steps, lr, device):
 
 def float32_reference(base, batch):
     """Loss and gradients of a float32 copy of the (untrained) model on the first batch."""
+    torch.backends.cuda.matmul.allow_tf32 = False  # float32 matmuls, not TF32 (torch's default)
     ref = copy.deepcopy(base).float()
     ref.train()
     loss = ref(input_ids=batch, labels=batch).loss
@@ -161,9 +162,9 @@ def main(argv=None) -> int:
     p.add_argument("--dtype", choices=sorted(DTYPES), default="bf16", help="weights and activations")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--rel-tol", type=float, default=2e-2, help="bound on |loss diff| / loss at any step")
-    p.add_argument("--grad-factor", type=float, default=1.5,
+    p.add_argument("--grad-factor", type=float, default=2.0,
                    help="normkit's first-step gradient error (against float32) may be at most this "
-                        "times the plain run's, plus 1e-3, for every parameter (default 1.5)")
+                        "times the plain run's, plus 1e-3, for every parameter (default 2)")
     p.add_argument("--norm-noise", type=float, default=0.1,
                    help="RMSNorm weights start at 1 + this * randn (default 0.1; 0: transformers' init)")
     p.add_argument("--no-repeat", action="store_true", help="skip the second plain run (noise floor)")
@@ -217,7 +218,11 @@ def main(argv=None) -> int:
                 print(f"train_llama: FAILED: patch replaced {replaced_count} modules (expected {expected}); "
                       f"RMSNorm classes left: {sorted(kinds)}", file=sys.stderr)
                 return 1
-        losses, times, grads = train(model, batches, args.steps, args.lr, device)
+        try:
+            losses, times, grads = train(model, batches, args.steps, args.lr, device)
+        except RuntimeError as e:  # a non-finite loss, or a kernel error
+            print(f"train_llama: FAILED: the {name} run: {e}", file=sys.stderr)
+            return 1
         first_grads[name] = grads
         runs[name] = {"losses": losses, "step_ms": [1e3 * t for t in times],
                       "median_step_ms": median_step_ms(times), "final_loss": losses[-1]}

@@ -10,21 +10,6 @@
 
 namespace normkit::cuda {
 
-template <typename WT, int VEC>
-__device__ __forceinline__ void load_bwd_scale(const BwdParams& p, int64_t col, int64_t n,
-                                               float* w) {
-  if (p.weight) {
-    load_readonly_upto<WT, VEC>(static_cast<const WT*>(p.weight) + col, n, w);
-    if (p.zero_centered) {
-#pragma unroll
-      for (int k = 0; k < VEC; ++k) w[k] += 1.0f;
-    }
-  } else {
-#pragma unroll
-    for (int k = 0; k < VEC; ++k) w[k] = 1.0f;
-  }
-}
-
 // dx = rstd * (g - xhat * mean(g * xhat)) (+ dresidual_out), stored as XT.
 template <typename XT, int VEC>
 __device__ __forceinline__ void store_dx(const BwdParams& p, int64_t row, int64_t col, int64_t n,
@@ -122,7 +107,7 @@ __global__ void __launch_bounds__(256, 2) rms_norm_bwd_registers(BwdParams p) {
       const int64_t n = col_end - col;
       if (active(i)) {
         float w[VEC];
-        load_bwd_scale<WT, VEC>(p, col, n, w);
+        load_scale<WT, VEC>(p, col, n, w);
 #pragma unroll
         for (int k = 0; k < VEC; ++k) {
           const float dy = to_float(dys[i].get(k));
@@ -141,7 +126,7 @@ __global__ void __launch_bounds__(256, 2) rms_norm_bwd_registers(BwdParams p) {
       const int64_t n = col_end - col;
       if (active(i)) {
         float w[VEC], dx[VEC];
-        load_bwd_scale<WT, VEC>(p, col, n, w);
+        load_scale<WT, VEC>(p, col, n, w);
 #pragma unroll
         for (int k = 0; k < VEC; ++k) {
           const float xhat = to_float(xs[i].get(k)) * rstd;
@@ -215,7 +200,7 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_streaming(BwdParams p) {
       float xv[VEC], dy[VEC], w[VEC];
       load_upto<XT, VEC>(x + col, shape.hidden - col, xv);
       load_upto<DYT, VEC>(dy_row + col, shape.hidden - col, dy);
-      load_bwd_scale<WT, VEC>(p, col, shape.hidden - col, w);
+      load_scale<WT, VEC>(p, col, shape.hidden - col, w);
 #pragma unroll
       for (int k = 0; k < VEC; ++k) dot += dy[k] * w[k] * xv[k] * rstd;
     }
@@ -226,7 +211,7 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_streaming(BwdParams p) {
       float xhat[VEC], dy[VEC], w[VEC], g[VEC];
       load_upto<XT, VEC>(x + col, n, xhat);
       load_upto<DYT, VEC>(dy_row + col, n, dy);
-      load_bwd_scale<WT, VEC>(p, col, n, w);
+      load_scale<WT, VEC>(p, col, n, w);
 #pragma unroll
       for (int k = 0; k < VEC; ++k) {
         xhat[k] *= rstd;

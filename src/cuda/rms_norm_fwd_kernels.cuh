@@ -8,9 +8,10 @@
 
 namespace normkit::cuda {
 
-// Scale of column values: weight (or 1 + weight), or 1 without a weight.
-template <typename WT, int VEC>
-__device__ __forceinline__ void load_scale(const FwdParams& p, int64_t col, int64_t n, float* w) {
+// Scale of column values: weight (or 1 + weight), or 1 without a weight. Params: FwdParams or
+// BwdParams (both carry weight and zero_centered).
+template <typename WT, int VEC, typename Params>
+__device__ __forceinline__ void load_scale(const Params& p, int64_t col, int64_t n, float* w) {
   if (p.weight) {
     load_readonly_upto<WT, VEC>(static_cast<const WT*>(p.weight) + col, n, w);
     if (p.zero_centered) {

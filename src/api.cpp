@@ -1,6 +1,5 @@
 // The C API: validates every argument against the contract in include/normkit/normkit.h,
 // resolves row strides, dispatches to a backend, and turns exceptions into status + message.
-#include <cmath>
 #include <exception>
 #include <string>
 

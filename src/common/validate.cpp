@@ -89,9 +89,8 @@ bool overlaps(const Region& a, const Region& b) {
   if (a.end() <= b.begin || b.end() <= a.begin) return false;
   if (a.rows > 1 && b.rows > 1 && a.stride_bytes == b.stride_bytes) {
     const int64_t s = a.stride_bytes;
-    const int64_t lo = a.begin <= b.begin ? 0 : 1;  // which one starts first
-    const Region& first = lo == 0 ? a : b;
-    const Region& second = lo == 0 ? b : a;
+    const Region& first = a.begin <= b.begin ? a : b;
+    const Region& second = a.begin <= b.begin ? b : a;
     const int64_t offset = static_cast<int64_t>((second.begin - first.begin) % s);
     // Within each period of s bytes, first covers [0, first.row_bytes) and second covers
     // [offset, offset + second.row_bytes).

@@ -52,11 +52,19 @@ inline uint16_t float_to_bf16_bits(float f) {
 // 2^112, which turns half normals and subnormals into the right float32 values exactly; then
 // patch Inf/NaN (half exponent 31), which the rescale would get wrong.
 inline float half_bits_to_float(uint16_t h) {
+  // Integer operations only, so flush-to-zero / denormals-are-zero modes (set by XLA's CPU
+  // runtime, or torch.set_flush_denormal) cannot turn half subnormals into 0: a subnormal is
+  // mantissa x 2^-24, an exact product that is a normal float.
   const uint32_t sign = uint32_t{h & 0x8000u} << 16;
-  const uint32_t magnitude = uint32_t{h & 0x7fffu} << 13;
-  const float scaled = bits_to_float(magnitude) * 0x1p112f;
-  const uint32_t inf_or_nan = 0u - static_cast<uint32_t>(magnitude >= 0x0f800000u);  // mask
-  const uint32_t out = (float_to_bits(scaled) & ~inf_or_nan) | ((magnitude | 0x7f800000u) & inf_or_nan);
+  const uint32_t exponent = (h >> 10) & 0x1fu;
+  const uint32_t mantissa = h & 0x3ffu;
+  const uint32_t normal = ((exponent + 112u) << 23) | (mantissa << 13);  // rebias 15 -> 127
+  const uint32_t special = 0x7f800000u | (mantissa << 13);               // Inf, NaN (payload kept)
+  const uint32_t subnormal = float_to_bits(static_cast<float>(mantissa) * 0x1p-24f);  // or zero
+  const uint32_t is_subnormal = 0u - static_cast<uint32_t>(exponent == 0u);  // masks: the
+  const uint32_t is_special = 0u - static_cast<uint32_t>(exponent == 0x1fu);  // loop vectorizes
+  const uint32_t out = (subnormal & is_subnormal) | (special & is_special) |
+                       (normal & ~is_subnormal & ~is_special);
   return bits_to_float(out | sign);
 }
 

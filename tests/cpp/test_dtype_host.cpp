@@ -9,6 +9,10 @@
 
 #include "support.h"
 
+#if defined(__SSE__)
+#include <xmmintrin.h>
+#endif
+
 namespace nktest {
 namespace {
 
@@ -97,6 +101,21 @@ TEST(DtypeHost, Float16DecodesEveryPatternExactly) {
     }
   }
 }
+
+#if defined(__SSE__)
+// XLA's CPU runtime (and torch.set_flush_denormal) run with flush-to-zero and
+// denormals-are-zero set; float16 subnormals must still decode to their values.
+TEST(DtypeHost, Float16DecodesSubnormalsUnderFlushToZero) {
+  volatile uint16_t smallest_bits = 0x0001, largest_bits = 0x83ff;  // no constant folding
+  const unsigned saved = _mm_getcsr();
+  _mm_setcsr(saved | 0x8040u);  // FTZ (bit 15) and DAZ (bit 6)
+  const float smallest = normkit::half_bits_to_float(smallest_bits);
+  const float largest_subnormal = normkit::half_bits_to_float(largest_bits);
+  _mm_setcsr(saved);
+  EXPECT_EQ(smallest, std::ldexp(1.0f, -24));
+  EXPECT_EQ(largest_subnormal, -1023.0f * std::ldexp(1.0f, -24));
+}
+#endif
 
 TEST(DtypeHost, Float16RoundTripsEveryPattern) {
   for (uint32_t i = 0; i <= 0xffff; ++i) {

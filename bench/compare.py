@@ -39,6 +39,7 @@ import sys  # noqa: E402
 import time  # noqa: E402
 
 import torch  # noqa: E402
+from torch_device import resolve_device  # noqa: E402
 
 # The sweep of PEERS.md, in its order.
 PEER_SHAPES = [
@@ -501,14 +502,7 @@ def main(argv=None) -> int:
     p.add_argument("--json", help="write the results to this file")
     args = p.parse_args(argv)
 
-    if args.device == "auto":
-        args.device = "cuda" if torch.cuda.is_available() else "cpu"
-    device = torch.device(args.device)
-    if device.type == "cuda":
-        if not torch.cuda.is_available():
-            p.error("--device cuda, but torch sees no CUDA device")
-        device = torch.device("cuda", device.index if device.index is not None else torch.cuda.current_device())
-        torch.cuda.set_device(device)
+    device = resolve_device(args.device, p)
     dtype = DTYPES[args.dtype]
     DTYPE_NAME[0] = args.dtype
     shapes = args.shapes or (PEER_SHAPES if device.type == "cuda" else CPU_SHAPES)

@@ -47,6 +47,7 @@ import sys
 import time
 
 import torch
+from torch_device import resolve_device
 
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 FULL = dict(hidden=1024, layers=8, heads=16, kv_heads=8, intermediate=2816, vocab=32000, seq=512, batch=8)
@@ -173,14 +174,7 @@ def main(argv=None) -> int:
     if args.steps < 1 or args.batches < 1:
         p.error("--steps and --batches must be positive")
 
-    if args.device == "auto":
-        args.device = "cuda" if torch.cuda.is_available() else "cpu"
-    device = torch.device(args.device)
-    if device.type == "cuda":
-        if not torch.cuda.is_available():
-            p.error("--device cuda, but torch sees no CUDA device")
-        device = torch.device("cuda", device.index if device.index is not None else torch.cuda.current_device())
-        torch.cuda.set_device(device)
+    device = resolve_device(args.device, p)
     small = args.small or (device.type == "cpu" and not args.full)
     size = dict(SMALL if small else FULL)
     for item in filter(None, (i.strip() for i in args.set.split(","))):

@@ -120,7 +120,7 @@ class CpuRunner final : public BenchRunner {
     if (config_.fwd) {
       const nk_rms_norm_fwd_args args = bench_fwd_args(shape, config_, p);
       result.fwd.us = time_calls(
-          [&] { check_status(nk_rms_norm_fwd(&args, NK_BACKEND_CPU, nullptr), "nk_rms_norm_fwd", ctx); });
+          [&] { check_bench_status(nk_rms_norm_fwd(&args, NK_BACKEND_CPU, nullptr), "nk_rms_norm_fwd", ctx); });
       result.fwd.measured = true;
       result.fwd.bytes = fwd_bytes(shape, config_);
     }
@@ -129,15 +129,15 @@ class CpuRunner final : public BenchRunner {
       BenchPointers pre = p;
       if (!pre.y) pre.y = p.dx;
       const nk_rms_norm_fwd_args fwd = bench_fwd_args(shape, config_, pre);
-      check_status(nk_rms_norm_fwd(&fwd, NK_BACKEND_CPU, nullptr), "nk_rms_norm_fwd", ctx);
+      check_bench_status(nk_rms_norm_fwd(&fwd, NK_BACKEND_CPU, nullptr), "nk_rms_norm_fwd", ctx);
 
       nk_rms_norm_bwd_args args = bench_bwd_args(shape, config_, p);
-      check_status(nk_rms_norm_bwd_workspace_size(&args, NK_BACKEND_CPU, &p.workspace_bytes),
+      check_bench_status(nk_rms_norm_bwd_workspace_size(&args, NK_BACKEND_CPU, &p.workspace_bytes),
                    "nk_rms_norm_bwd_workspace_size", ctx);
       args.workspace = p.workspace_bytes ? alloc(p.workspace_bytes) : nullptr;
       args.workspace_bytes = p.workspace_bytes;
       result.bwd.us = time_calls(
-          [&] { check_status(nk_rms_norm_bwd(&args, NK_BACKEND_CPU, nullptr), "nk_rms_norm_bwd", ctx); });
+          [&] { check_bench_status(nk_rms_norm_bwd(&args, NK_BACKEND_CPU, nullptr), "nk_rms_norm_bwd", ctx); });
       result.bwd.measured = true;
       result.bwd.bytes = bwd_bytes(shape, config_);
       result.bwd.workspace_bytes = p.workspace_bytes;
@@ -146,12 +146,6 @@ class CpuRunner final : public BenchRunner {
   }
 
  private:
-  static void check_status(nk_status status, const char* call, const std::string& ctx) {
-    if (status != NK_SUCCESS) {
-      throw std::runtime_error(std::string(call) + " returned " + nk_status_name(status) + " (" +
-                               ctx + "): " + nk_last_error());
-    }
-  }
 
   void fill_random(void* dst, size_t elements, size_t start) {
     pool_.tile_into(elements, start, [&](size_t offset, const void* src, size_t bytes) {

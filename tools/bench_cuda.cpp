@@ -117,7 +117,7 @@ class CudaRunner final : public BenchRunner {
 
     if (config_.fwd) {
       const nk_rms_norm_fwd_args args = bench_fwd_args(shape, config_, p);
-      result.fwd.us = time_calls([&] { check_status(nk_rms_norm_fwd(&args, NK_BACKEND_CUDA, stream_),
+      result.fwd.us = time_calls([&] { check_bench_status(nk_rms_norm_fwd(&args, NK_BACKEND_CUDA, stream_),
                                                     "nk_rms_norm_fwd", ctx); },
                                  config_.reps, ctx + " forward");
       result.fwd.measured = true;
@@ -135,15 +135,15 @@ class CudaRunner final : public BenchRunner {
       BenchPointers pre = p;
       if (!pre.y) pre.y = dx.get();
       const nk_rms_norm_fwd_args fwd = bench_fwd_args(shape, config_, pre);
-      check_status(nk_rms_norm_fwd(&fwd, NK_BACKEND_CUDA, stream_), "nk_rms_norm_fwd", ctx);
+      check_bench_status(nk_rms_norm_fwd(&fwd, NK_BACKEND_CUDA, stream_), "nk_rms_norm_fwd", ctx);
 
       nk_rms_norm_bwd_args args = bench_bwd_args(shape, config_, p);
-      check_status(nk_rms_norm_bwd_workspace_size(&args, NK_BACKEND_CUDA, &p.workspace_bytes),
+      check_bench_status(nk_rms_norm_bwd_workspace_size(&args, NK_BACKEND_CUDA, &p.workspace_bytes),
                    "nk_rms_norm_bwd_workspace_size", ctx);
       workspace = DeviceBuffer(p.workspace_bytes, "the backward workspace", ctx);
       args.workspace = workspace.get();
       args.workspace_bytes = p.workspace_bytes;
-      result.bwd.us = time_calls([&] { check_status(nk_rms_norm_bwd(&args, NK_BACKEND_CUDA, stream_),
+      result.bwd.us = time_calls([&] { check_bench_status(nk_rms_norm_bwd(&args, NK_BACKEND_CUDA, stream_),
                                                     "nk_rms_norm_bwd", ctx); },
                                  config_.reps, ctx + " backward");
       result.bwd.measured = true;
@@ -161,12 +161,6 @@ class CudaRunner final : public BenchRunner {
   }
 
  private:
-  static void check_status(nk_status status, const char* call, const std::string& ctx) {
-    if (status != NK_SUCCESS) {
-      throw std::runtime_error(std::string(call) + " returned " + nk_status_name(status) + " (" +
-                               ctx + "): " + nk_last_error());
-    }
-  }
 
   template <typename F>
   static std::string explain_or_error(F&& f) {

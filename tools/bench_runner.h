@@ -6,8 +6,13 @@
 #include <string>
 
 #include "bench_types.h"
+#include "normkit/normkit.h"
 
 namespace nktool {
+
+// Throws std::runtime_error naming `call`, the status, `context` (shape and dtype) and
+// nk_last_error() unless status is NK_SUCCESS.
+void check_bench_status(nk_status status, const char* call, const std::string& context);
 
 class BenchRunner {
  public:

@@ -51,9 +51,46 @@ typedef enum nk_status {
 /** Element types. Values are stable (bindings store them). */
 typedef enum nk_dtype {
   NK_FLOAT32 = 0,
-  NK_FLOAT16 = 1,  /**< IEEE binary16 */
-  NK_BFLOAT16 = 2  /**< bfloat16 */
+  NK_FLOAT16 = 1,       /**< IEEE binary16 */
+  NK_BFLOAT16 = 2,      /**< bfloat16 */
+  NK_FLOAT8_E4M3 = 3,   /**< OCP float8 e4m3fn: largest finite 448, no infinities (output only) */
+  NK_FLOAT8_E5M2 = 4,   /**< OCP float8 e5m2: largest finite 57344 (output only) */
+  NK_INT8 = 5,          /**< signed 8-bit integer (quantized output only) */
+  NK_FLOAT8_E8M0 = 6    /**< unsigned power of two 2^(byte - 127); MXFP8 block scales only */
 } nk_dtype;
+
+/**
+ * Quantized output of the forward (nk_rms_norm_fwd_args.quant). In every mode, v[r][j] is the
+ * float32 value the unquantized forward would round to y_dtype, and Q(t) rounds t to y_dtype
+ * to nearest even and saturates it to the finite range [-qmax, qmax] of y_dtype
+ * (qmax = 448 for e4m3, 57344 for e5m2, 127 for int8, where -128 is never produced; NaN stays
+ * NaN for FP8 and becomes 0 for int8). Scales are float32 unless stated, computed in float32.
+ *
+ *  - NK_QUANT_TENSOR: y[r][j] = Q(v[r][j] * scale[0]) with one float32 `scale` read from the
+ *    backend's memory (so a training loop never synchronizes with the host).
+ *  - NK_QUANT_TOKEN: per row, a[r] = max_j |v[r][j]|,
+ *      scales[r] = max(min(a[r] / qmax, scale_ub or +inf), FLT_MIN),
+ *      y[r][j] = Q(v[r][j] * (1 / scales[r]))   (the reciprocal rounded to float32 first).
+ *    Dequantize with y * scales[r].
+ *  - NK_QUANT_BLOCK: as NK_QUANT_TOKEN, but one scale per `quant_block` consecutive elements
+ *    of a row (block b of row r covers columns [b*quant_block, (b+1)*quant_block)); scales is
+ *    [rows, hidden / quant_block] float32, row-major and dense. scale_ub applies per block.
+ *  - NK_QUANT_MXFP8: OCP MX: blocks of 32, one NK_FLOAT8_E8M0 scale byte per block in scales
+ *    ([rows, hidden / 32], dense): with a = max |v| over the block and emax = 8 (e4m3) or 15
+ *    (e5m2), e = clamp(floor(log2(a)) - emax, -127, 127) (e = -127 when a is 0 or subnormal
+ *    below 2^-127), scale byte = e + 127, y = Q(v * 2^-e). Values above qmax * 2^e saturate.
+ *
+ * Block modes need hidden to be a multiple of the block size (no padding rule). Every mode
+ * can also write `amax` = max |v| over the whole tensor, before any scaling (for delayed
+ * scaling), and NK_QUANT_TENSOR can also write y transposed to `y_t`.
+ */
+typedef enum nk_quant_mode {
+  NK_QUANT_NONE = 0,   /**< y is y_dtype, unscaled (y_dtype float32/float16/bfloat16) */
+  NK_QUANT_TENSOR = 1, /**< per-tensor scale; y_dtype e4m3, e5m2 or int8 */
+  NK_QUANT_TOKEN = 2,  /**< dynamic per-row scale; y_dtype e4m3, e5m2 or int8 */
+  NK_QUANT_BLOCK = 3,  /**< dynamic per-block scale (32, 64 or 128); y_dtype e4m3 or e5m2 */
+  NK_QUANT_MXFP8 = 4   /**< MXFP8: 1x32 blocks, e8m0 scales; y_dtype e4m3 or e5m2 */
+} nk_quant_mode;
 
 /** Where a call runs. */
 typedef enum nk_backend {
@@ -70,6 +107,8 @@ typedef enum nk_backend {
  * term is dropped when bias is NULL. With a residual, residual_out[r] = s[r] rounded to
  * x_dtype is written, and s is normalized after that rounding (so y is a function of the
  * stored residual_out, as the backward pass needs).
+ *
+ * With quant != NK_QUANT_NONE the output y is quantized as described at nk_quant_mode.
  *
  * Initialize with nk_rms_norm_fwd_args_init() and set the fields you use.
  */
@@ -97,6 +136,17 @@ typedef struct nk_rms_norm_fwd_args {
   int64_t y_row_stride; /**< elements; 0 = hidden */
 
   float* rstd; /**< [rows] float32, optional: 1/sqrt(mean square + eps) per row */
+
+  /* Quantized output: see nk_quant_mode. All of these are unused with NK_QUANT_NONE. */
+  nk_quant_mode quant;  /**< NK_QUANT_NONE by default */
+  int64_t quant_block;  /**< NK_QUANT_BLOCK: 32, 64 or 128 (0 = 128); NK_QUANT_MXFP8: 0 or 32 */
+  const float* scale;   /**< NK_QUANT_TENSOR: [1] float32 in backend memory, required */
+  float scale_ub;       /**< NK_QUANT_TOKEN/BLOCK: upper bound on every scale; 0 = none */
+  void* scales;         /**< TOKEN: [rows] float32; BLOCK: [rows, hidden/block] float32;
+                             MXFP8: [rows, hidden/32] e8m0 bytes. Required in those modes */
+  float* amax;          /**< any quant mode, optional: [1] float32, max |v| over the tensor */
+  void* y_t;            /**< NK_QUANT_TENSOR, optional: [hidden, rows] y_dtype, y transposed */
+  int64_t y_t_row_stride; /**< elements between rows of y_t; 0 = rows */
 } nk_rms_norm_fwd_args;
 
 /**
@@ -174,7 +224,8 @@ NK_API const char* nk_last_error(void);
 /** Name of a status ("NK_SUCCESS", ...). */
 NK_API const char* nk_status_name(nk_status status);
 
-/** Name of a dtype ("float32", "float16", "bfloat16"), or "invalid". */
+/** Name of a dtype ("float32", "float16", "bfloat16", "float8_e4m3", "float8_e5m2", "int8",
+ *  "float8_e8m0"), or "invalid". */
 NK_API const char* nk_dtype_name(nk_dtype dtype);
 
 /** Bytes per element of a dtype (0 for an invalid dtype). */
@@ -185,6 +236,9 @@ NK_API int nk_has_cuda_build(void);
 
 /** Number of usable CUDA devices (0 in a CPU-only build or without a driver/GPU). */
 NK_API int nk_cuda_device_count(void);
+
+/** Name of a quantization mode ("none", "tensor", "token", "block", "mxfp8"), or "invalid". */
+NK_API const char* nk_quant_mode_name(nk_quant_mode mode);
 
 /** Library version string, e.g. "0.1.0 (cuda sm_80,sm_90)". */
 NK_API const char* nk_version(void);

@@ -10,6 +10,7 @@
 
 #include "bench_report.h"
 #include "bench_runner.h"
+#include "bench_types.h"
 #include "dtype_names.h"
 #include "normkit/normkit.h"
 #include "shapes.h"
@@ -38,6 +39,20 @@ int run_bench(const BenchOptions& options) {
   config.fwd = !options.bwd_only;
   config.bwd = !options.fwd_only;
   config.reps = options.reps;
+  if (!options.quant.empty()) {
+    const QuantChoice q = parse_quant(options.quant);
+    config.quant = q.mode;
+    config.quant_block = q.block;
+    config.quant_dtype = parse_quant_dtype(options.quant_dtype);
+    if (options.bwd_only) throw std::runtime_error("--quant times the forward; drop --bwd-only");
+    config.bwd = false;
+    config.transposed = options.transposed;
+    if (options.transposed && q.mode != NK_QUANT_TENSOR) {
+      throw std::runtime_error("--transposed needs --quant tensor");
+    }
+  } else if (options.transposed) {
+    throw std::runtime_error("--transposed needs --quant tensor");
+  }
 
   std::string backend = options.backend;
   if (backend == "auto") backend = nk_cuda_device_count() > 0 ? "cuda" : "cpu";

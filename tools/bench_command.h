@@ -15,6 +15,9 @@ struct BenchOptions {
   bool reps_given = false;  // the CPU backend lowers the default when not given
   bool fwd_only = false, bwd_only = false;
   bool residual = false;
+  std::string quant;        // empty: unquantized; else a parse_quant() name
+  std::string quant_dtype = "e4m3";
+  bool transposed = false;  // with quant tensor: also y_t
   std::string command_line;  // recorded in the JSON
 };
 

@@ -109,7 +109,18 @@ class CpuRunner final : public BenchRunner {
       fill_random(p.residual, n, pool_.elements() / 3);
       p.residual_out = alloc(tensor_bytes);
     }
-    if (config_.fwd) p.y = alloc(tensor_bytes);
+    if (config_.fwd) {
+      const size_t y_bytes = n * nk_dtype_size(y_dtype(config_));
+      p.y = alloc(y_bytes);
+      if (config_.quant != NK_QUANT_NONE) {
+        p.scale = static_cast<float*>(alloc(sizeof(float)));
+        *p.scale = 1.0f;
+        p.amax = static_cast<float*>(alloc(sizeof(float)));
+        const size_t sb = static_cast<size_t>(scales_bytes(shape, config_));
+        if (sb) p.scales = alloc(sb);
+        if (config_.transposed) p.y_t = alloc(y_bytes);
+      }
+    }
     if (config_.bwd) {
       p.dy = alloc(tensor_bytes);
       fill_random(p.dy, n, pool_.elements() / 2 + 1);

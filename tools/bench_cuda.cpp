@@ -100,9 +100,29 @@ class CudaRunner final : public BenchRunner {
       p.residual = residual.get();
       p.residual_out = residual_out.get();
     }
+    DeviceBuffer scale, scales, amax, y_t;
     if (config_.fwd) {
-      y = DeviceBuffer(tensor_bytes, "y", ctx);
+      const size_t y_bytes = n * nk_dtype_size(y_dtype(config_));
+      y = DeviceBuffer(y_bytes, "y", ctx);
       p.y = y.get();
+      if (config_.quant != NK_QUANT_NONE) {
+        scale = DeviceBuffer(sizeof(float), "scale", ctx);
+        const float one = 1.0f;
+        cuda_check(cudaMemcpy(scale.get(), &one, sizeof(one), cudaMemcpyHostToDevice),
+                   "cudaMemcpy scale to device", ctx);
+        p.scale = static_cast<float*>(scale.get());
+        amax = DeviceBuffer(sizeof(float), "amax", ctx);
+        p.amax = static_cast<float*>(amax.get());
+        const size_t sb = static_cast<size_t>(scales_bytes(shape, config_));
+        if (sb) {
+          scales = DeviceBuffer(sb, "scales", ctx);
+          p.scales = scales.get();
+        }
+        if (config_.transposed) {
+          y_t = DeviceBuffer(y_bytes, "y_t", ctx);
+          p.y_t = y_t.get();
+        }
+      }
     }
     if (config_.bwd) {
       dy = DeviceBuffer(tensor_bytes, "dy", ctx);
@@ -125,7 +145,7 @@ class CudaRunner final : public BenchRunner {
       if (explain) {
         result.fwd.explain = explain_or_error([&] {
           return normkit::cuda::explain_fwd(shape.rows, shape.hidden, config_.dtype,
-                                            config_.dtype, config_.dtype);
+                                            config_.dtype, y_dtype(config_));
         });
       }
     }

@@ -55,8 +55,16 @@ nk_rms_norm_fwd_args bench_fwd_args(const Shape& s, const BenchConfig& c, const 
   a.weight_dtype = c.dtype;
   a.eps = c.eps;
   a.y = p.y;
-  a.y_dtype = c.dtype;
+  a.y_dtype = y_dtype(c);
   a.rstd = p.rstd;
+  if (c.quant != NK_QUANT_NONE) {
+    a.quant = c.quant;
+    a.quant_block = c.quant == NK_QUANT_BLOCK ? c.quant_block : 0;
+    a.scale = c.quant == NK_QUANT_TENSOR ? p.scale : nullptr;
+    a.scales = p.scales;
+    a.amax = p.amax;
+    a.y_t = c.transposed ? p.y_t : nullptr;
+  }
   return a;
 }
 

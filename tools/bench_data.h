@@ -47,6 +47,11 @@ struct BenchPointers {
   void* dweight = nullptr;
   void* workspace = nullptr;
   size_t workspace_bytes = 0;
+  // --quant
+  float* scale = nullptr;  // [1] per-tensor scale
+  void* scales = nullptr;  // per-row or per-block scales
+  float* amax = nullptr;   // [1]
+  void* y_t = nullptr;     // --transposed
 };
 
 nk_rms_norm_fwd_args bench_fwd_args(const Shape& s, const BenchConfig& c, const BenchPointers& p);

@@ -61,10 +61,17 @@ void print_bench_header(std::FILE* out, const BenchReport& r) {
                     "and dweight\n",
                short_name(r.config.dtype), static_cast<double>(r.config.eps),
                r.config.residual ? ", fused residual add (dresidual_out in the backward)" : "");
+  if (r.config.quant != NK_QUANT_NONE) {
+    std::fprintf(out, "quant:   %s", nk_quant_mode_name(r.config.quant));
+    if (r.config.quant == NK_QUANT_BLOCK) std::fprintf(out, " (blocks of %lld)", static_cast<long long>(r.config.quant_block));
+    std::fprintf(out, ", y %s, scale 1, amax written%s\n", short_name(r.config.quant_dtype),
+                 r.config.transposed ? ", y_t (transposed y) written" : "");
+  }
   std::fprintf(out, "timing:  %s\n", r.timing_method.c_str());
   std::fprintf(out, "copy:    %.1f GB/s (%s)\n", r.copy.gbps, r.copy.method.c_str());
   std::fprintf(out, "bytes:   fwd = %s; bwd = %s (rstd not counted)\n",
-               fwd_bytes_formula(r.config).c_str(), bwd_bytes_formula(r.config).c_str());
+               r.config.fwd ? fwd_bytes_formula(r.config).c_str() : "(not timed)",
+               r.config.bwd ? bwd_bytes_formula(r.config).c_str() : "(not timed)");
   std::fprintf(out, "floor:   bytes / copy bandwidth\n");
   for (const std::string& note : r.notes) std::fprintf(out, "note:    %s\n", note.c_str());
 }
@@ -111,6 +118,12 @@ void write_bench_json(std::ostream& file, const std::string& path, const BenchRe
   j.field("dtype", short_name(r.config.dtype));
   j.field("eps", static_cast<double>(r.config.eps));
   j.field("residual", r.config.residual);
+  j.field("quant", nk_quant_mode_name(r.config.quant));
+  if (r.config.quant != NK_QUANT_NONE) {
+    j.field("quant_dtype", short_name(r.config.quant_dtype));
+    j.field("quant_block", r.config.quant_block);
+    j.field("transposed", r.config.transposed);
+  }
   j.field("forward", r.config.fwd);
   j.field("backward", r.config.bwd);
   j.field("reps", r.config.reps);

@@ -2,12 +2,26 @@
 
 namespace nktool {
 
+nk_dtype y_dtype(const BenchConfig& c) { return c.quant != NK_QUANT_NONE ? c.quant_dtype : c.dtype; }
+
+double scales_bytes(const Shape& s, const BenchConfig& c) {
+  const double rows = static_cast<double>(s.rows);
+  switch (c.quant) {
+    case NK_QUANT_TOKEN: return rows * 4;
+    case NK_QUANT_BLOCK: return rows * static_cast<double>(s.hidden / c.quant_block) * 4;
+    case NK_QUANT_MXFP8: return rows * static_cast<double>(s.hidden / 32);
+    default: return 0;
+  }
+}
+
 double fwd_bytes(const Shape& s, const BenchConfig& c) {
   const double e = static_cast<double>(nk_dtype_size(c.dtype));
+  const double ey = static_cast<double>(nk_dtype_size(y_dtype(c)));
   const double mn = static_cast<double>(s.rows) * static_cast<double>(s.hidden);
-  double bytes = mn * (e + e) + static_cast<double>(s.hidden) * e;
+  double bytes = mn * (e + ey) + static_cast<double>(s.hidden) * e;
   if (c.residual) bytes += mn * 2 * e;
-  return bytes;
+  if (c.transposed) bytes += mn * ey;
+  return bytes + scales_bytes(s, c);
 }
 
 double bwd_bytes(const Shape& s, const BenchConfig& c) {
@@ -19,9 +33,14 @@ double bwd_bytes(const Shape& s, const BenchConfig& c) {
 }
 
 std::string fwd_bytes_formula(const BenchConfig& c) {
-  return c.residual ? "rows*hidden*(size(x)+size(y)+size(residual)+size(residual_out)) + "
-                      "hidden*size(w)"
-                    : "rows*hidden*(size(x)+size(y)) + hidden*size(w)";
+  std::string f = c.residual ? "rows*hidden*(size(x)+size(y)+size(residual)+size(residual_out)) + "
+                               "hidden*size(w)"
+                             : "rows*hidden*(size(x)+size(y)) + hidden*size(w)";
+  if (c.transposed) f += " + rows*hidden*size(y_t)";
+  if (c.quant == NK_QUANT_TOKEN) f += " + rows*4 (scales)";
+  if (c.quant == NK_QUANT_BLOCK) f += " + rows*hidden/block*4 (scales)";
+  if (c.quant == NK_QUANT_MXFP8) f += " + rows*hidden/32 (e8m0 scales)";
+  return f;
 }
 
 std::string bwd_bytes_formula(const BenchConfig& c) {

@@ -18,11 +18,23 @@ struct BenchConfig {
   bool fwd = true, bwd = true;
   int reps = 100;
   float eps = 1e-6f;
+  // --quant: the forward alone, with y quantized to quant_dtype (plus scales, amax, and y_t
+  // with --transposed).
+  nk_quant_mode quant = NK_QUANT_NONE;
+  int64_t quant_block = 0;  // block modes: elements per scale
+  nk_dtype quant_dtype = NK_FLOAT8_E4M3;
+  bool transposed = false;
 };
+
+// y's dtype: the quantized one with --quant, else dtype.
+nk_dtype y_dtype(const BenchConfig& c);
+// Bytes of the quantization scales one forward writes (0 without --quant or in tensor mode).
+double scales_bytes(const Shape& s, const BenchConfig& c);
 
 // Bytes one call moves, by the explicit formulas of /work/shared/PEERS.md (rstd not counted):
 //   forward  = rows*hidden*(size(x) + size(y)) + hidden*size(w)
 //              [+ rows*hidden*2*size(x) with a residual: residual read, residual_out written]
+//              [+ the scales, and rows*hidden*size(y) for y_t, with --quant]
 //   backward = rows*hidden*(size(x) + size(dy) + size(dx)) + 2*hidden*size(w)
 //              [+ rows*hidden*size(x) with a residual: dresidual_out read]
 double fwd_bytes(const Shape& s, const BenchConfig& c);

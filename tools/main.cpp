@@ -120,6 +120,18 @@ int main(int argc, char** argv) {
   bench_cmd->add_flag("--residual", bench.residual,
                       "Fuse a residual add: the forward also reads residual and writes "
                       "residual_out, the backward also reads dresidual_out (counted in the bytes)");
+  bench_cmd
+      ->add_option("--quant", bench.quant,
+                   "Time the forward with a quantized y: tensor (scale 1, amax), token (per-row "
+                   "scales), block/block64/block32 (per-block float32 scales) or mxfp8 (1x32 "
+                   "e8m0 scales); the bytes count x, the codes and the scales")
+      ->check(CLI::IsMember({"tensor", "token", "block", "block128", "block64", "block32", "mxfp8"}));
+  bench_cmd->add_option("--quant-dtype", bench.quant_dtype, "Dtype of the quantized y: e4m3, e5m2 or int8")
+      ->check(CLI::IsMember({"e4m3", "e5m2", "int8"}))
+      ->capture_default_str();
+  bench_cmd->add_flag("--transposed", bench.transposed,
+                      "With --quant tensor: also write y transposed ([hidden, rows]), counted in "
+                      "the bytes");
 
   // CLI11 reports an unknown first word as "A subcommand is required"; name it instead.
   if (argc > 1 && argv[1][0] != '-' && std::string(argv[1]) != "info" &&

@@ -7,6 +7,7 @@
 #include "cuda/cuda_check.h"
 #include "cuda/launch_common.cuh"
 #include "cuda/launchers.h"
+#include "cuda/vector_width.h"
 
 namespace normkit::cuda {
 namespace {
@@ -16,45 +17,6 @@ std::string shape_context(const char* op, int64_t rows, int64_t hidden, nk_dtype
   return std::string(op) + " rows=" + std::to_string(rows) + " hidden=" + std::to_string(hidden) +
          " dtypes " + nk_dtype_name(a) + "/" + nk_dtype_name(b) + "/" + nk_dtype_name(c) +
          "; config " + cfg.describe();
-}
-
-KernelFacts kernel_facts(const DeviceFacts& d) {
-  KernelFacts k;
-  k.sm_count = d.sm_count;
-  k.cluster_launch = d.cluster_launch;
-  k.max_cluster = 8;
-  return k;
-}
-
-// One matrix or vector operand, for choosing the vector width.
-struct Operand {
-  const void* ptr;
-  size_t element_bytes;
-  int64_t row_stride;  // elements; ignored for vectors and single rows
-};
-
-// The widest vector (in elements) such that every row start of every operand is aligned to
-// the access size min(16 bytes, vec * element size).
-int vector_width(int64_t rows, const std::vector<Operand>& operands) {
-  size_t smallest = 16;
-  for (const Operand& o : operands) {
-    if (o.ptr) smallest = std::min(smallest, o.element_bytes);
-  }
-  int vec = static_cast<int>(16 / smallest);
-  while (vec > 1) {
-    bool aligned = true;
-    for (const Operand& o : operands) {
-      if (!o.ptr) continue;
-      const size_t access = std::min<size_t>(16, vec * o.element_bytes);
-      const bool ptr_ok = reinterpret_cast<uintptr_t>(o.ptr) % access == 0;
-      const bool stride_ok =
-          rows == 1 || (static_cast<size_t>(o.row_stride) * o.element_bytes) % access == 0;
-      aligned = aligned && ptr_ok && stride_ok;
-    }
-    if (aligned) break;
-    vec /= 2;
-  }
-  return vec;
 }
 
 int fwd_vector_width(const nk_rms_norm_fwd_args& a) {
@@ -121,6 +83,7 @@ const DeviceFacts& current_device_facts() {
 }
 
 void rms_norm_fwd(const nk_rms_norm_fwd_args& a, void* stream) {
+  if (a.quant != NK_QUANT_NONE) return rms_norm_fwd_quant(a, stream);
   const LaunchConfig cfg =
       plan_fwd(a.rows, a.hidden, fwd_vector_width(a), kernel_facts(current_device_facts()));
   const auto s = static_cast<cudaStream_t>(stream);

@@ -32,6 +32,9 @@ const DeviceFacts& current_device_facts();
 
 void rms_norm_fwd(const nk_rms_norm_fwd_args& args, void* stream);
 
+// The forward with a quantized output (args.quant != NK_QUANT_NONE); rms_norm_fwd forwards to it.
+void rms_norm_fwd_quant(const nk_rms_norm_fwd_args& args, void* stream);
+
 size_t rms_norm_bwd_workspace_bytes(int64_t rows, int64_t hidden, bool want_dweight,
                                     bool want_dbias);
 

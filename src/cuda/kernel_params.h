@@ -15,6 +15,20 @@ struct RowShape {
   int64_t cols_per_cta = 0;  // columns per cluster CTA (multiple of the vector width)
 };
 
+// Quantized output (nk_quant_mode): the code format, and what each mode reads and writes.
+enum class QuantFormat : int { kE4M3 = 0, kE5M2 = 1, kInt8 = 2 };
+
+struct QuantParams {
+  QuantFormat format = QuantFormat::kE4M3;
+  float qmax = 448.0f;         // largest finite code value
+  int mx_emax = 8;             // MXFP8: exponent of the format's largest power of two
+  int block = 0;               // BLOCK/MXFP8: elements per scale
+  const float* scale = nullptr;  // TENSOR: [1]
+  float scale_ub = 0.0f;       // TOKEN/BLOCK: upper bound on a scale (0 = none)
+  void* scales = nullptr;      // TOKEN [rows] / BLOCK [rows, hidden/block] float32; MXFP8 bytes
+  float* amax = nullptr;       // optional [1], zeroed before the launch
+};
+
 struct FwdParams {
   RowShape shape;
   const void* x;
@@ -30,6 +44,7 @@ struct FwdParams {
   void* y;
   int64_t y_stride;
   float* rstd;  // may be null
+  QuantParams quant;  // used by the quantizing kernels only
 };
 
 struct BwdParams {

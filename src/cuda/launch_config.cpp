@@ -111,6 +111,30 @@ LaunchConfig plan_fwd(int64_t rows, int64_t hidden, int vec, const KernelFacts& 
   return plan(rows, hidden, vec, facts, fwd_items_max(vec), kFwdMaxThreadsPerRow, false);
 }
 
+LaunchConfig plan_fwd_quant(int64_t rows, int64_t hidden, int vec, int block,
+                            const KernelFacts& facts) {
+  LaunchConfig c = plan_fwd(rows, hidden, vec, facts);
+  if (block <= 0) return c;
+  if (block / vec > 32) {
+    c.vec = 0;
+    return c;
+  }
+  if (c.plan == RowPlan::kStreaming) return c;  // steps of 512 * vec columns: whole blocks
+  const int64_t block_vecs = block / vec;
+  const int64_t nvec = ceil_div(hidden, vec);
+  // Each cluster CTA covers whole blocks; trailing CTAs may cover nothing. The rounding keeps
+  // nvec_cta within the register capacity (512 * items_max), itself a multiple of block_vecs.
+  const int64_t nvec_cta = ceil_div(ceil_div(nvec, c.cluster_size), block_vecs) * block_vecs;
+  c.cols_per_cta = nvec_cta * vec;
+  c.threads_per_row = std::max<int>(threads_for(nvec_cta, kFwdMaxThreadsPerRow),
+                                    static_cast<int>(block_vecs));
+  c.items = static_cast<int>(ceil_div(nvec_cta, c.threads_per_row));
+  c.rows_per_block =
+      c.cluster_size > 1 ? 1 : rows_per_block_for(c.threads_per_row, rows, facts.sm_count);
+  c.grid = ceil_div(rows, c.rows_per_block) * c.cluster_size;
+  return c;
+}
+
 LaunchConfig plan_bwd(int64_t rows, int64_t hidden, int vec, const KernelFacts& facts) {
   return plan(rows, hidden, vec, facts, bwd_items_max(vec), kBwdMaxThreadsPerRow, true);
 }

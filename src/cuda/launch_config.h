@@ -54,6 +54,14 @@ constexpr int bwd_items_max(int vec) { return vec >= 4 ? kBwdElemsPerThread / ve
 LaunchConfig plan_fwd(int64_t rows, int64_t hidden, int vec, const KernelFacts& facts);
 LaunchConfig plan_bwd(int64_t rows, int64_t hidden, int vec, const KernelFacts& facts);
 
+// The forward with a quantized output: plan_fwd, adjusted for block scales (block > 0, a power
+// of two dividing hidden, with block / vec <= 32) so that every iteration of a row starts on a
+// block boundary (threads_per_row * vec a multiple of the block, cols_per_cta too) and a
+// block is held by block / vec consecutive lanes of one warp. Throws nothing: returns
+// vec = 0 when block / vec > 32 (the caller reports it).
+LaunchConfig plan_fwd_quant(int64_t rows, int64_t hidden, int vec, int block,
+                            const KernelFacts& facts);
+
 // Upper bound on plan_bwd(...).slots for any vec: the workspace query cannot know the
 // alignment of the pointers that a later call will pass.
 int64_t bwd_max_slots(int64_t rows, const KernelFacts& facts);

@@ -7,8 +7,7 @@
 
 namespace normkit::cuda {
 
-template <typename XT, typename WT, typename YT>
-void launch_fwd(const nk_rms_norm_fwd_args& a, const LaunchConfig& cfg, cudaStream_t stream) {
+inline FwdParams fwd_params(const nk_rms_norm_fwd_args& a, const LaunchConfig& cfg) {
   FwdParams p;
   p.shape = row_shape(a.rows, a.hidden, cfg);
   p.x = a.x;
@@ -24,6 +23,12 @@ void launch_fwd(const nk_rms_norm_fwd_args& a, const LaunchConfig& cfg, cudaStre
   p.y = a.y;
   p.y_stride = a.y_row_stride;
   p.rstd = a.rstd;
+  return p;
+}
+
+template <typename XT, typename WT, typename YT>
+void launch_fwd(const nk_rms_norm_fwd_args& a, const LaunchConfig& cfg, cudaStream_t stream) {
+  const FwdParams p = fwd_params(a, cfg);
   dispatch_vec(cfg.vec, "rms_norm_fwd", [&](auto vec_constant) {
     constexpr int VEC = decltype(vec_constant)::value;
     if (cfg.plan == RowPlan::kStreaming) {

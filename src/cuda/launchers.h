@@ -13,6 +13,18 @@ template <typename XT>
 void launch_fwd_for_x(const nk_rms_norm_fwd_args& args, const LaunchConfig& cfg,
                       cudaStream_t stream);
 
+// The forward with a quantized output (args.quant != NK_QUANT_NONE), without y_t.
+template <typename XT>
+void launch_fwd_quant_for_x(const nk_rms_norm_fwd_args& args, const LaunchConfig& cfg,
+                            cudaStream_t stream);
+
+// Elements per scale of the block modes (the C API's 0 resolved to its default), else 0.
+inline int64_t quant_block_size(const nk_rms_norm_fwd_args& a) {
+  if (a.quant == NK_QUANT_BLOCK) return a.quant_block ? a.quant_block : 128;
+  if (a.quant == NK_QUANT_MXFP8) return 32;
+  return 0;
+}
+
 // partial_dweight / partial_dbias: [cfg.slots, hidden] float32 inside the caller's workspace.
 template <typename XT>
 void launch_bwd_for_x(const nk_rms_norm_bwd_args& args, const LaunchConfig& cfg,

@@ -1,0 +1,62 @@
+// Launcher template of the forward with a quantized output, included by the per-x-dtype
+// translation units rms_norm_fwd_quant_<dtype>.cu.
+#pragma once
+
+#include "cuda/launch_fwd.cuh"
+#include "cuda/rms_norm_fwd_quant_kernels.cuh"
+
+namespace normkit::cuda {
+
+inline QuantParams quant_params(const nk_rms_norm_fwd_args& a) {
+  QuantParams q;
+  switch (a.y_dtype) {
+    case NK_FLOAT8_E4M3: q.format = QuantFormat::kE4M3, q.qmax = 448.0f, q.mx_emax = 8; break;
+    case NK_FLOAT8_E5M2: q.format = QuantFormat::kE5M2, q.qmax = 57344.0f, q.mx_emax = 15; break;
+    case NK_INT8: q.format = QuantFormat::kInt8, q.qmax = 127.0f, q.mx_emax = 0; break;
+    default:
+      throw Error(NK_ERROR_INTERNAL, std::string("quantized forward: unhandled y dtype ") +
+                                         nk_dtype_name(a.y_dtype));
+  }
+  q.block = static_cast<int>(quant_block_size(a));
+  q.scale = a.scale;
+  q.scale_ub = a.scale_ub;
+  q.scales = a.scales;
+  q.amax = a.amax;
+  return q;
+}
+
+template <typename XT, typename WT, int MODE>
+void launch_fwd_quant_mode(const FwdParams& p, const LaunchConfig& cfg, cudaStream_t stream) {
+  dispatch_vec(cfg.vec, "rms_norm_fwd quantized", [&](auto vec_constant) {
+    constexpr int VEC = decltype(vec_constant)::value;
+    if (cfg.plan == RowPlan::kStreaming) {
+      launch(rms_norm_fwd_quant_streaming<XT, WT, MODE, VEC>, cfg.grid,
+             dim3(cfg.threads_per_row), {}, stream, "rms_norm_fwd quantized (streaming)", 0, p);
+    } else {
+      launch(rms_norm_fwd_quant_registers<XT, WT, MODE, VEC, fwd_items_max(VEC)>, cfg.grid,
+             dim3(cfg.threads_per_row, cfg.rows_per_block), {cfg.cluster_size}, stream,
+             "rms_norm_fwd quantized (registers)", 0, p);
+    }
+  });
+}
+
+template <typename XT>
+void launch_fwd_quant_for_x(const nk_rms_norm_fwd_args& a, const LaunchConfig& cfg,
+                            cudaStream_t stream) {
+  FwdParams p = fwd_params(a, cfg);
+  p.quant = quant_params(a);
+  dispatch_dtype(a.weight_dtype, "rms_norm_fwd weight", [&](auto w) {
+    using WT = decltype(w);
+    switch (a.quant) {
+      case NK_QUANT_TENSOR: return launch_fwd_quant_mode<XT, WT, NK_QUANT_TENSOR>(p, cfg, stream);
+      case NK_QUANT_TOKEN: return launch_fwd_quant_mode<XT, WT, NK_QUANT_TOKEN>(p, cfg, stream);
+      case NK_QUANT_BLOCK: return launch_fwd_quant_mode<XT, WT, NK_QUANT_BLOCK>(p, cfg, stream);
+      case NK_QUANT_MXFP8: return launch_fwd_quant_mode<XT, WT, NK_QUANT_MXFP8>(p, cfg, stream);
+      default:
+        throw Error(NK_ERROR_INTERNAL, "quantized forward: unhandled mode " +
+                                           std::to_string(static_cast<int>(a.quant)));
+    }
+  });
+}
+
+}  // namespace normkit::cuda

@@ -1,0 +1,100 @@
+// Device side of the quantized outputs (include/normkit/normkit.h, nk_quant_mode): rounding
+// float32 values to e4m3 / e5m2 / int8 codes with saturation, the scale rules, and stores of
+// VEC one-byte codes as one word.
+#pragma once
+
+#include <cuda_fp8.h>
+
+#include <cfloat>
+#include <cstdint>
+
+#include "cuda/kernel_params.h"
+
+namespace normkit::cuda {
+
+// Two values to two codes, the first in the low byte. FP8 conversions round to nearest even
+// and saturate to the finite range (cvt.rn.satfinite; NaN stays NaN); int8 rounds to nearest
+// even, clamps to [-127, 127] and turns NaN into 0 (cvt.rni.s32.f32 gives 0 for NaN).
+__device__ __forceinline__ unsigned quantize_pair(float a, float b, QuantFormat fmt) {
+  if (fmt == QuantFormat::kE4M3) {
+    return __nv_cvt_float2_to_fp8x2(make_float2(a, b), __NV_SATFINITE, __NV_E4M3);
+  }
+  if (fmt == QuantFormat::kE5M2) {
+    return __nv_cvt_float2_to_fp8x2(make_float2(a, b), __NV_SATFINITE, __NV_E5M2);
+  }
+  const int qa = min(127, max(-127, __float2int_rn(a)));
+  const int qb = min(127, max(-127, __float2int_rn(b)));
+  return (static_cast<unsigned>(qa) & 0xffu) | ((static_cast<unsigned>(qb) & 0xffu) << 8);
+}
+
+// Quantizes VEC values, each multiplied by `factor` first, and stores min(VEC, n) codes at p
+// (one word store, cached in L2 only, when the whole vector is in range).
+template <int VEC>
+__device__ __forceinline__ void store_quantized(uint8_t* p, int64_t n, const float* v,
+                                                float factor, QuantFormat fmt) {
+  unsigned word[(VEC + 3) / 4] = {};
+#pragma unroll
+  for (int k = 0; k < VEC; k += 2) {
+    const unsigned pair = quantize_pair(v[k] * factor, k + 1 < VEC ? v[k + 1] * factor : 0.0f, fmt);
+    word[k / 4] |= pair << (8 * (k % 4));
+  }
+  if (n >= VEC) {
+    if constexpr (VEC == 8) {
+      __stcg(reinterpret_cast<uint2*>(p), make_uint2(word[0], word[1]));
+    } else if constexpr (VEC == 4) {
+      __stcg(reinterpret_cast<unsigned*>(p), word[0]);
+    } else if constexpr (VEC == 2) {
+      __stcg(reinterpret_cast<unsigned short*>(p), static_cast<unsigned short>(word[0]));
+    } else {
+      *p = static_cast<uint8_t>(word[0]);
+    }
+  } else {
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) {
+      if (k < n) p[k] = static_cast<uint8_t>(word[k / 4] >> (8 * (k % 4)));
+    }
+  }
+}
+
+// Dynamic scale for a row or block whose largest |v| is `a`: a / qmax, at most scale_ub
+// (when > 0), at least FLT_MIN (so the reciprocal is finite).
+__device__ __forceinline__ float dynamic_scale(float a, const QuantParams& q) {
+  float scale = a / q.qmax;
+  if (q.scale_ub > 0.0f) scale = fminf(scale, q.scale_ub);
+  return fmaxf(scale, FLT_MIN);
+}
+
+// MXFP8 shared exponent of a block whose largest |v| is `a`: floor(log2(a)) - emax, clamped
+// to [-127, 127]; -127 for zero and for values below 2^-126.
+__device__ __forceinline__ int mx_exponent(float a, const QuantParams& q) {
+  const int biased = static_cast<int>((__float_as_uint(a) >> 23) & 0xffu);
+  if (biased == 0) return -127;
+  return min(127, max(-127, biased - 127 - q.mx_emax));
+}
+
+// 2^-e as a float32 (e in [-127, 126], where the result is a normal number).
+__device__ __forceinline__ float pow2_neg(int e) {
+  return __uint_as_float(static_cast<unsigned>(127 - e) << 23);
+}
+
+// Adds this CTA's largest |v| to the global amax. Float bit patterns of non-negative values
+// order like unsigned integers, so an integer atomicMax is exact (and order-independent, so
+// deterministic); amax was zeroed before the launch. Every thread of the CTA calls this.
+__device__ __forceinline__ void cta_amax_to_global(float v, float* scratch, float* amax) {
+  const int lane = (threadIdx.y * blockDim.x + threadIdx.x) % 32;
+  const int warp = (threadIdx.y * blockDim.x + threadIdx.x) / 32;
+  const int warps = (blockDim.x * blockDim.y + 31) / 32;
+  for (int offset = 16; offset > 0; offset /= 2) {
+    v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, offset));
+  }
+  __syncthreads();
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  if (warp == 0 && lane == 0) {
+    float m = 0.0f;
+    for (int w = 0; w < warps; ++w) m = fmaxf(m, scratch[w]);
+    atomicMax(reinterpret_cast<unsigned*>(amax), __float_as_uint(m));
+  }
+}
+
+}  // namespace normkit::cuda

@@ -1,0 +1,236 @@
+// RMSNorm forward kernels with a quantized output (nk_quant_mode). They share the input side
+// with rms_norm_fwd_kernels.cuh (loads, residual, mean square) and differ in the epilogue:
+// v = s * rstd * w_eff + b is multiplied by a scale and rounded to one-byte codes.
+//
+// MODE is the nk_quant_mode. For BLOCK and MXFP8, a block of `block` columns is held by
+// block / VEC consecutive lanes of one warp (the launcher guarantees block / VEC <= 32, that a
+// row chunk starts on a block boundary and that threads_per_row * VEC is a multiple of the
+// block), so a block's maximum is a sub-warp shuffle. Nothing returns early: every lane joins
+// every shuffle and barrier, and lanes past the row's end contribute zeros.
+#pragma once
+
+#include "cuda/quant.cuh"
+#include "cuda/rms_norm_fwd_kernels.cuh"
+
+namespace normkit::cuda {
+
+// Maximum over the threads (and CTAs) that share a row.
+__device__ __forceinline__ float row_max(float v, const RowShape& shape, float* scratch,
+                                         float* cluster_slot) {
+  v = blockDim.x <= 32 ? group_reduce(v, blockDim.x, MaxOp{}) : block_reduce(v, scratch, MaxOp{});
+  if (shape.cluster_size > 1) v = cluster_reduce(v, cluster_slot, MaxOp{});
+  return v;
+}
+
+template <int VEC>
+__device__ __forceinline__ float max_abs(const float* v) {
+  float m = 0.0f;
+#pragma unroll
+  for (int k = 0; k < VEC; ++k) m = fmaxf(m, fabsf(v[k]));
+  return m;
+}
+
+// Quantizes and stores one vector v (VEC values of row `row` at column `col`, `n` of them in
+// the row) in a BLOCK/MXFP8/TENSOR mode, writing the block's scale where this lane starts a
+// block. `factor` is the per-tensor scale (TENSOR) or the row's reciprocal scale (TOKEN).
+// Every lane calls this (the block maximum is a shuffle); `active` says whether it stores.
+template <int MODE, int VEC>
+__device__ __forceinline__ void quantize_vector(const FwdParams& p, int64_t row, int64_t col,
+                                                int64_t n, bool active, const float* v,
+                                                float factor) {
+  const QuantParams& q = p.quant;
+  if constexpr (MODE == NK_QUANT_BLOCK || MODE == NK_QUANT_MXFP8) {
+    const int lanes = q.block / VEC;
+    const float m = group_reduce(max_abs<VEC>(v), lanes, MaxOp{});
+    const bool writes_scale = active && threadIdx.x % lanes == 0;
+    const int64_t scale_index = row * (p.shape.hidden / q.block) + col / q.block;
+    if constexpr (MODE == NK_QUANT_BLOCK) {
+      const float scale = dynamic_scale(m, q);
+      factor = 1.0f / scale;
+      if (writes_scale) static_cast<float*>(q.scales)[scale_index] = scale;
+    } else {
+      const int e = mx_exponent(m, q);
+      factor = pow2_neg(e);
+      if (writes_scale) static_cast<uint8_t*>(q.scales)[scale_index] = static_cast<uint8_t>(e + 127);
+    }
+  }
+  if (active) {
+    store_quantized<VEC>(static_cast<uint8_t*>(p.y) + row * p.y_stride + col, n, v, factor,
+                         q.format);
+  }
+}
+
+// The row's reciprocal scale for TOKEN (writing the scale), else 0. `row_amax` is the largest
+// |v| of the row; every thread calls this.
+template <int MODE>
+__device__ __forceinline__ float token_factor(const FwdParams& p, int64_t row, bool writer,
+                                              float row_amax) {
+  if constexpr (MODE == NK_QUANT_TOKEN) {
+    const float scale = dynamic_scale(row_amax, p.quant);
+    if (writer) static_cast<float*>(p.quant.scales)[row] = scale;
+    return 1.0f / scale;
+  } else {
+    return 0.0f;
+  }
+}
+
+// One HBM pass, as rms_norm_fwd_registers: the row (or the cluster CTA's chunk of it) stays in
+// registers, packed in x's type. TOKEN computes v twice (once for the row maximum, once to
+// store): arithmetic is cheap here, registers are not.
+template <typename XT, typename WT, int MODE, int VEC, int IMAX>
+__global__ void __launch_bounds__(512) rms_norm_fwd_quant_registers(FwdParams p) {
+  __shared__ float scratch[kMaxWarps];
+  __shared__ float cluster_slot;
+  const RowShape& shape = p.shape;
+  const int cluster = shape.cluster_size;
+  const int rank = blockIdx.x % cluster;
+  const int64_t row = static_cast<int64_t>(blockIdx.x / cluster) * blockDim.y + threadIdx.y;
+  const bool valid = row < shape.rows;
+  const int64_t col_begin = rank * shape.cols_per_cta;
+  const int64_t col_end = min(shape.hidden, col_begin + shape.cols_per_cta);
+  auto column = [&](int i) {
+    return col_begin + (static_cast<int64_t>(i) * blockDim.x + threadIdx.x) * VEC;
+  };
+  auto active = [&](int i) { return i < shape.items && valid && column(i) < col_end; };
+
+  Lanes<XT, VEC> s[IMAX];
+#pragma unroll
+  for (int i = 0; i < IMAX; ++i) {
+    const int64_t col = column(i);
+    s[i] = active(i) ? load_lanes_upto<XT, VEC>(
+                           static_cast<const XT*>(p.x) + row * p.x_stride + col, col_end - col)
+                     : Lanes<XT, VEC>{};
+  }
+  if (p.residual) {
+#pragma unroll
+    for (int i = 0; i < IMAX; ++i) {
+      const int64_t col = column(i);
+      if (active(i)) {
+        const Lanes<XT, VEC> r = load_lanes_upto<XT, VEC>(
+            static_cast<const XT*>(p.residual) + row * p.residual_stride + col, col_end - col);
+        float sum[VEC];
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) sum[k] = to_float(s[i].get(k)) + to_float(r.get(k));
+        s[i] = pack_lanes<XT, VEC>(sum);
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < IMAX; ++i) {
+      const int64_t col = column(i);
+      XT* out = static_cast<XT*>(p.residual_out) + row * p.residual_out_stride + col;
+      if (active(i)) {
+        if (col_end - col >= VEC) {
+          s[i].store(out);
+        } else {
+#pragma unroll
+          for (int k = 0; k < VEC; ++k) {
+            if (k < col_end - col) out[k] = s[i].get(k);
+          }
+        }
+      }
+    }
+  }
+  float sum_sq = 0.0f;
+#pragma unroll
+  for (int i = 0; i < IMAX; ++i) {
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) {
+      const float v = to_float(s[i].get(k));
+      sum_sq += v * v;
+    }
+  }
+  sum_sq = row_sum(sum_sq, shape, scratch, &cluster_slot);
+  const float rstd = 1.0f / sqrtf(sum_sq * shape.inv_hidden + p.eps);
+  const bool row_writer = valid && rank == 0 && threadIdx.x == 0;
+  if (p.rstd && row_writer) p.rstd[row] = rstd;
+
+  // v of vector i (zeros where inactive).
+  auto values = [&](int i, float* v) {
+    const int64_t col = column(i);
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) v[k] = to_float(s[i].get(k));
+    if (active(i)) {
+      scale_in_place<WT, VEC>(p, col, col_end - col, v, rstd);
+    } else {
+#pragma unroll
+      for (int k = 0; k < VEC; ++k) v[k] = 0.0f;
+    }
+  };
+
+  float amax = 0.0f;
+  float factor = MODE == NK_QUANT_TENSOR ? __ldg(p.quant.scale) : 0.0f;
+  if constexpr (MODE == NK_QUANT_TOKEN) {
+#pragma unroll
+    for (int i = 0; i < IMAX; ++i) {
+      float v[VEC];
+      values(i, v);
+      amax = fmaxf(amax, max_abs<VEC>(v));
+    }
+    factor = token_factor<MODE>(p, row, row_writer, row_max(amax, shape, scratch, &cluster_slot));
+  }
+#pragma unroll
+  for (int i = 0; i < IMAX; ++i) {
+    if (i >= shape.items) break;  // uniform across the CTA
+    float v[VEC];
+    values(i, v);
+    if constexpr (MODE != NK_QUANT_TOKEN) amax = fmaxf(amax, max_abs<VEC>(v));
+    const int64_t col = column(i);
+    quantize_vector<MODE, VEC>(p, row, col, col_end - col, active(i), v, factor);
+  }
+  if (p.quant.amax) cta_amax_to_global(amax, scratch, p.quant.amax);
+}
+
+// Any row length: one CTA per row (blockDim = (threads, 1)). Pass 1 sums squares (writing
+// residual_out); TOKEN adds a pass for the row maximum; the last pass quantizes. Later passes
+// re-read the normalized input, mostly from L2. Loops run the same number of times on every
+// thread so that the block shuffles see the whole warp.
+template <typename XT, typename WT, int MODE, int VEC>
+__global__ void __launch_bounds__(512) rms_norm_fwd_quant_streaming(FwdParams p) {
+  __shared__ float scratch[kMaxWarps];
+  const RowShape& shape = p.shape;
+  const int64_t row = blockIdx.x;
+  const int64_t step = static_cast<int64_t>(blockDim.x) * VEC;
+  float sum_sq = 0.0f;
+  for (int64_t col = threadIdx.x * VEC; col < shape.hidden; col += step) {
+    float s[VEC];
+    load_input<XT, VEC>(p, row, col, shape.hidden - col, s);
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) sum_sq += s[k] * s[k];
+  }
+  sum_sq = block_sum(sum_sq, scratch);
+  const float rstd = 1.0f / sqrtf(sum_sq * shape.inv_hidden + p.eps);
+  const bool row_writer = threadIdx.x == 0;
+  if (p.rstd && row_writer) p.rstd[row] = rstd;
+  const XT* src = p.residual ? static_cast<const XT*>(p.residual_out) + row * p.residual_out_stride
+                             : static_cast<const XT*>(p.x) + row * p.x_stride;
+  auto values = [&](int64_t col, float* v) {
+    if (col < shape.hidden) {
+      load_upto<XT, VEC>(src + col, shape.hidden - col, v);
+      scale_in_place<WT, VEC>(p, col, shape.hidden - col, v, rstd);
+    } else {
+#pragma unroll
+      for (int k = 0; k < VEC; ++k) v[k] = 0.0f;
+    }
+  };
+
+  float amax = 0.0f;
+  float factor = MODE == NK_QUANT_TENSOR ? __ldg(p.quant.scale) : 0.0f;
+  if constexpr (MODE == NK_QUANT_TOKEN) {
+    for (int64_t base = 0; base < shape.hidden; base += step) {
+      float v[VEC];
+      values(base + threadIdx.x * VEC, v);
+      amax = fmaxf(amax, max_abs<VEC>(v));
+    }
+    factor = token_factor<MODE>(p, row, row_writer, block_reduce(amax, scratch, MaxOp{}));
+  }
+  for (int64_t base = 0; base < shape.hidden; base += step) {
+    const int64_t col = base + threadIdx.x * VEC;
+    float v[VEC];
+    values(col, v);
+    if constexpr (MODE != NK_QUANT_TOKEN) amax = fmaxf(amax, max_abs<VEC>(v));
+    quantize_vector<MODE, VEC>(p, row, col, shape.hidden - col, col < shape.hidden, v, factor);
+  }
+  if (p.quant.amax) cta_amax_to_global(amax, scratch, p.quant.amax);
+}
+
+}  // namespace normkit::cuda

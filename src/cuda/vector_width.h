@@ -1,0 +1,54 @@
+// Launch facts shared by the backend entry points: the device facts the launch configuration
+// needs, and the widest vector access every operand's alignment allows.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "cuda/cuda_backend.h"
+#include "cuda/launch_config.h"
+
+namespace normkit::cuda {
+
+inline KernelFacts kernel_facts(const DeviceFacts& d) {
+  KernelFacts k;
+  k.sm_count = d.sm_count;
+  k.cluster_launch = d.cluster_launch;
+  k.max_cluster = 8;
+  return k;
+}
+
+// One matrix or vector operand, for choosing the vector width.
+struct Operand {
+  const void* ptr;
+  size_t element_bytes;
+  int64_t row_stride;  // elements; ignored for vectors and single rows
+};
+
+// The widest vector (in elements) such that every row start of every operand is aligned to
+// the access size min(16 bytes, vec * element size), and at most max_vec.
+inline int vector_width(int64_t rows, const std::vector<Operand>& operands, int max_vec = 16) {
+  size_t smallest = 16;
+  for (const Operand& o : operands) {
+    if (o.ptr) smallest = std::min(smallest, o.element_bytes);
+  }
+  int vec = std::min(static_cast<int>(16 / smallest), max_vec);
+  while (vec > 1) {
+    bool aligned = true;
+    for (const Operand& o : operands) {
+      if (!o.ptr) continue;
+      const size_t access = std::min<size_t>(16, vec * o.element_bytes);
+      const bool ptr_ok = reinterpret_cast<uintptr_t>(o.ptr) % access == 0;
+      const bool stride_ok =
+          rows == 1 || (static_cast<size_t>(o.row_stride) * o.element_bytes) % access == 0;
+      aligned = aligned && ptr_ok && stride_ok;
+    }
+    if (aligned) break;
+    vec /= 2;
+  }
+  return vec;
+}
+
+}  // namespace normkit::cuda

@@ -2,7 +2,8 @@
 # One call on the GPU machine: build for sm_90, run the C++ tests (CUDA ones included),
 # `normkit check`, `normkit bench`, the Python tests and benchmarks; logs (as logs.tar.gz) and
 # the JSON results go to $OUT (or ./device-out).
-# Usage: bench/device.sh [steps...]   steps: build test check bench python compare train sanitize
+# Usage: bench/device.sh [steps...]   steps: build test check bench quant python compare train
+# sanitize
 # (default: build test check bench)
 set -uo pipefail
 OUT=${OUT:-$PWD/device-out}
@@ -33,6 +34,13 @@ for step in "${steps[@]}"; do
     test) run ctest ctest --test-dir "$BUILD" --output-on-failure -j4 ;;
     check) run check "$BUILD/tools/normkit" check ;;
     bench) run bench "$BUILD/tools/normkit" bench --explain --json "$OUT/bench.json" ;;
+    quant)  # the forward with quantized outputs, one table per mode (JSON in the logs)
+      for mode in tensor token block mxfp8; do
+        run "bench_quant_$mode" "$BUILD/tools/normkit" bench --quant "$mode" --explain \
+          --json "$LOGS/bench_quant_$mode.json"
+      done
+      run bench_quant_transposed "$BUILD/tools/normkit" bench --quant tensor --transposed \
+        --json "$LOGS/bench_quant_transposed.json" ;;
     python)
       run pip_install env CMAKE_ARGS="-DNK_CUDA_ARCHITECTURES=90" python3 -m pip install \
         --no-build-isolation --no-deps -v . &&

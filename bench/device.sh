@@ -40,7 +40,7 @@ for step in "${steps[@]}"; do
           --json "$LOGS/bench_quant_$mode.json"
       done
       run bench_quant_transposed "$BUILD/tools/normkit" bench --quant tensor --transposed \
-        --json "$LOGS/bench_quant_transposed.json" ;;
+        --explain --json "$LOGS/bench_quant_transposed.json" ;;
     python)
       run pip_install env CMAKE_ARGS="-DNK_CUDA_ARCHITECTURES=90" python3 -m pip install \
         --no-build-isolation --no-deps -v . &&

@@ -144,8 +144,14 @@ class CudaRunner final : public BenchRunner {
       result.fwd.bytes = fwd_bytes(shape, config_);
       if (explain) {
         result.fwd.explain = explain_or_error([&] {
+          if (config_.quant != NK_QUANT_NONE) {
+            const int block = config_.quant == NK_QUANT_MXFP8 ? 32 : static_cast<int>(config_.quant_block);
+            return normkit::cuda::explain_fwd_quant(shape.rows, shape.hidden, config_.dtype,
+                                                    config_.dtype, block) +
+                   (config_.transposed ? "; then transpose_bytes 64x64 tiles" : "");
+          }
           return normkit::cuda::explain_fwd(shape.rows, shape.hidden, config_.dtype,
-                                            config_.dtype, y_dtype(config_));
+                                            config_.dtype, config_.dtype);
         });
       }
     }

@@ -115,8 +115,15 @@ LaunchConfig plan_fwd_quant(int64_t rows, int64_t hidden, int vec, int block,
                             const KernelFacts& facts) {
   LaunchConfig c = plan_fwd(rows, hidden, vec, facts);
   if (block <= 0) return c;
-  if (block / vec > 32) {
+  if (block / vec > 32) {  // one CTA of 256 threads per row, element by element
     c.vec = 0;
+    c.plan = RowPlan::kStreaming;
+    c.threads_per_row = 256;
+    c.rows_per_block = 1;
+    c.items = 1;
+    c.cluster_size = 1;
+    c.cols_per_cta = hidden;
+    c.grid = rows;
     return c;
   }
   if (c.plan == RowPlan::kStreaming) return c;  // steps of 512 * vec columns: whole blocks

@@ -57,8 +57,9 @@ LaunchConfig plan_bwd(int64_t rows, int64_t hidden, int vec, const KernelFacts& 
 // The forward with a quantized output: plan_fwd, adjusted for block scales (block > 0, a power
 // of two dividing hidden, with block / vec <= 32) so that every iteration of a row starts on a
 // block boundary (threads_per_row * vec a multiple of the block, cols_per_cta too) and a
-// block is held by block / vec consecutive lanes of one warp. Throws nothing: returns
-// vec = 0 when block / vec > 32 (the caller reports it).
+// block is held by block / vec consecutive lanes of one warp. When block / vec > 32 (rows
+// misaligned for wider vectors) it returns vec = 0: one 256-thread CTA per row, element by
+// element (rms_norm_fwd_quant_blocks_unaligned).
 LaunchConfig plan_fwd_quant(int64_t rows, int64_t hidden, int vec, int block,
                             const KernelFacts& facts);
 

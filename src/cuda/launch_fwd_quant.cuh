@@ -27,15 +27,30 @@ inline QuantParams quant_params(const nk_rms_norm_fwd_args& a) {
 
 template <typename XT, typename WT, int MODE>
 void launch_fwd_quant_mode(const FwdParams& p, const LaunchConfig& cfg, cudaStream_t stream) {
+  if constexpr (MODE == NK_QUANT_BLOCK || MODE == NK_QUANT_MXFP8) {
+    if (cfg.vec == 0) {  // rows too misaligned for the shuffle layout (plan_fwd_quant)
+      const size_t smem = static_cast<size_t>(p.shape.hidden / p.quant.block) * sizeof(unsigned);
+      launch(rms_norm_fwd_quant_blocks_unaligned<XT, WT, MODE>, cfg.grid,
+             dim3(cfg.threads_per_row), {}, stream, "rms_norm_fwd quantized (unaligned blocks)",
+             smem, p);
+      return;
+    }
+  }
   dispatch_vec(cfg.vec, "rms_norm_fwd quantized", [&](auto vec_constant) {
     constexpr int VEC = decltype(vec_constant)::value;
     if (cfg.plan == RowPlan::kStreaming) {
       launch(rms_norm_fwd_quant_streaming<XT, WT, MODE, VEC>, cfg.grid,
              dim3(cfg.threads_per_row), {}, stream, "rms_norm_fwd quantized (streaming)", 0, p);
     } else {
-      launch(rms_norm_fwd_quant_registers<XT, WT, MODE, VEC, fwd_items_max(VEC)>, cfg.grid,
-             dim3(cfg.threads_per_row, cfg.rows_per_block), {cfg.cluster_size}, stream,
-             "rms_norm_fwd quantized (registers)", 0, p);
+      // Two register budgets, as the unquantized forward: rows of at most kSmallItems vectors
+      // per thread get the smaller one, and so more CTAs per SM.
+      constexpr int IMAX = fwd_items_max(VEC);
+      constexpr int IMAX_SMALL = kSmallItems < IMAX ? kSmallItems : IMAX;
+      auto kernel = cfg.items <= IMAX_SMALL
+                        ? rms_norm_fwd_quant_registers<XT, WT, MODE, VEC, IMAX_SMALL>
+                        : rms_norm_fwd_quant_registers<XT, WT, MODE, VEC, IMAX>;
+      launch(kernel, cfg.grid, dim3(cfg.threads_per_row, cfg.rows_per_block), {cfg.cluster_size},
+             stream, "rms_norm_fwd quantized (registers)", 0, p);
     }
   });
 }

@@ -46,7 +46,7 @@ __device__ __forceinline__ void quantize_vector(const FwdParams& p, int64_t row,
     const int64_t scale_index = row * (p.shape.hidden / q.block) + col / q.block;
     if constexpr (MODE == NK_QUANT_BLOCK) {
       const float scale = dynamic_scale(m, q);
-      factor = 1.0f / scale;
+      factor = __frcp_rn(scale);
       if (writes_scale) static_cast<float*>(q.scales)[scale_index] = scale;
     } else {
       const int e = mx_exponent(m, q);
@@ -68,7 +68,7 @@ __device__ __forceinline__ float token_factor(const FwdParams& p, int64_t row, b
   if constexpr (MODE == NK_QUANT_TOKEN) {
     const float scale = dynamic_scale(row_amax, p.quant);
     if (writer) static_cast<float*>(p.quant.scales)[row] = scale;
-    return 1.0f / scale;
+    return __frcp_rn(scale);  // correctly rounded, as 1.0f / scale, without the division
   } else {
     return 0.0f;
   }
@@ -100,6 +100,21 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_quant_registers(FwdParams p)
     s[i] = active(i) ? load_lanes_upto<XT, VEC>(
                            static_cast<const XT*>(p.x) + row * p.x_stride + col, col_end - col)
                      : Lanes<XT, VEC>{};
+  }
+  // TENSOR and MXFP8 load the weight before the reduction too: loaded after it, its L2
+  // latency is exposed once per CTA. Read-only, so these loads may run ahead of the
+  // residual_out stores. TOKEN and BLOCK, which keep more values live, were slower with it
+  // (the extra registers cost more CTAs per SM than the latency; docs/notes.md q3).
+  constexpr bool kPreloadWeight = MODE == NK_QUANT_TENSOR || MODE == NK_QUANT_MXFP8;
+  Lanes<WT, VEC> w[IMAX];
+#pragma unroll
+  for (int i = 0; i < IMAX; ++i) {
+    const int64_t col = column(i);
+    if (kPreloadWeight && p.weight && active(i) && col_end - col >= VEC) {
+      w[i].load_readonly(static_cast<const WT*>(p.weight) + col);
+    } else {
+      w[i] = Lanes<WT, VEC>{};
+    }
   }
   if (p.residual) {
 #pragma unroll
@@ -149,7 +164,20 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_quant_registers(FwdParams p)
     const int64_t col = column(i);
 #pragma unroll
     for (int k = 0; k < VEC; ++k) v[k] = to_float(s[i].get(k));
-    if (active(i)) {
+    if (kPreloadWeight && active(i) && col_end - col >= VEC) {  // the weight is in w[i]
+#pragma unroll
+      for (int k = 0; k < VEC; ++k) {
+        const float scale = p.weight ? to_float(w[i].get(k)) + (p.zero_centered ? 1.0f : 0.0f)
+                                     : 1.0f;
+        v[k] = v[k] * rstd * scale;
+      }
+      if (p.bias) {
+        float b[VEC];
+        load_readonly_upto<WT, VEC>(static_cast<const WT*>(p.bias) + col, VEC, b);
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) v[k] += b[k];
+      }
+    } else if (active(i)) {
       scale_in_place<WT, VEC>(p, col, col_end - col, v, rstd);
     } else {
 #pragma unroll
@@ -231,6 +259,65 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_quant_streaming(FwdParams p)
     quantize_vector<MODE, VEC>(p, row, col, shape.hidden - col, col < shape.hidden, v, factor);
   }
   if (p.quant.amax) cta_amax_to_global(amax, scratch, p.quant.amax);
+}
+
+// BLOCK and MXFP8 when the rows are not aligned for vectors of block / 32 elements (so a block
+// would span more than a warp): one CTA per row, one element per access, block maxima in shared
+// memory through an integer atomicMax on the bits of |v| (order-independent, so deterministic;
+// NaN skipped, as fmaxf does in the shuffle path). Only misaligned rows come here: simple over
+// fast. Dynamic shared memory: hidden / block unsigned.
+template <typename XT, typename WT, int MODE>
+__global__ void __launch_bounds__(256) rms_norm_fwd_quant_blocks_unaligned(FwdParams p) {
+  extern __shared__ unsigned block_max_bits[];
+  __shared__ float scratch[kMaxWarps];
+  const RowShape& shape = p.shape;
+  const QuantParams& q = p.quant;
+  const int64_t row = blockIdx.x;
+  const int64_t nblocks = shape.hidden / q.block;
+  for (int64_t b = threadIdx.x; b < nblocks; b += blockDim.x) block_max_bits[b] = 0;
+  float sum_sq = 0.0f;
+  for (int64_t col = threadIdx.x; col < shape.hidden; col += blockDim.x) {
+    float s[1];
+    load_input<XT, 1>(p, row, col, 1, s);
+    sum_sq += s[0] * s[0];
+  }
+  sum_sq = block_sum(sum_sq, scratch);  // its barriers also order the zeroing above
+  const float rstd = 1.0f / sqrtf(sum_sq * shape.inv_hidden + p.eps);
+  if (p.rstd && threadIdx.x == 0) p.rstd[row] = rstd;
+  const XT* src = p.residual ? static_cast<const XT*>(p.residual_out) + row * p.residual_out_stride
+                             : static_cast<const XT*>(p.x) + row * p.x_stride;
+  auto value = [&](int64_t col) {
+    float v[1];
+    load_upto<XT, 1>(src + col, 1, v);
+    scale_in_place<WT, 1>(p, col, 1, v, rstd);
+    return v[0];
+  };
+  float amax = 0.0f;
+  for (int64_t col = threadIdx.x; col < shape.hidden; col += blockDim.x) {
+    const float a = fabsf(value(col));
+    if (a == a) {
+      amax = fmaxf(amax, a);
+      atomicMax(&block_max_bits[col / q.block], __float_as_uint(a));
+    }
+  }
+  __syncthreads();
+  for (int64_t col = threadIdx.x; col < shape.hidden; col += blockDim.x) {
+    const float v = value(col);
+    const float m = __uint_as_float(block_max_bits[col / q.block]);
+    const int64_t scale_index = row * nblocks + col / q.block;
+    float factor;
+    if constexpr (MODE == NK_QUANT_BLOCK) {
+      const float scale = dynamic_scale(m, q);
+      factor = __frcp_rn(scale);
+      if (col % q.block == 0) static_cast<float*>(q.scales)[scale_index] = scale;
+    } else {
+      const int e = mx_exponent(m, q);
+      factor = pow2_neg(e);
+      if (col % q.block == 0) static_cast<uint8_t*>(q.scales)[scale_index] = static_cast<uint8_t>(e + 127);
+    }
+    store_quantized<1>(static_cast<uint8_t*>(p.y) + row * p.y_stride + col, 1, &v, factor, q.format);
+  }
+  if (q.amax) cta_amax_to_global(amax, scratch, q.amax);
 }
 
 }  // namespace normkit::cuda

@@ -40,7 +40,14 @@ for step in "${steps[@]}"; do
           --json "$LOGS/bench_quant_$mode.json"
       done
       run bench_quant_transposed "$BUILD/tools/normkit" bench --quant tensor --transposed \
-        --explain --json "$LOGS/bench_quant_transposed.json" ;;
+        --explain --json "$LOGS/bench_quant_transposed.json"
+      # torch.compile of the same composites, in the same call, with normkit's figures beside.
+      run compare_quant env PYTHONUNBUFFERED=1 python3 bench/compare_quant.py \
+        --json "$OUT/compare_quant.json" --normkit "tensor=$LOGS/bench_quant_tensor.json" \
+        --normkit "transposed=$LOGS/bench_quant_transposed.json" \
+        --normkit "token=$LOGS/bench_quant_token.json" \
+        --normkit "block=$LOGS/bench_quant_block.json" \
+        --normkit "mxfp8=$LOGS/bench_quant_mxfp8.json" ;;
     python)
       run pip_install env CMAKE_ARGS="-DNK_CUDA_ARCHITECTURES=90" python3 -m pip install \
         --no-build-isolation --no-deps -v . &&

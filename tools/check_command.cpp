@@ -6,8 +6,10 @@
 #include <vector>
 
 #include "check_backend_run.h"
+#include "check_backends.h"
 #include "check_cases.h"
 #include "check_compare.h"
+#include "check_quant_command.h"
 #include "check_tensors.h"
 #include "normkit/normkit.h"
 #include "text_format.h"
@@ -15,28 +17,6 @@
 
 namespace nktool {
 namespace {
-
-struct BackendChoice {
-  nk_backend backend;
-  const char* name;
-  bool available;
-  std::string why_not;  // when unavailable
-};
-
-BackendChoice cuda_choice() {
-  BackendChoice b{NK_BACKEND_CUDA, "cuda", false, ""};
-  if (!nk_has_cuda_build()) b.why_not = "this normkit was built without CUDA";
-  else if (nk_cuda_device_count() == 0) b.why_not = "no CUDA device is available";
-  else b.available = true;
-  return b;
-}
-
-std::vector<BackendChoice> choose_backends(const std::string& which) {
-  std::vector<BackendChoice> list;
-  if (which == "cpu" || which == "all") list.push_back({NK_BACKEND_CPU, "cpu", true, ""});
-  if (which == "cuda" || which == "all") list.push_back(cuda_choice());
-  return list;
-}
 
 std::string error_cell(const OutputCheck& o) {
   if (!o.present) return strprintf("%-9s", "-");
@@ -73,34 +53,15 @@ void print_case_details(const CheckCase& c, CaseTensors& t) {
   std::printf("%s\n", line.c_str());
 }
 
-}  // namespace
-
-int run_check(const CheckOptions& options) {
-  const std::vector<BackendChoice> backends = choose_backends(options.backend);
+// The forward/backward cases with float outputs: one line per (case, backend).
+void run_float_check(const CheckOptions& options, const std::vector<BackendChoice>& backends,
+                     CheckTally& tally) {
   const std::vector<CheckCase> cases = make_check_cases(options.quick, options.seed);
-
-  std::string backend_list;
+  std::printf("forward and backward: %zu cases%s\n", cases.size(),
+              options.quick ? " (quick)" : "");
   for (const BackendChoice& b : backends) {
-    backend_list += std::string(backend_list.empty() ? "" : ", ") + b.name +
-                    (b.available ? "" : " (unavailable: " + b.why_not + ")");
+    if (!b.available) tally.skipped += static_cast<int>(cases.size());
   }
-  std::printf("normkit check: normkit %s, seed %llu, %zu cases%s, backends: %s\n", nk_version(),
-              static_cast<unsigned long long>(options.seed), cases.size(),
-              options.quick ? " (quick)" : "", backend_list.c_str());
-  int passed = 0, failed = 0, skipped = 0;
-  std::string skip_reasons;
-  for (const BackendChoice& b : backends) {
-    if (b.available) continue;
-    skipped += static_cast<int>(cases.size());
-    skip_reasons += std::string(skip_reasons.empty() ? "" : "; ") + b.name + ": " + b.why_not;
-  }
-
-  if (skipped == static_cast<int>(cases.size() * backends.size())) {
-    std::printf("check: 0 passed, 0 failed, %d skipped (%s)\n", skipped, skip_reasons.c_str());
-    std::fprintf(stderr, "normkit check: nothing to check: no requested backend is available\n");
-    return 1;
-  }
-
   std::printf("errors: worst |actual - expected| / (|expected| + 1e-2 * rms(expected)) against a "
               "float64 reference; '!' = above tolerance\n%s\n",
               check_flags_legend().c_str());
@@ -139,15 +100,41 @@ int run_check(const CheckOptions& options) {
       }
       if (!ok && !options.verbose) print_case_details(c, tensors);
       std::fflush(stdout);
-      (ok ? passed : failed) += 1;
+      (ok ? tally.passed : tally.failed) += 1;
     }
   }
+  std::printf("forward and backward: %.1f s\n", total.elapsed_us() / 1e6);
+}
+
+}  // namespace
+
+int run_check(const CheckOptions& options) {
+  const std::vector<BackendChoice> backends = choose_backends(options.backend);
+  std::printf("normkit check: normkit %s, seed %llu%s%s, backends: %s\n", nk_version(),
+              static_cast<unsigned long long>(options.seed), options.quick ? ", quick" : "",
+              options.quant_only ? ", quantized forward only" : "",
+              describe_backends(backends).c_str());
+  bool any_available = false;
+  for (const BackendChoice& b : backends) any_available = any_available || b.available;
+  if (!any_available) {
+    std::printf("check: 0 passed, 0 failed, all skipped (%s)\n",
+                unavailable_reasons(backends).c_str());
+    std::fprintf(stderr, "normkit check: nothing to check: no requested backend is available\n");
+    return 1;
+  }
+
+  CheckTally tally;
+  const Stopwatch total;
+  if (!options.quant_only) run_float_check(options, backends, tally);
+  run_quant_check(options, backends, tally);
 
   std::printf("%.1f s\n", total.elapsed_us() / 1e6);
-  std::printf("check: %d passed, %d failed", passed, failed);
-  if (skipped) std::printf(", %d skipped (%s)", skipped, skip_reasons.c_str());
+  std::printf("check: %d passed, %d failed", tally.passed, tally.failed);
+  if (tally.skipped) {
+    std::printf(", %d skipped (%s)", tally.skipped, unavailable_reasons(backends).c_str());
+  }
   std::printf("\n");
-  return failed == 0 && passed > 0 ? 0 : 1;
+  return tally.failed == 0 && tally.passed > 0 ? 0 : 1;
 }
 
 }  // namespace nktool

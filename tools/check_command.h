@@ -1,4 +1,5 @@
-// `normkit check`: every backend's results on random cases against the float64 reference.
+// `normkit check`: every backend's results on random cases against the float64 reference:
+// forward and backward with float outputs, then the quantized forward (check_quant_command.h).
 #pragma once
 
 #include <cstdint>
@@ -11,6 +12,12 @@ struct CheckOptions {
   bool quick = false;
   uint64_t seed = 1;
   bool verbose = false;
+  bool quant_only = false;  // --quant: only the quantized-forward cases
+};
+
+// Outcomes of (case, backend) pairs.
+struct CheckTally {
+  int passed = 0, failed = 0, skipped = 0;
 };
 
 // Prints one line per (case, backend) and the summary line; returns the process exit code

@@ -2,37 +2,11 @@
 
 #include <cmath>
 
-#include "common/dtype_host.h"
+#include "check_layout.h"
 #include "random.h"
 
 namespace nktool {
 namespace {
-
-// Builds the tensors' layouts: row padding for strided cases (sometimes odd), an element offset
-// that breaks 16-byte alignment for misaligned cases, and sometimes a stride argument of 0.
-class LayoutChooser {
- public:
-  LayoutChooser(const CheckCase& c, Random& rng) : c_(c), rng_(rng) {}
-
-  HostTensor matrix(nk_dtype dtype, int64_t stride = 0) {
-    if (stride == 0) stride = c_.hidden + (c_.strided ? 1 + static_cast<int64_t>(rng_.below(9)) : 0);
-    HostTensor t(dtype, c_.rows, c_.hidden, stride, offset(dtype));
-    if (stride == c_.hidden && rng_.coin()) t.set_stride_argument(0);
-    return t;
-  }
-
-  HostTensor vector(nk_dtype dtype, int64_t n) { return HostTensor(dtype, 1, n, n, offset(dtype)); }
-
- private:
-  int64_t offset(nk_dtype dtype) {
-    if (!c_.misaligned) return 0;
-    const int64_t per16 = 16 / static_cast<int64_t>(normkit::host_dtype_size(dtype));
-    return 1 + static_cast<int64_t>(rng_.below(static_cast<uint64_t>(per16 - 1)));
-  }
-
-  const CheckCase& c_;
-  Random& rng_;
-};
 
 void add_if(std::vector<HostTensor*>& list, HostTensor& t) {
   if (!t.empty()) list.push_back(&t);
@@ -67,7 +41,7 @@ void CaseTensors::reset_for_run() {
 
 CaseTensors make_case_tensors(const CheckCase& c) {
   Random rng(c.data_seed);
-  LayoutChooser layout(c, rng);
+  LayoutChooser layout(c.rows, c.hidden, c.strided, c.misaligned, rng);
   CaseTensors t;
   const bool alias_y = c.in_place && c.x_dtype == c.y_dtype;
   const bool alias_dx = c.in_place && c.x_dtype == c.y_dtype;  // dy has y's dtype

@@ -41,7 +41,7 @@ void HostTensor::set(int64_t r, int64_t c, float value) {
   normkit::store_from_float(data(), dtype_, r * row_stride_ + c, value);
 }
 
-void HostTensor::poison() { std::memset(base_, kPoisonByte, storage_bytes_); }
+void HostTensor::poison() { std::memset(base_, poison_byte(), storage_bytes_); }
 
 void HostTensor::fill_random(Random& rng, float lo, float hi, float center) {
   poison();
@@ -65,8 +65,9 @@ bool HostTensor::unchanged_since_snapshot() const {
 
 int64_t HostTensor::bytes_written_outside() const {
   int64_t count = 0;
+  const unsigned char poison = poison_byte();
   auto scan = [&](size_t begin, size_t end) {
-    for (size_t i = begin; i < end; ++i) count += base_[i] != kPoisonByte;
+    for (size_t i = begin; i < end; ++i) count += base_[i] != poison;
   };
   size_t previous_end = 0;
   for (int64_t r = 0; r < rows_; ++r) {

@@ -2,7 +2,8 @@
 // offset from a 256-byte-aligned base (so the pointer can sit off 16-byte alignment), with row
 // padding and a guard tail. Every byte outside the logical elements holds a poison pattern, so
 // writes out of bounds are detectable; outputs are poisoned entirely before each run, so
-// elements a backend forgets to write read back as NaN.
+// elements a backend forgets to write read back as NaN (or, for int8, as -128, a code the
+// quantized forward never produces).
 #pragma once
 
 #include <cstddef>
@@ -17,7 +18,13 @@ namespace nktool {
 
 class HostTensor {
  public:
-  static constexpr unsigned char kPoisonByte = 0xFF;  // 0xFFFF / 0xFFFFFFFF: NaN in every dtype
+  // 0xFF / 0xFFFF / 0xFFFFFFFF: NaN in every floating dtype (e4m3, e5m2 and e8m0 included).
+  static constexpr unsigned char kPoisonByte = 0xFF;
+  // int8 has no NaN and 0xFF is -1, a valid code; 0x80 (-128) is never written (see nk_quant_mode).
+  static constexpr unsigned char kInt8PoisonByte = 0x80;
+  static constexpr unsigned char poison_byte_for(nk_dtype dtype) {
+    return dtype == NK_INT8 ? kInt8PoisonByte : kPoisonByte;
+  }
   static constexpr size_t kBaseAlignment = 256;
   static constexpr size_t kGuardBytes = 64;
 
@@ -51,7 +58,8 @@ class HostTensor {
   float get(int64_t r, int64_t c) const;
   void set(int64_t r, int64_t c, float value);  // rounded to dtype (nearest even)
 
-  void poison();  // every byte of the allocation := kPoisonByte
+  unsigned char poison_byte() const { return poison_byte_for(dtype_); }
+  void poison();  // every byte of the allocation := poison_byte()
 
   // Logical elements := magnitude uniform in [lo, hi) with a random sign (never zero when
   // lo > 0), plus `center`; everything else poisoned. Then remembers the contents (snapshot).

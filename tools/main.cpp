@@ -50,9 +50,14 @@ int main(int argc, char** argv) {
       "alignment, in-place) through each backend's forward (y, residual_out, rstd) and backward "
       "(dx, dweight, dbias) with fresh random inputs and poisoned outputs, and compares every "
       "output with the float64 reference; also fails on writes outside an output and on modified "
-      "inputs. Prints one line per case and backend with the worst error per output, then "
-      "'check: N passed, M failed[, K skipped (why)]'. Exit code 0 only if nothing failed and "
-      "something was checked.");
+      "inputs. Prints one line per case and backend with the worst error per output. Then the "
+      "quantized forward: every mode (tensor with amax and y transposed, token with and without "
+      "scale_ub, block 32/64/128, mxfp8) x y dtype (e4m3, e5m2, int8 where allowed), with and "
+      "without residual, bias and zero-centered weight, saturating scales and large magnitudes, "
+      "against the float64 quantized reference by its documented rule (codes exact except "
+      "counted, bounded rounding-boundary cases; scales, amax, y_t, residual_out, rstd), one line "
+      "per case and backend. Ends with 'check: N passed, M failed[, K skipped (why)]'. Exit code "
+      "0 only if nothing failed and something was checked.");
   check_cmd->add_option("--backend", check.backend,
                         "Backends to check: cpu, cuda, or all (every backend this build has; one "
                         "without a usable device is reported as skipped)")
@@ -69,6 +74,8 @@ int main(int argc, char** argv) {
                                                : std::string();
       })
       ->capture_default_str();
+  check_cmd->add_flag("--quant", check.quant_only,
+                      "Run only the quantized-forward cases (every quant mode and y dtype)");
   check_cmd->add_flag("--verbose,-v", check.verbose,
                       "Also print each case's layout (strides, pointer offsets), every "
                       "comparison in full, and per-case time");

@@ -3,6 +3,7 @@
 #include <exception>
 #include <string>
 
+#include "common/dtype_host.h"
 #include "common/error.h"
 #include "common/validate.h"
 #include "cpu/cpu_backend.h"
@@ -72,7 +73,7 @@ extern "C" {
 
 void nk_rms_norm_fwd_args_init(nk_rms_norm_fwd_args* args) {
   if (!args) return;
-  *args = nk_rms_norm_fwd_args{};
+  *args = nk_rms_norm_fwd_args{};  // also quant NK_QUANT_NONE, no scales, scale_ub 0 (none)
   args->x_dtype = args->weight_dtype = args->y_dtype = NK_FLOAT32;
   args->eps = 1e-6f;
 }
@@ -141,18 +142,26 @@ const char* nk_dtype_name(nk_dtype dtype) {
     case NK_FLOAT32: return "float32";
     case NK_FLOAT16: return "float16";
     case NK_BFLOAT16: return "bfloat16";
+    case NK_FLOAT8_E4M3: return "float8_e4m3";
+    case NK_FLOAT8_E5M2: return "float8_e5m2";
+    case NK_INT8: return "int8";
+    case NK_FLOAT8_E8M0: return "float8_e8m0";
   }
   return "invalid";
 }
 
-size_t nk_dtype_size(nk_dtype dtype) {
-  switch (dtype) {
-    case NK_FLOAT32: return 4;
-    case NK_FLOAT16: return 2;
-    case NK_BFLOAT16: return 2;
+const char* nk_quant_mode_name(nk_quant_mode mode) {
+  switch (mode) {
+    case NK_QUANT_NONE: return "none";
+    case NK_QUANT_TENSOR: return "tensor";
+    case NK_QUANT_TOKEN: return "token";
+    case NK_QUANT_BLOCK: return "block";
+    case NK_QUANT_MXFP8: return "mxfp8";
   }
-  return 0;
+  return "invalid";
 }
+
+size_t nk_dtype_size(nk_dtype dtype) { return host_dtype_size(dtype); }
 
 int nk_has_cuda_build(void) {
 #ifdef NK_WITH_CUDA

@@ -1,10 +1,11 @@
 // Host-side (C++ only, no CUDA) conversions between float32 and the 16-bit dtypes, and
-// element access by nk_dtype. Shared by the CPU backend, the float64 reference, the tool and
-// the tests. Header-only so that every user gets the same bits without a link dependency.
+// element access by nk_dtype (the 8-bit output dtypes through common/quant_rules.h). Shared by
+// the CPU backend, the float64 reference, the tool and the tests. Header-only so that every user
+// gets the same bits without a link dependency.
 //
 // Rounding is IEEE round-to-nearest-even everywhere. NaN stays NaN (quiet, sign kept),
 // +-Inf stays +-Inf, overflow rounds to +-Inf, and float16 subnormals are produced and read
-// exactly. The float16 conversions use float32 arithmetic on subnormals in the default rounding
+// exactly. (The 8-bit dtypes saturate instead: see nk_quant_mode and quant_codes.h.) The float16 conversions use float32 arithmetic on subnormals in the default rounding
 // mode, so do not build users of this header with flush-to-zero or -ffast-math.
 #pragma once
 
@@ -15,6 +16,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "common/quant_rules.h"
 #include "normkit/normkit.h"
 
 namespace normkit {
@@ -92,12 +94,27 @@ inline uint16_t float_to_half_bits(float f) {
   return static_cast<uint16_t>(sign | r);
 }
 
-// float -> dtype -> float: the value a float32 result has after it is stored in `dtype`.
+// The dtypes arithmetic inputs and unquantized outputs may have.
+inline bool is_float_dtype(nk_dtype dtype) {
+  return dtype == NK_FLOAT32 || dtype == NK_FLOAT16 || dtype == NK_BFLOAT16;
+}
+
+// The dtypes a quantized y may have (Q of nk_quant_mode); e8m0 holds scales only.
+inline bool is_quantized_dtype(nk_dtype dtype) {
+  return dtype == NK_FLOAT8_E4M3 || dtype == NK_FLOAT8_E5M2 || dtype == NK_INT8;
+}
+
+// float -> dtype -> float: the value a float32 result has after it is stored in `dtype`. For the
+// 8-bit dtypes the store is Q: round to nearest even and saturate (NaN -> 0 for int8).
 inline float round_float_to_dtype(float v, nk_dtype dtype) {
   switch (dtype) {
     case NK_FLOAT32: return v;
     case NK_FLOAT16: return half_bits_to_float(float_to_half_bits(v));
     case NK_BFLOAT16: return bf16_bits_to_float(float_to_bf16_bits(v));
+    case NK_FLOAT8_E4M3:
+    case NK_FLOAT8_E5M2:
+    case NK_INT8: return dequantize_code(quantize_code(v, dtype), dtype);
+    case NK_FLOAT8_E8M0: break;  // scales are exponents, not rounded values
   }
   throw std::invalid_argument("round_float_to_dtype: invalid dtype " +
                               std::to_string(static_cast<int>(dtype)));
@@ -111,6 +128,10 @@ inline size_t host_dtype_size(nk_dtype dtype) {
     case NK_FLOAT32: return 4;
     case NK_FLOAT16:
     case NK_BFLOAT16: return 2;
+    case NK_FLOAT8_E4M3:
+    case NK_FLOAT8_E5M2:
+    case NK_INT8:
+    case NK_FLOAT8_E8M0: return 1;
   }
   return 0;
 }
@@ -128,12 +149,20 @@ inline float load_as_float(const void* base, nk_dtype dtype, int64_t index) {
       std::memcpy(&h, static_cast<const char*>(base) + index * 2, 2);
       return dtype == NK_FLOAT16 ? half_bits_to_float(h) : bf16_bits_to_float(h);
     }
+    case NK_FLOAT8_E4M3:
+    case NK_FLOAT8_E5M2:
+    case NK_INT8:
+    case NK_FLOAT8_E8M0: {
+      const uint8_t b = static_cast<const uint8_t*>(base)[index];
+      return dtype == NK_FLOAT8_E8M0 ? e8m0_bits_to_float(b) : dequantize_code(b, dtype);
+    }
   }
   throw std::invalid_argument("load_as_float: invalid dtype " +
                               std::to_string(static_cast<int>(dtype)));
 }
 
-// Stores `value` rounded (nearest even) to `dtype`.
+// Stores `value` rounded (nearest even) to `dtype`; for the 8-bit output dtypes that is Q
+// (saturating). An e8m0 scale is not a rounded value: storing one throws.
 inline void store_from_float(void* base, nk_dtype dtype, int64_t index, float value) {
   switch (dtype) {
     case NK_FLOAT32:
@@ -146,6 +175,12 @@ inline void store_from_float(void* base, nk_dtype dtype, int64_t index, float va
       std::memcpy(static_cast<char*>(base) + index * 2, &h, 2);
       return;
     }
+    case NK_FLOAT8_E4M3:
+    case NK_FLOAT8_E5M2:
+    case NK_INT8:
+      static_cast<uint8_t*>(base)[index] = quantize_code(value, dtype);
+      return;
+    case NK_FLOAT8_E8M0: break;
   }
   throw std::invalid_argument("store_from_float: invalid dtype " +
                               std::to_string(static_cast<int>(dtype)));

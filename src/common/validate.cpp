@@ -5,7 +5,9 @@
 #include <string>
 #include <vector>
 
+#include "common/dtype_host.h"
 #include "common/error.h"
+#include "common/quant_layout.h"
 
 namespace normkit {
 namespace {
@@ -20,10 +22,17 @@ std::string hex(const void* p) {
 
 size_t element_size(nk_dtype d) { return nk_dtype_size(d); }
 
+// Inputs (and the unquantized y, checked in validate_quant.cpp) are float dtypes; the 8-bit
+// dtypes are outputs of the quantized forward only.
 void check_dtype(const char* name, nk_dtype d) {
-  if (element_size(d) == 0) {
-    fail_argument(std::string(name) + " is " + str(static_cast<int>(d)) +
-                  "; expected NK_FLOAT32 (0), NK_FLOAT16 (1) or NK_BFLOAT16 (2)");
+  if (!is_float_dtype(d)) {
+    const bool eight_bit = element_size(d) == 1;
+    fail_argument(std::string(name) + " is " +
+                  (eight_bit ? std::string(nk_dtype_name(d)) + " (" +
+                                   str(static_cast<int>(d)) + ")"
+                             : str(static_cast<int>(d))) +
+                  "; expected NK_FLOAT32 (0), NK_FLOAT16 (1) or NK_BFLOAT16 (2)" +
+                  (eight_bit ? " (8-bit dtypes are quantized outputs only)" : ""));
   }
 }
 
@@ -147,8 +156,8 @@ nk_rms_norm_fwd_args validate_fwd(const nk_rms_norm_fwd_args& in) {
   check_not_null("x", a.x);
   check_not_null("y", a.y);
   check_dtype("x_dtype", a.x_dtype);
-  check_dtype("y_dtype", a.y_dtype);
   check_dtype("weight_dtype", a.weight_dtype);
+  validate_quant_fields(a);  // y_dtype for the mode; resolves quant_block and y_t_row_stride
   if (a.residual && !a.residual_out) {
     fail_argument("residual is given but residual_out is NULL; the fused residual add writes "
                   "x + residual to residual_out");
@@ -180,6 +189,10 @@ nk_rms_norm_fwd_args validate_fwd(const nk_rms_norm_fwd_args& in) {
   check_element_aligned("weight", a.weight, w_size, nk_dtype_name(a.weight_dtype));
   check_element_aligned("bias", a.bias, w_size, nk_dtype_name(a.weight_dtype));
   check_element_aligned("rstd", a.rstd, sizeof(float), "float32");
+  check_element_aligned("scale", a.scale, sizeof(float), "float32");
+  check_element_aligned("amax", a.amax, sizeof(float), "float32");
+  const nk_dtype scale_dtype = quant_scale_dtype(a.quant);
+  check_element_aligned("scales", a.scales, element_size(scale_dtype), nk_dtype_name(scale_dtype));
 
   std::vector<Region> outputs{
       matrix_region("y", a.y, a.rows, a.hidden, a.y_row_stride, a.y_dtype)};
@@ -193,7 +206,27 @@ nk_rms_norm_fwd_args validate_fwd(const nk_rms_norm_fwd_args& in) {
     outputs.push_back(vector_region("rstd", a.rstd, a.rows, sizeof(float)));
     aliasable.push_back(false);
   }
+  // Quantized outputs: scales (dense [rows, scales per row]), amax ([1]) and y_t ([hidden,
+  // rows]); none of them may be written in place of an input.
+  if (a.scales) {
+    const int64_t per_row = quant_scales_per_row(a.quant, a.quant_block, a.hidden);
+    outputs.push_back(matrix_region("scales", a.scales, a.rows, per_row, per_row, scale_dtype));
+    aliasable.push_back(false);
+  }
+  if (a.amax) {
+    outputs.push_back(vector_region("amax", a.amax, 1, sizeof(float)));
+    aliasable.push_back(false);
+  }
+  if (a.y_t) {
+    outputs.push_back(
+        matrix_region("y_t", a.y_t, a.hidden, a.rows, a.y_t_row_stride, a.y_dtype));
+    aliasable.push_back(false);
+  }
   check_outputs_disjoint(outputs);
+  if (a.scale) {
+    check_input_vs_outputs(vector_region("scale", a.scale, 1, sizeof(float)), false, outputs,
+                           aliasable);
+  }
   check_input_vs_outputs(matrix_region("x", a.x, a.rows, a.hidden, a.x_row_stride, a.x_dtype),
                          true, outputs, aliasable);
   if (a.residual) {

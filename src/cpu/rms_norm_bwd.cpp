@@ -33,8 +33,8 @@ void check_bwd(const nk_rms_norm_bwd_args& a) {
                            a.dx_row_stride < a.hidden ||
                            (a.dresidual_out && a.dresidual_out_row_stride < a.hidden);
   const bool bad_pointers = !a.dy || !a.x || !a.rstd || !a.dx;
-  const bool bad_dtypes = host_dtype_size(a.dy_dtype) == 0 || host_dtype_size(a.x_dtype) == 0 ||
-                          host_dtype_size(a.weight_dtype) == 0;
+  const bool bad_dtypes = !is_float_dtype(a.dy_dtype) || !is_float_dtype(a.x_dtype) ||
+                          !is_float_dtype(a.weight_dtype);
   if (bad_sizes || bad_strides || bad_pointers || bad_dtypes) {
     throw Error(NK_ERROR_INTERNAL, "cpu::rms_norm_bwd: arguments were not validated (rows " +
                                        std::to_string(a.rows) + ", hidden " +

@@ -1,9 +1,14 @@
 // CPU RMSNorm forward: one row at a time in float32 scratch, rows split into tasks for threads.
+// With a quant mode the finished float32 row goes to a RowQuantizer instead of store_row; amax is
+// a max over per-task maxima (exact in any order), and y_t is written after all rows.
+#include <algorithm>
 #include <cmath>
+#include <memory>
 #include <vector>
 
 #include "cpu/cpu_backend.h"
 #include "cpu/parallel.h"
+#include "cpu/quantize_rows.h"
 #include "cpu/row_ops.h"
 
 namespace normkit::cpu {
@@ -18,8 +23,9 @@ void check_fwd(const nk_rms_norm_fwd_args& a) {
                            (a.residual && (a.residual_row_stride < a.hidden ||
                                            a.residual_out_row_stride < a.hidden));
   const bool bad_pointers = !a.x || !a.y || (!a.residual != !a.residual_out);
-  const bool bad_dtypes = host_dtype_size(a.x_dtype) == 0 || host_dtype_size(a.y_dtype) == 0 ||
-                          host_dtype_size(a.weight_dtype) == 0;
+  const bool bad_dtypes = !is_float_dtype(a.x_dtype) || !is_float_dtype(a.weight_dtype) ||
+                          (a.quant == NK_QUANT_NONE ? !is_float_dtype(a.y_dtype)
+                                                    : !is_quantized_dtype(a.y_dtype));
   if (bad_sizes || bad_strides || bad_pointers || bad_dtypes) {
     throw Error(NK_ERROR_INTERNAL, "cpu::rms_norm_fwd: arguments were not validated (rows " +
                                        std::to_string(a.rows) + ", hidden " +
@@ -44,6 +50,10 @@ void rms_norm_fwd(const nk_rms_norm_fwd_args& a) {
   const int64_t rows_per_task = std::max<int64_t>(1, kTaskElements / H);
   const int64_t n_tasks = (a.rows + rows_per_task - 1) / rows_per_task;
   const int threads = choose_threads(a.rows * H, n_tasks);
+  const bool quantized = a.quant != NK_QUANT_NONE;
+  std::unique_ptr<RowQuantizer> quantizer;
+  if (quantized) quantizer = std::make_unique<RowQuantizer>(a);
+  std::vector<float> task_amax(quantized ? static_cast<size_t>(n_tasks) : 0, 0.0f);
 
   run_tasks(n_tasks, threads, [&] {
     // Each thread's scratch: s = the row being normalized, t = residual, then the output row.
@@ -66,11 +76,17 @@ void rms_norm_fwd(const nk_rms_norm_fwd_args& a) {
         if (bias) {
           for (int64_t j = 0; j < H; ++j) t[j] += bias[j];
         }
-        store_row(a.y, a.y_dtype, r, a.y_row_stride, H, t.data());
+        if (quantized) {
+          task_amax[task] = std::max(task_amax[task], quantizer->write_row(r, t.data()));
+        } else {
+          store_row(a.y, a.y_dtype, r, a.y_row_stride, H, t.data());
+        }
         if (a.rstd) a.rstd[r] = rstd;
       }
     };
   });
+  if (a.amax) *a.amax = *std::max_element(task_amax.begin(), task_amax.end());
+  if (a.y_t) write_transposed(a);
 }
 
 }  // namespace normkit::cpu

@@ -38,6 +38,7 @@ inline void load_row(const void* base, nk_dtype dtype, int64_t row, int64_t stri
       for (int64_t j = 0; j < n; ++j) out[j] = half_bits_to_float(in[j]);
       return;
     }
+    default: break;  // the 8-bit dtypes are never rows of float data
   }
   fail_dtype("load_row", dtype);
 }
@@ -60,6 +61,7 @@ inline void store_row(void* base, nk_dtype dtype, int64_t row, int64_t stride, i
       for (int64_t j = 0; j < n; ++j) out[j] = float_to_half_bits(in[j]);
       return;
     }
+    default: break;  // the 8-bit dtypes are never rows of float data
   }
   fail_dtype("store_row", dtype);
 }
@@ -74,6 +76,7 @@ inline void round_row(float* v, int64_t n, nk_dtype dtype) {
     case NK_FLOAT16:
       for (int64_t j = 0; j < n; ++j) v[j] = half_bits_to_float(float_to_half_bits(v[j]));
       return;
+    default: break;  // the 8-bit dtypes are never rows of float data
   }
   fail_dtype("round_row", dtype);
 }

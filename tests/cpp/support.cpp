@@ -171,9 +171,13 @@ std::vector<double> Matrix::dense() const {
 
 void poison(std::vector<uint8_t>& bytes, nk_dtype dtype) {
   // Quiet NaNs with a recognizable payload; an unwritten element reads back as NaN.
+  // 8-bit dtypes: a NaN code (e4m3, e5m2, e8m0), or -128 for int8, which Q never produces.
   if (dtype == NK_FLOAT32) {
     const uint32_t p = 0x7fc0dead;
     for (size_t i = 0; i + 4 <= bytes.size(); i += 4) std::memcpy(&bytes[i], &p, 4);
+  } else if (normkit::host_dtype_size(dtype) == 1) {
+    const uint8_t p = dtype == NK_INT8 ? 0x80 : dtype == NK_FLOAT8_E8M0 ? 0xff : 0x7f;
+    std::memset(bytes.data(), p, bytes.size());
   } else {
     const uint16_t p = dtype == NK_FLOAT16 ? 0x7e5a : 0x7fda;
     for (size_t i = 0; i + 2 <= bytes.size(); i += 2) std::memcpy(&bytes[i], &p, 2);
@@ -258,6 +262,10 @@ std::string dtype_label(nk_dtype dtype) {
     case NK_FLOAT32: return "f32";
     case NK_FLOAT16: return "f16";
     case NK_BFLOAT16: return "bf16";
+    case NK_FLOAT8_E4M3: return "e4m3";
+    case NK_FLOAT8_E5M2: return "e5m2";
+    case NK_INT8: return "i8";
+    case NK_FLOAT8_E8M0: return "e8m0";
   }
   return "invalid";
 }

@@ -157,7 +157,7 @@ void expect_close(const normkit::ref::Comparison& c, const std::string& what);
 
 // All nine (dtype, dtype) pairs and 27 triples, in a fixed order.
 const std::vector<nk_dtype>& all_dtypes();
-std::string dtype_label(nk_dtype dtype);  // "f32", "f16", "bf16"
+std::string dtype_label(nk_dtype dtype);  // "f32", "f16", "bf16", "e4m3", "e5m2", "i8", "e8m0"
 
 // The lower precision of two dtypes (for tolerance_for's `in`).
 nk_dtype lowest_precision(nk_dtype a, nk_dtype b);

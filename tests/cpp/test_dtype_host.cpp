@@ -253,11 +253,14 @@ TEST(DtypeHost, RoundToDtypeGoesThroughFloat32) {
 
 TEST(DtypeHost, InvalidDtypeThrows) {
   float v = 0;
-  EXPECT_EQ(normkit::host_dtype_size(static_cast<nk_dtype>(3)), 0u);
-  EXPECT_THROW(normkit::load_as_float(&v, static_cast<nk_dtype>(3), 0), std::invalid_argument);
+  EXPECT_EQ(normkit::host_dtype_size(static_cast<nk_dtype>(7)), 0u);
+  EXPECT_THROW(normkit::load_as_float(&v, static_cast<nk_dtype>(7), 0), std::invalid_argument);
   EXPECT_THROW(normkit::store_from_float(&v, static_cast<nk_dtype>(-1), 0, 1.0f),
                std::invalid_argument);
   EXPECT_THROW(normkit::round_to_dtype(1.0, static_cast<nk_dtype>(7)), std::invalid_argument);
+  // e8m0 holds scale exponents: it can be read but is never the rounding of a value.
+  EXPECT_THROW(normkit::store_from_float(&v, NK_FLOAT8_E8M0, 0, 1.0f), std::invalid_argument);
+  EXPECT_THROW(normkit::round_float_to_dtype(1.0f, NK_FLOAT8_E8M0), std::invalid_argument);
 }
 
 }  // namespace

@@ -137,7 +137,10 @@ typedef struct nk_rms_norm_fwd_args {
 
   float* rstd; /**< [rows] float32, optional: 1/sqrt(mean square + eps) per row */
 
-  /* Quantized output: see nk_quant_mode. All of these are unused with NK_QUANT_NONE. */
+  /* Quantized output: see nk_quant_mode. A field the mode does not use must stay 0/NULL (as
+   * nk_rms_norm_fwd_args_init leaves it): scale only with TENSOR, scales with TOKEN/BLOCK/MXFP8,
+   * scale_ub with TOKEN/BLOCK, quant_block with BLOCK/MXFP8, y_t with TENSOR; any other
+   * combination is NK_ERROR_INVALID_ARGUMENT. FP8 NaN is written as 0x7F with NaN's sign. */
   nk_quant_mode quant;  /**< NK_QUANT_NONE by default */
   int64_t quant_block;  /**< NK_QUANT_BLOCK: 32, 64 or 128 (0 = 128); NK_QUANT_MXFP8: 0 or 32 */
   const float* scale;   /**< NK_QUANT_TENSOR: [1] float32 in backend memory, required */

@@ -37,6 +37,18 @@ NB_MODULE(_C, m) {
         "hidden"_a, "dweight"_a = true, "dbias"_a = false, "backend"_a = "cpu",
         "Bytes of workspace rms_norm_bwd needs ('cpu' or 'cuda' backend).");
 
+  // Positional-only, no defaults and no docstring keywords: the cheapest call nanobind has.
+  // Internal to normkit.torch (see ops.h for the contract the caller must keep).
+  m.def("rms_norm_fwd_ptr", &normkit_py::rms_norm_fwd_ptr,
+        "Internal (normkit.torch): rms_norm_fwd over raw addresses; the caller guarantees "
+        "shapes, dtypes and devices.");
+  m.def("rms_norm_bwd_ptr", &normkit_py::rms_norm_bwd_ptr,
+        "Internal (normkit.torch): rms_norm_bwd over raw addresses; the caller guarantees "
+        "shapes, dtypes and devices.");
+  m.def("rms_norm_bwd_workspace_size_ptr", &normkit_py::rms_norm_bwd_workspace_size_ptr,
+        "Internal (normkit.torch): rms_norm_bwd_workspace_size(backend: nk_backend value, rows, "
+        "hidden, dweight, dbias).");
+
   m.def("version", [] { return std::string(nk_version()); });
   m.def("has_cuda_build", [] { return nk_has_cuda_build() != 0; });
   m.def("cuda_device_count", [] { return nk_cuda_device_count(); });

@@ -155,6 +155,11 @@ void rms_norm_bwd(const InArray& dy, const InArray& x, const InArray& rstd, cons
 
 size_t rms_norm_bwd_workspace_size(int64_t rows, int64_t hidden, bool dweight, bool dbias,
                                    const std::string& backend) {
+  return rms_norm_bwd_workspace_size_ptr(backend_from_name(backend), rows, hidden, dweight, dbias);
+}
+
+size_t rms_norm_bwd_workspace_size_ptr(int backend, int64_t rows, int64_t hidden, bool dweight,
+                                       bool dbias) {
   // The query looks only at whether dweight/dbias are non-NULL, never through them.
   static char requested;
   nk_rms_norm_bwd_args a;
@@ -164,9 +169,76 @@ size_t rms_norm_bwd_workspace_size(int64_t rows, int64_t hidden, bool dweight, b
   a.dweight = dweight ? &requested : nullptr;
   a.dbias = dbias ? &requested : nullptr;
   size_t bytes = 0;
-  check_status(nk_rms_norm_bwd_workspace_size(&a, backend_from_name(backend), &bytes),
-               "nk_rms_norm_bwd_workspace_size");
+  check_status(
+      nk_rms_norm_bwd_workspace_size(&a, static_cast<nk_backend>(backend), &bytes),
+      "nk_rms_norm_bwd_workspace_size");
   return bytes;
+}
+
+void rms_norm_fwd_ptr(int backend, uintptr_t stream, int64_t rows, int64_t hidden, uintptr_t x,
+                      int x_dtype, int64_t x_row_stride, uintptr_t residual,
+                      int64_t residual_row_stride, uintptr_t residual_out, uintptr_t weight,
+                      uintptr_t bias, int weight_dtype, uintptr_t y, int y_dtype, uintptr_t rstd,
+                      float eps, bool zero_centered) {
+  nk_rms_norm_fwd_args a;
+  nk_rms_norm_fwd_args_init(&a);
+  a.rows = rows;
+  a.hidden = hidden;
+  a.x = reinterpret_cast<const void*>(x);
+  a.x_dtype = static_cast<nk_dtype>(x_dtype);
+  a.x_row_stride = x_row_stride;
+  a.residual = reinterpret_cast<const void*>(residual);
+  a.residual_row_stride = residual_row_stride;
+  a.residual_out = reinterpret_cast<void*>(residual_out);
+  a.weight = reinterpret_cast<const void*>(weight);
+  a.bias = reinterpret_cast<const void*>(bias);
+  a.weight_dtype = static_cast<nk_dtype>(weight_dtype);
+  a.zero_centered = zero_centered ? 1 : 0;
+  a.eps = eps;
+  a.y = reinterpret_cast<void*>(y);
+  a.y_dtype = static_cast<nk_dtype>(y_dtype);
+  a.rstd = reinterpret_cast<float*>(rstd);
+  nk_status status;
+  {
+    nb::gil_scoped_release release;
+    status = nk_rms_norm_fwd(&a, static_cast<nk_backend>(backend), reinterpret_cast<void*>(stream));
+  }
+  check_status(status, "nk_rms_norm_fwd");
+}
+
+void rms_norm_bwd_ptr(int backend, uintptr_t stream, int64_t rows, int64_t hidden, uintptr_t dy,
+                      int dy_dtype, int64_t dy_row_stride, uintptr_t x, int x_dtype,
+                      int64_t x_row_stride, uintptr_t rstd, uintptr_t weight, int weight_dtype,
+                      bool zero_centered, uintptr_t dresidual_out,
+                      int64_t dresidual_out_row_stride, uintptr_t dx, uintptr_t dweight,
+                      uintptr_t dbias, uintptr_t workspace, size_t workspace_bytes) {
+  nk_rms_norm_bwd_args a;
+  nk_rms_norm_bwd_args_init(&a);
+  a.rows = rows;
+  a.hidden = hidden;
+  a.dy = reinterpret_cast<const void*>(dy);
+  a.dy_dtype = static_cast<nk_dtype>(dy_dtype);
+  a.dy_row_stride = dy_row_stride;
+  a.x = reinterpret_cast<const void*>(x);
+  a.x_dtype = static_cast<nk_dtype>(x_dtype);
+  a.x_row_stride = x_row_stride;
+  a.rstd = reinterpret_cast<const float*>(rstd);
+  a.weight = reinterpret_cast<const void*>(weight);
+  a.weight_dtype = static_cast<nk_dtype>(weight_dtype);
+  a.zero_centered = zero_centered ? 1 : 0;
+  a.dresidual_out = reinterpret_cast<const void*>(dresidual_out);
+  a.dresidual_out_row_stride = dresidual_out_row_stride;
+  a.dx = reinterpret_cast<void*>(dx);
+  a.dweight = reinterpret_cast<void*>(dweight);
+  a.dbias = reinterpret_cast<void*>(dbias);
+  a.workspace = reinterpret_cast<void*>(workspace);
+  a.workspace_bytes = workspace_bytes;
+  nk_status status;
+  {
+    nb::gil_scoped_release release;
+    status = nk_rms_norm_bwd(&a, static_cast<nk_backend>(backend), reinterpret_cast<void*>(stream));
+  }
+  check_status(status, "nk_rms_norm_bwd");
 }
 
 }  // namespace normkit_py

@@ -27,4 +27,28 @@ void rms_norm_bwd(const InArray& dy, const InArray& x, const InArray& rstd, cons
 size_t rms_norm_bwd_workspace_size(int64_t rows, int64_t hidden, bool dweight, bool dbias,
                                    const std::string& backend);
 
+// Pointer entry points, for normkit.torch's eager fast path. DLPack import costs several
+// microseconds per array (the framework's __dlpack__ runs Python code); these take what the
+// C API takes as plain integers instead and do no checks of their own, so the caller must
+// guarantee what DLPack would have: each address is a live allocation of the given shape,
+// dtype (an nk_dtype value) and row stride (elements, 0 = contiguous) on `backend` (an
+// nk_backend value). The C API still validates every argument it can see; a failure raises
+// NormkitError. Pointers that are 0 are NULL (optional arguments absent).
+void rms_norm_fwd_ptr(int backend, uintptr_t stream, int64_t rows, int64_t hidden, uintptr_t x,
+                      int x_dtype, int64_t x_row_stride, uintptr_t residual,
+                      int64_t residual_row_stride, uintptr_t residual_out, uintptr_t weight,
+                      uintptr_t bias, int weight_dtype, uintptr_t y, int y_dtype, uintptr_t rstd,
+                      float eps, bool zero_centered);
+
+void rms_norm_bwd_ptr(int backend, uintptr_t stream, int64_t rows, int64_t hidden, uintptr_t dy,
+                      int dy_dtype, int64_t dy_row_stride, uintptr_t x, int x_dtype,
+                      int64_t x_row_stride, uintptr_t rstd, uintptr_t weight, int weight_dtype,
+                      bool zero_centered, uintptr_t dresidual_out,
+                      int64_t dresidual_out_row_stride, uintptr_t dx, uintptr_t dweight,
+                      uintptr_t dbias, uintptr_t workspace, size_t workspace_bytes);
+
+// rms_norm_bwd_workspace_size with the backend as an nk_backend value.
+size_t rms_norm_bwd_workspace_size_ptr(int backend, int64_t rows, int64_t hidden, bool dweight,
+                                       bool dbias);
+
 }  // namespace normkit_py

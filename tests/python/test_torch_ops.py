@@ -121,23 +121,33 @@ def test_layouts(torch_device, layout):
     run_case(torch_device, "bfloat16", "residual", (4, 3, 29), x_view=LAYOUTS[layout])
 
 
-def test_strided_rows_are_not_copied(monkeypatch):
-    """A slice of a wider tensor reaches the C API as a strided view of the same memory."""
+@pytest.mark.parametrize("fast", [True, False], ids=["eager_path", "custom_op"])
+def test_strided_rows_are_not_copied(monkeypatch, fast):
+    """A slice of a wider tensor reaches the C API as a strided view of the same memory, through
+    the eager fast path (raw address and row stride) and through the custom op (DLPack)."""
     from normkit import _C
-    from normkit.torch import _ops
+    from normkit.torch import _eager
 
     seen = {}
-    real = _C.rms_norm_fwd
+    real_op, real_fast = _C.rms_norm_fwd, _eager._fwd_ptr
 
-    def spy(x, y, **kw):
-        seen["ptr"], seen["stride"] = x.data_ptr(), x.stride()
-        return real(x, y, **kw)
+    def spy_op(x, y, **kw):
+        seen["ptr"], seen["stride"] = x.data_ptr(), x.stride()[0]
+        return real_op(x, y, **kw)
 
-    monkeypatch.setattr(_ops._C, "rms_norm_fwd", spy)
+    def spy_fast(*args):
+        seen["ptr"], seen["stride"] = args[4], args[6]  # x, x_row_stride
+        return real_fast(*args)
+
+    monkeypatch.setattr(_eager, "enabled", fast)
+    monkeypatch.setattr(_C, "rms_norm_fwd", spy_op)
+    monkeypatch.setattr(_eager, "_fwd_ptr", spy_fast)
     base = torch.randn(6, 100)
     x = base[:, 10:90]
-    nt.rms_norm(x, torch.ones(80))
-    assert seen["ptr"] == x.data_ptr() and seen["stride"] == (100, 1)
+    y = nt.rms_norm(x, torch.ones(80))
+    assert seen["ptr"] == x.data_ptr() and seen["stride"] == 100
+    want, _, scale = ref.forward(f64(x), np.ones(80), eps=torch.finfo(torch.float32).eps)
+    ref.assert_close(f64(y), want, scale, "float32", "y")
 
 
 def test_eps_none_is_finfo_eps():

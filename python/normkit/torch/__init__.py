@@ -6,7 +6,9 @@
 - ``RMSNorm``: a drop-in for ``torch.nn.RMSNorm``.
 - ``patch(model)``: replace the RMSNorm modules of a Hugging Face transformers model in place.
 
-The ops are ``torch.ops.normkit.rms_norm_fwd`` and ``torch.ops.normkit.rms_norm_bwd``.
+The ops are ``torch.ops.normkit.rms_norm_fwd`` and ``torch.ops.normkit.rms_norm_bwd``. Plain eager
+calls skip their Python machinery and call the C API directly (same results, bit for bit; see
+``normkit.torch._eager``); torch.compile, tracers, transforms and modes always see the ops.
 """
 
 from normkit.torch.functional import rms_norm

@@ -6,7 +6,10 @@ from typing import Optional, Union
 
 import torch
 
-from normkit.torch import _ops  # noqa: F401  (registers torch.ops.normkit.*)
+from normkit.torch import _eager, _ops  # _ops registers torch.ops.normkit.*
+
+# torch.finfo(dtype).eps, looked up once per dtype (torch.finfo is slow next to a small kernel).
+_FINFO_EPS = {dt: torch.finfo(dt).eps for dt in _ops.SUPPORTED_DTYPES}
 
 
 def rms_norm(
@@ -40,10 +43,17 @@ def rms_norm(
         when a residual is given.
     """
     if eps is None:
-        eps = torch.finfo(x.dtype).eps
-    y, residual_out, _ = torch.ops.normkit.rms_norm_fwd(
-        x, weight, bias, residual, float(eps), bool(zero_centered), out_dtype
-    )
+        eps = _FINFO_EPS.get(x.dtype) or torch.finfo(x.dtype).eps
+    eps, zero_centered = float(eps), bool(zero_centered)
+    # Eager calls on plain tensors skip the custom op's Python machinery (see _eager.py);
+    # torch.compile, tracers, modes and every unusual case get the custom op.
+    out = _eager.fwd(x, weight, bias, residual, eps, zero_centered, out_dtype)
+    if out is None:
+        y, residual_out, _ = torch.ops.normkit.rms_norm_fwd(
+            x, weight, bias, residual, eps, zero_centered, out_dtype
+        )
+    else:
+        y, residual_out = out
     if residual is not None:
         return y, residual_out
     return y

@@ -58,10 +58,14 @@ class PatchedRMSNorm(torch.nn.Module):
         return getattr(self, self.eps_attr)
 
     def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
+        weight = self.weight
+        eps = getattr(self, self.eps_attr)
         if self.convention == "gemma":
-            return rms_norm(hidden_states, self.weight, self.epsilon, zero_centered=True)
-        out_dtype = torch.promote_types(self.weight.dtype, hidden_states.dtype)
-        return rms_norm(hidden_states, self.weight, self.epsilon, out_dtype=out_dtype)
+            return rms_norm(hidden_states, weight, eps, zero_centered=True)
+        x_dtype = hidden_states.dtype
+        # out_dtype None is x's dtype; promote_types only when the dtypes differ (host time).
+        out_dtype = None if weight.dtype is x_dtype else torch.promote_types(weight.dtype, x_dtype)
+        return rms_norm(hidden_states, weight, eps, out_dtype=out_dtype)
 
     def extra_repr(self) -> str:
         return (

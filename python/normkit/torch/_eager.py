@@ -1,0 +1,320 @@
+"""The eager fast path of normkit.torch.rms_norm: the same C API calls as the custom ops in
+_ops.py, with a fraction of their host time.
+
+Calling ``torch.ops.normkit.rms_norm_fwd`` from Python costs tens of microseconds of host time
+(the op's Python dispatch, its autograd wrapper, argument checks and a DLPack import per
+tensor), more than the kernel itself at small shapes. In plain eager execution none of that
+machinery does anything, so here the outputs are allocated with torch and the C API is called
+through ``_C.rms_norm_fwd_ptr`` / ``rms_norm_bwd_ptr`` with raw addresses; autograd comes from a
+``torch.autograd.Function``. Both paths issue the identical C API call, so results are
+bitwise identical.
+
+The fast path is taken only when nothing could observe the difference; otherwise ``fwd`` returns
+None and the caller uses the custom op, which stays the one thing torch.compile, export,
+jit.trace, functorch transforms, dispatch modes (FakeTensor, meta, user modes), torch-function
+modes and tensor subclasses ever see. Unusual arguments (unsupported dtypes, mismatched shapes or
+devices, empty tensors, a CUDA tensor off the current device) also go to the custom op, which
+raises its usual errors or handles them.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from normkit import _C
+from normkit.torch._ops import _rows_view
+
+# Off: every call takes the custom op (tests compare the two paths; users can rule it out).
+enabled = True
+
+_NK_DTYPE = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}  # nk_dtype values
+_PLAIN_TYPES = frozenset((torch.Tensor, torch.nn.Parameter))
+_CPU, _CUDA = 0, 1  # nk_backend values
+
+# Bound once: a module global is cheaper to reach than an attribute chain on every call.
+_fwd_ptr = _C.rms_norm_fwd_ptr
+_bwd_ptr = _C.rms_norm_bwd_ptr
+_workspace_size = _C.rms_norm_bwd_workspace_size_ptr
+_is_compiling = torch.compiler.is_compiling  # dynamo folds it to True
+_grad_enabled = torch.is_grad_enabled
+_dispatch_modes = torch._C._len_torch_dispatch_stack
+_function_modes = torch._C._is_torch_function_mode_enabled
+_functorch_active = torch._C._are_functorch_transforms_active
+_jit_tracing = torch._C._is_tracing
+_empty = torch.empty
+_empty_like = torch.empty_like
+_float32 = torch.float32
+_uint8 = torch.uint8
+_cuda_device = getattr(torch._C, "_cuda_getDevice", None)
+_cuda_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+
+# Workspace bytes by (backend, device, rows, hidden, dweight, dbias): the C API's answer
+# depends on nothing else, so each shape is asked once. Emptied when it grows past a bound
+# (varying row counts would otherwise grow it without end).
+_workspace_bytes: dict[tuple, int] = {}
+_WORKSPACE_CACHE_ENTRIES = 4096
+
+
+def _plain_context() -> bool:
+    """True when no tracer, transform or mode would want to see the op (eager execution)."""
+    return not (_dispatch_modes() or _function_modes() or _functorch_active() or _jit_tracing())
+
+
+def _beside_x(t, backend, dev) -> bool:
+    """t lives where x does (backend and device index)."""
+    return t.is_cpu if backend == _CPU else (t.is_cuda and t.get_device() == dev)
+
+
+def _vector_code(v, hidden, backend, dev):
+    """v's nk_dtype when it is a plain, contiguous [hidden] tensor beside x, else None."""
+    if (
+        type(v) in _PLAIN_TYPES
+        and v.shape == (hidden,)
+        and v.is_contiguous()
+        and (v.is_cpu if backend == _CPU else (v.is_cuda and v.get_device() == dev))
+    ):  # _beside_x(), inlined
+        return _NK_DTYPE.get(v.dtype)
+    return None
+
+
+def _matrix(t, hidden):
+    """(tensor, row stride) for the C API: t itself when contiguous, else the custom op's view."""
+    if t.is_contiguous():
+        return t, 0
+    m = _rows_view(t, hidden)
+    return m, (m.stride(0) if m.shape[0] > 1 else 0)
+
+
+# What fwd learned about its arguments, handed to _launch_fwd and to the backward as one tuple
+# (cheaper to build and to unpack than an object). Fields, in order:
+#   backend, dev      nk_backend value; CUDA device index (-1 on the CPU)
+#   stream            cudaStream_t of the forward (0 on the CPU)
+#   rows, hidden      x seen as [rows, hidden]
+#   x_code, w_code    nk_dtype of x (and residual, residual_out, dx) and of weight/bias
+#   y_code, y_dtype   nk_dtype of y; y's torch dtype, None when it is x's
+#   eps, zc           as given
+#   param_dtype       torch dtype of dweight/dbias (weight's, else bias's, else x's)
+#   has_bias, has_residual
+
+
+def _launch_fwd(x, weight, bias, residual, plan, want_rstd):
+    """Allocates the outputs and runs the forward: (y, residual_out or None, rstd or None)."""
+    backend, _, stream, rows, hidden, x_code, w_code, y_code, y_dtype, eps, zc, _, _, _ = plan
+    # New outputs are contiguous; for a contiguous x, empty_like gives that and is the cheapest
+    # allocation torch offers from Python.
+    if x.is_contiguous():
+        xm, x_stride = x, 0
+        y = _empty_like(x) if y_dtype is None else _empty_like(x, dtype=y_dtype)
+        residual_out = None if residual is None else _empty_like(x)
+    else:
+        xm, x_stride = _matrix(x, hidden)
+        y = _empty(x.shape, dtype=y_dtype or x.dtype, device=x.device)
+        residual_out = None if residual is None else _empty(x.shape, dtype=x.dtype, device=x.device)
+    r_ptr = r_stride = ro_ptr = 0
+    if residual is not None:
+        rm, r_stride = _matrix(residual, hidden)
+        r_ptr, ro_ptr = rm.data_ptr(), residual_out.data_ptr()
+    rstd = _empty(rows, dtype=_float32, device=x.device) if want_rstd else None
+    _fwd_ptr(
+        backend,
+        stream,
+        rows,
+        hidden,
+        xm.data_ptr(),
+        x_code,
+        x_stride,
+        r_ptr,
+        r_stride,
+        ro_ptr,
+        0 if weight is None else weight.data_ptr(),
+        0 if bias is None else bias.data_ptr(),
+        w_code,
+        y.data_ptr(),
+        y_code,
+        0 if rstd is None else rstd.data_ptr(),
+        eps,
+        zc,
+    )
+    return y, residual_out, rstd
+
+
+def fwd(x, weight, bias, residual, eps, zero_centered, out_dtype):
+    """(y, residual_out or None) through the fast path, or None when the custom op must run.
+
+    Every check here runs on every call, so each tensor property is read once and the order
+    puts the cheap, decisive ones first.
+    """
+    if _is_compiling() or not enabled:  # first: dynamo folds it and traces nothing below
+        return None
+    if (
+        type(x) not in _PLAIN_TYPES
+        or _dispatch_modes()
+        or _function_modes()
+        or _functorch_active()
+        or _jit_tracing()
+    ):  # _plain_context(), inlined
+        return None
+    x_dtype = x.dtype
+    x_code = _NK_DTYPE.get(x_dtype)
+    if out_dtype is None or out_dtype is x_dtype:
+        y_code, y_dtype = x_code, None
+    else:
+        y_code, y_dtype = _NK_DTYPE.get(out_dtype), out_dtype
+    shape = x.shape
+    if x_code is None or y_code is None or not shape:
+        return None
+    hidden = shape[-1]
+    rows = x.numel() // hidden if hidden else 0
+    if rows == 0:
+        return None
+    if x.is_cpu:
+        backend, dev, stream = _CPU, -1, 0
+    elif x.is_cuda:
+        # The C API runs on the current device; tensors elsewhere take the custom op's guard.
+        backend, dev = _CUDA, x.get_device()
+        if dev != _cuda_device():
+            return None
+        stream = _cuda_stream(dev)
+    else:
+        return None
+    w_code = 0
+    param_dtype = x_dtype
+    if weight is not None:
+        w_code = _vector_code(weight, hidden, backend, dev)
+        if w_code is None:
+            return None
+        param_dtype = weight.dtype
+    if bias is not None:
+        b_code = _vector_code(bias, hidden, backend, dev)
+        if b_code is None or (weight is not None and b_code != w_code):
+            return None
+        w_code, param_dtype = b_code, bias.dtype
+    if residual is not None and not (
+        type(residual) in _PLAIN_TYPES
+        and residual.dtype is x_dtype
+        and residual.shape == shape
+        and _beside_x(residual, backend, dev)
+    ):
+        return None
+
+    plan = (
+        backend, dev, stream, rows, hidden, x_code, w_code, y_code, y_dtype, eps, zero_centered,
+        param_dtype, bias is not None, residual is not None,
+    )  # fmt: skip
+    if _grad_enabled() and (
+        x.requires_grad
+        or (weight is not None and weight.requires_grad)
+        or (bias is not None and bias.requires_grad)
+        or (residual is not None and residual.requires_grad)
+    ):
+        out = _apply(x, weight, bias, residual, plan)
+        return (out, None) if residual is None else out
+    y, residual_out, _ = _launch_fwd(x, weight, bias, residual, plan, False)
+    return y, residual_out
+
+
+class _Fn(torch.autograd.Function):
+    """Autograd for the fast path: the custom op's setup_context and backward, over _C directly."""
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, residual, plan):
+        y, residual_out, rstd = _launch_fwd(x, weight, bias, residual, plan, want_rstd=True)
+        # The backward normalizes what the forward normalized: x, or the stored x + residual.
+        ctx.save_for_backward(x if residual is None else residual_out, rstd, weight)
+        ctx.plan = plan
+        if residual is None:
+            return y
+        return y, residual_out
+
+    @staticmethod
+    def backward(ctx, dy, dresidual_out=None):
+        s, rstd, weight = ctx.saved_tensors
+        plan = ctx.plan
+        has_bias, has_residual = plan[12], plan[13]
+        need = ctx.needs_input_grad
+        want_dweight = weight is not None and need[1]
+        want_dbias = has_bias and need[2]
+        dres = dresidual_out if has_residual else None
+        dx, dweight, dbias = _bwd(dy, s, rstd, weight, dres, plan, want_dweight, want_dbias)
+        return (
+            dx,
+            dweight,  # None unless wanted
+            dbias,
+            dx if has_residual else None,  # x + residual: both get dx
+            None,
+        )
+
+
+# Function.apply's Python wrapper exists for functorch transforms (excluded above); the C apply
+# under it does the autograd work.
+_apply = super(torch.autograd.Function, _Fn).apply
+
+
+def _bwd_fast_ok(dy, s, dres, dev) -> bool:
+    """The backward's version of fwd's checks (autograd hands dy and dres in s's shape)."""
+    if _is_compiling() or _grad_enabled() or not _plain_context():
+        # Compiled autograd, double backward (create_graph) or a mode watching: custom op.
+        return False
+    if type(dy) not in _PLAIN_TYPES or dy.dtype not in _NK_DTYPE or dy.shape != s.shape:
+        return False
+    if dres is not None and (
+        type(dres) not in _PLAIN_TYPES or dres.dtype is not s.dtype or dres.shape != s.shape
+    ):
+        return False
+    return dev < 0 or _cuda_device() == dev
+
+
+def _bwd(dy, s, rstd, weight, dres, plan, want_dweight, want_dbias):
+    """(dx, dweight, dbias) for _Fn.backward: the C API directly, or the custom backward op."""
+    backend, dev, _, rows, hidden, x_code, w_code, _, _, _, zc, param_dtype, _, _ = plan
+    if not _bwd_fast_ok(dy, s, dres, dev):
+        dx, dweight, dbias = torch.ops.normkit.rms_norm_bwd(
+            dy, s, rstd, weight, dres, zc, want_dweight, want_dbias, param_dtype
+        )
+        return dx, (dweight if want_dweight else None), (dbias if want_dbias else None)
+    dym, dy_stride = _matrix(dy, hidden)
+    sm, s_stride = _matrix(s, hidden)
+    # (sm is s: s is contiguous, and empty_like keeps that layout)
+    dx = _empty_like(s) if sm is s else _empty(s.shape, dtype=s.dtype, device=s.device)
+    dweight = _empty(hidden, dtype=param_dtype, device=s.device) if want_dweight else None
+    dbias = _empty(hidden, dtype=param_dtype, device=s.device) if want_dbias else None
+    ws = None
+    ws_bytes = 0
+    if want_dweight or want_dbias:
+        key = (backend, dev, rows, hidden, want_dweight, want_dbias)
+        ws_bytes = _workspace_bytes.get(key)
+        if ws_bytes is None:
+            ws_bytes = _workspace_size(backend, rows, hidden, want_dweight, want_dbias)
+            if len(_workspace_bytes) >= _WORKSPACE_CACHE_ENTRIES:
+                _workspace_bytes.clear()
+            _workspace_bytes[key] = ws_bytes
+        if ws_bytes:
+            ws = _empty(ws_bytes, dtype=_uint8, device=s.device)
+    dres_ptr = dres_stride = 0
+    if dres is not None:
+        dresm, dres_stride = _matrix(dres, hidden)
+        dres_ptr = dresm.data_ptr()
+    _bwd_ptr(
+        backend,
+        0 if backend == _CPU else _cuda_stream(dev),
+        rows,
+        hidden,
+        dym.data_ptr(),
+        _NK_DTYPE[dy.dtype],
+        dy_stride,
+        sm.data_ptr(),
+        x_code,
+        s_stride,
+        rstd.data_ptr(),
+        0 if weight is None else weight.data_ptr(),
+        w_code,
+        zc,
+        dres_ptr,
+        dres_stride,
+        dx.data_ptr(),
+        0 if dweight is None else dweight.data_ptr(),
+        0 if dbias is None else dbias.data_ptr(),
+        0 if ws is None else ws.data_ptr(),
+        ws_bytes,
+    )
+    return dx, dweight, dbias

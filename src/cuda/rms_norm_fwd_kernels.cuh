@@ -64,66 +64,84 @@ __device__ __forceinline__ void scale_in_place(const FwdParams& p, int64_t col, 
   }
 }
 
-// One HBM pass: every thread keeps its part of the row in registers, packed in x's own type
-// (half the registers of float32 for 16-bit types, so more rows in flight per SM), between the
-// sum of squares and the output. blockDim = (threads per row, rows per block); a cluster of
-// shape.cluster_size consecutive CTAs shares one row, each covering cols_per_cta columns.
-// Loads of x/residual come before any store: a store between two loads would stop the compiler
-// from issuing the loads together (they might alias). Weight and bias go through the
-// read-only path, which may run ahead of the stores.
-template <typename XT, typename WT, typename YT, int VEC, int IMAX>
-__global__ void __launch_bounds__(512) rms_norm_fwd_registers(FwdParams p) {
-  __shared__ float scratch[kMaxWarps];
-  __shared__ float cluster_slot;
-  const RowShape& shape = p.shape;
-  const int cluster = shape.cluster_size;
-  const int rank = blockIdx.x % cluster;
-  const int64_t row = static_cast<int64_t>(blockIdx.x / cluster) * blockDim.y + threadIdx.y;
-  const bool valid = row < shape.rows;  // invalid rows still join the shuffles
-  const int64_t col_begin = rank * shape.cols_per_cta;
-  const int64_t col_end = min(shape.hidden, col_begin + shape.cols_per_cta);
-  auto column = [&](int i) {
-    return col_begin + (static_cast<int64_t>(i) * blockDim.x + threadIdx.x) * VEC;
-  };
-  auto active = [&](int i) { return i < shape.items && valid && column(i) < col_end; };
+// The part of a row one thread of a registers kernel covers: the row of threadIdx.y in CTA
+// `rank` of its cluster, vector i at column col_begin + (i * blockDim.x + threadIdx.x) * VEC.
+// Threads of rows past the end stay (valid false): they still join the shuffles and barriers.
+template <int VEC>
+struct RowChunk {
+  int rank;
+  int64_t row;
+  bool valid;
+  int64_t col_begin, col_end;
+  int items;
 
-  Lanes<XT, VEC> s[IMAX];
+  __device__ __forceinline__ explicit RowChunk(const RowShape& shape)
+      : rank(blockIdx.x % shape.cluster_size),
+        row(static_cast<int64_t>(blockIdx.x / shape.cluster_size) * blockDim.y + threadIdx.y),
+        valid(row < shape.rows),
+        col_begin(rank * shape.cols_per_cta),
+        col_end(min(shape.hidden, col_begin + shape.cols_per_cta)),
+        items(shape.items) {}
+  __device__ __forceinline__ int64_t column(int i) const {
+    return col_begin + (static_cast<int64_t>(i) * blockDim.x + threadIdx.x) * VEC;
+  }
+  __device__ __forceinline__ bool active(int i) const {
+    return i < items && valid && column(i) < col_end;
+  }
+};
+
+// Loads this thread's vectors of x, packed (zeros where inactive).
+template <typename XT, int VEC, int IMAX>
+__device__ __forceinline__ void load_x_lanes(const FwdParams& p, const RowChunk<VEC>& c,
+                                             Lanes<XT, VEC> (&s)[IMAX]) {
 #pragma unroll
   for (int i = 0; i < IMAX; ++i) {
-    const int64_t col = column(i);
-    s[i] = active(i) ? load_lanes_upto<XT, VEC>(
-                           static_cast<const XT*>(p.x) + row * p.x_stride + col, col_end - col)
-                     : Lanes<XT, VEC>{};
+    const int64_t col = c.column(i);
+    s[i] = c.active(i) ? load_lanes_upto<XT, VEC>(static_cast<const XT*>(p.x) + c.row * p.x_stride +
+                                                      col, c.col_end - col)
+                       : Lanes<XT, VEC>{};
   }
-  if (p.residual) {
+}
+
+// With a residual: s = x + residual rounded to XT, stored to residual_out. All residual loads
+// come before the first store (a store between two loads would keep the compiler from issuing
+// the loads together: they might alias).
+template <typename XT, int VEC, int IMAX>
+__device__ __forceinline__ void add_residual_lanes(const FwdParams& p, const RowChunk<VEC>& c,
+                                                   Lanes<XT, VEC> (&s)[IMAX]) {
+  if (!p.residual) return;
 #pragma unroll
-    for (int i = 0; i < IMAX; ++i) {
-      const int64_t col = column(i);
-      if (active(i)) {
-        const Lanes<XT, VEC> r = load_lanes_upto<XT, VEC>(
-            static_cast<const XT*>(p.residual) + row * p.residual_stride + col, col_end - col);
-        float sum[VEC];
+  for (int i = 0; i < IMAX; ++i) {
+    const int64_t col = c.column(i);
+    if (c.active(i)) {
+      const Lanes<XT, VEC> r = load_lanes_upto<XT, VEC>(
+          static_cast<const XT*>(p.residual) + c.row * p.residual_stride + col, c.col_end - col);
+      float sum[VEC];
 #pragma unroll
-        for (int k = 0; k < VEC; ++k) sum[k] = to_float(s[i].get(k)) + to_float(r.get(k));
-        s[i] = pack_lanes<XT, VEC>(sum);
-      }
+      for (int k = 0; k < VEC; ++k) sum[k] = to_float(s[i].get(k)) + to_float(r.get(k));
+      s[i] = pack_lanes<XT, VEC>(sum);
     }
+  }
 #pragma unroll
-    for (int i = 0; i < IMAX; ++i) {
-      const int64_t col = column(i);
-      XT* out = static_cast<XT*>(p.residual_out) + row * p.residual_out_stride + col;
-      if (active(i)) {
-        if (col_end - col >= VEC) {
-          s[i].store(out);
-        } else {
+  for (int i = 0; i < IMAX; ++i) {
+    const int64_t col = c.column(i);
+    XT* out = static_cast<XT*>(p.residual_out) + c.row * p.residual_out_stride + col;
+    if (c.active(i)) {
+      if (c.col_end - col >= VEC) {
+        s[i].store(out);
+      } else {
 #pragma unroll
-          for (int k = 0; k < VEC; ++k) {
-            if (k < col_end - col) out[k] = s[i].get(k);
-          }
+        for (int k = 0; k < VEC; ++k) {
+          if (k < c.col_end - col) out[k] = s[i].get(k);
         }
       }
     }
   }
+}
+
+// This thread's share of the row's sum of squares.
+template <typename XT, int VEC, int IMAX>
+__device__ __forceinline__ float sum_of_squares(const Lanes<XT, VEC> (&s)[IMAX]) {
   float sum_sq = 0.0f;
 #pragma unroll
   for (int i = 0; i < IMAX; ++i) {
@@ -133,14 +151,36 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_registers(FwdParams p) {
       sum_sq += v * v;
     }
   }
+  return sum_sq;
+}
+
+// One HBM pass: every thread keeps its part of the row in registers, packed in x's own type
+// (half the registers of float32 for 16-bit types, so more rows in flight per SM), between the
+// sum of squares and the output. blockDim = (threads per row, rows per block); a cluster of
+// shape.cluster_size consecutive CTAs shares one row, each covering cols_per_cta columns.
+// Weight and bias go through the read-only path, which may run ahead of the residual_out
+// stores.
+template <typename XT, typename WT, typename YT, int VEC, int IMAX>
+__global__ void __launch_bounds__(512) rms_norm_fwd_registers(FwdParams p) {
+  __shared__ float scratch[kMaxWarps];
+  __shared__ float cluster_slot;
+  const RowShape& shape = p.shape;
+  const RowChunk<VEC> c(shape);
+  const int64_t row = c.row;
+  const int64_t col_end = c.col_end;
+
+  Lanes<XT, VEC> s[IMAX];
+  load_x_lanes(p, c, s);
+  add_residual_lanes(p, c, s);
+  float sum_sq = sum_of_squares(s);
   sum_sq = row_sum(sum_sq, shape, scratch, &cluster_slot);
-  if (!valid) return;
+  if (!c.valid) return;
   const float rstd = 1.0f / sqrtf(sum_sq * shape.inv_hidden + p.eps);
-  if (p.rstd && rank == 0 && threadIdx.x == 0) p.rstd[row] = rstd;
+  if (p.rstd && c.rank == 0 && threadIdx.x == 0) p.rstd[row] = rstd;
 #pragma unroll
   for (int i = 0; i < IMAX; ++i) {
-    const int64_t col = column(i);
-    if (active(i)) {
+    const int64_t col = c.column(i);
+    if (c.active(i)) {
       float out[VEC];
 #pragma unroll
       for (int k = 0; k < VEC; ++k) out[k] = to_float(s[i].get(k));

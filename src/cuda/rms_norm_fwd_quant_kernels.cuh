@@ -82,25 +82,12 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_quant_registers(FwdParams p)
   __shared__ float scratch[kMaxWarps];
   __shared__ float cluster_slot;
   const RowShape& shape = p.shape;
-  const int cluster = shape.cluster_size;
-  const int rank = blockIdx.x % cluster;
-  const int64_t row = static_cast<int64_t>(blockIdx.x / cluster) * blockDim.y + threadIdx.y;
-  const bool valid = row < shape.rows;
-  const int64_t col_begin = rank * shape.cols_per_cta;
-  const int64_t col_end = min(shape.hidden, col_begin + shape.cols_per_cta);
-  auto column = [&](int i) {
-    return col_begin + (static_cast<int64_t>(i) * blockDim.x + threadIdx.x) * VEC;
-  };
-  auto active = [&](int i) { return i < shape.items && valid && column(i) < col_end; };
+  const RowChunk<VEC> c(shape);
+  const int64_t row = c.row;
+  const int64_t col_end = c.col_end;
 
   Lanes<XT, VEC> s[IMAX];
-#pragma unroll
-  for (int i = 0; i < IMAX; ++i) {
-    const int64_t col = column(i);
-    s[i] = active(i) ? load_lanes_upto<XT, VEC>(
-                           static_cast<const XT*>(p.x) + row * p.x_stride + col, col_end - col)
-                     : Lanes<XT, VEC>{};
-  }
+  load_x_lanes(p, c, s);
   // TENSOR and MXFP8 load the weight before the reduction too: loaded after it, its L2
   // latency is exposed once per CTA. Read-only, so these loads may run ahead of the
   // residual_out stores. TOKEN and BLOCK, which keep more values live, were slower with it
@@ -109,62 +96,26 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_quant_registers(FwdParams p)
   Lanes<WT, VEC> w[IMAX];
 #pragma unroll
   for (int i = 0; i < IMAX; ++i) {
-    const int64_t col = column(i);
-    if (kPreloadWeight && p.weight && active(i) && col_end - col >= VEC) {
+    const int64_t col = c.column(i);
+    if (kPreloadWeight && p.weight && c.active(i) && col_end - col >= VEC) {
       w[i].load_readonly(static_cast<const WT*>(p.weight) + col);
     } else {
       w[i] = Lanes<WT, VEC>{};
     }
   }
-  if (p.residual) {
-#pragma unroll
-    for (int i = 0; i < IMAX; ++i) {
-      const int64_t col = column(i);
-      if (active(i)) {
-        const Lanes<XT, VEC> r = load_lanes_upto<XT, VEC>(
-            static_cast<const XT*>(p.residual) + row * p.residual_stride + col, col_end - col);
-        float sum[VEC];
-#pragma unroll
-        for (int k = 0; k < VEC; ++k) sum[k] = to_float(s[i].get(k)) + to_float(r.get(k));
-        s[i] = pack_lanes<XT, VEC>(sum);
-      }
-    }
-#pragma unroll
-    for (int i = 0; i < IMAX; ++i) {
-      const int64_t col = column(i);
-      XT* out = static_cast<XT*>(p.residual_out) + row * p.residual_out_stride + col;
-      if (active(i)) {
-        if (col_end - col >= VEC) {
-          s[i].store(out);
-        } else {
-#pragma unroll
-          for (int k = 0; k < VEC; ++k) {
-            if (k < col_end - col) out[k] = s[i].get(k);
-          }
-        }
-      }
-    }
-  }
-  float sum_sq = 0.0f;
-#pragma unroll
-  for (int i = 0; i < IMAX; ++i) {
-#pragma unroll
-    for (int k = 0; k < VEC; ++k) {
-      const float v = to_float(s[i].get(k));
-      sum_sq += v * v;
-    }
-  }
+  add_residual_lanes(p, c, s);
+  float sum_sq = sum_of_squares(s);
   sum_sq = row_sum(sum_sq, shape, scratch, &cluster_slot);
   const float rstd = 1.0f / sqrtf(sum_sq * shape.inv_hidden + p.eps);
-  const bool row_writer = valid && rank == 0 && threadIdx.x == 0;
+  const bool row_writer = c.valid && c.rank == 0 && threadIdx.x == 0;
   if (p.rstd && row_writer) p.rstd[row] = rstd;
 
   // v of vector i (zeros where inactive).
   auto values = [&](int i, float* v) {
-    const int64_t col = column(i);
+    const int64_t col = c.column(i);
 #pragma unroll
     for (int k = 0; k < VEC; ++k) v[k] = to_float(s[i].get(k));
-    if (kPreloadWeight && active(i) && col_end - col >= VEC) {  // the weight is in w[i]
+    if (kPreloadWeight && c.active(i) && col_end - col >= VEC) {  // the weight is in w[i]
 #pragma unroll
       for (int k = 0; k < VEC; ++k) {
         const float scale = p.weight ? to_float(w[i].get(k)) + (p.zero_centered ? 1.0f : 0.0f)
@@ -177,7 +128,7 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_quant_registers(FwdParams p)
 #pragma unroll
         for (int k = 0; k < VEC; ++k) v[k] += b[k];
       }
-    } else if (active(i)) {
+    } else if (c.active(i)) {
       scale_in_place<WT, VEC>(p, col, col_end - col, v, rstd);
     } else {
 #pragma unroll
@@ -202,8 +153,8 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_quant_registers(FwdParams p)
     float v[VEC];
     values(i, v);
     if constexpr (MODE != NK_QUANT_TOKEN) amax = fmaxf(amax, max_abs<VEC>(v));
-    const int64_t col = column(i);
-    quantize_vector<MODE, VEC>(p, row, col, col_end - col, active(i), v, factor);
+    const int64_t col = c.column(i);
+    quantize_vector<MODE, VEC>(p, row, col, col_end - col, c.active(i), v, factor);
   }
   if (p.quant.amax) cta_amax_to_global(amax, scratch, p.quant.amax);
 }

@@ -89,6 +89,22 @@ OutputCheck absent(const char* name) {
 
 }  // namespace
 
+void check_integrity(const std::vector<IntegrityItem>& items,
+                     std::vector<std::string>& problems) {
+  for (const IntegrityItem& item : items) {
+    if (item.tensor->empty()) continue;
+    const int64_t stray = item.tensor->bytes_written_outside();
+    if (stray) {
+      problems.push_back(strprintf("%s: %lld bytes written outside its elements (row padding, "
+                                   "guard or misalignment offset)",
+                                   item.name, static_cast<long long>(stray)));
+    }
+    if (!item.may_change && !item.tensor->unchanged_since_snapshot()) {
+      problems.push_back(std::string(item.name) + ": input was modified");
+    }
+  }
+}
+
 CaseVerdict judge(const CheckCase& c, CaseTensors& t, const ExpectedResults& e) {
   CaseVerdict v;
   // The lowest-precision input that feeds each output sets its tolerance, with the number of
@@ -136,11 +152,7 @@ CaseVerdict judge(const CheckCase& c, CaseTensors& t, const ExpectedResults& e) 
 
   // Integrity: no stray writes into padding, guards or around vectors; inputs untouched
   // unless an output aliases them.
-  const struct {
-    const char* name;
-    HostTensor* tensor;
-    bool may_change;
-  } all[] = {{"x", &t.x, t.y.empty()},
+  const std::vector<IntegrityItem> all = {{"x", &t.x, t.y.empty()},
              {"residual", &t.residual, c.residual && t.residual_out.empty()},
              {"weight", &t.weight, false},
              {"bias", &t.bias, false},
@@ -154,18 +166,7 @@ CaseVerdict judge(const CheckCase& c, CaseTensors& t, const ExpectedResults& e) 
              {"dx", &t.dx, true},
              {"dweight", &t.dweight, true},
              {"dbias", &t.dbias, true}};
-  for (const auto& item : all) {
-    if (item.tensor->empty()) continue;
-    const int64_t stray = item.tensor->bytes_written_outside();
-    if (stray) {
-      v.problems.push_back(strprintf("%s: %lld bytes written outside its elements (row padding, "
-                                     "guard or misalignment offset)",
-                                     item.name, static_cast<long long>(stray)));
-    }
-    if (!item.may_change && !item.tensor->unchanged_since_snapshot()) {
-      v.problems.push_back(std::string(item.name) + ": input was modified");
-    }
-  }
+  check_integrity(all, v.problems);
   return v;
 }
 

@@ -36,4 +36,16 @@ struct CaseVerdict {
 
 CaseVerdict judge(const CheckCase& c, CaseTensors& t, const ExpectedResults& expected);
 
+// One tensor of a case for the integrity checks, and whether the run may change it.
+struct IntegrityItem {
+  const char* name;
+  HostTensor* tensor;
+  bool may_change;
+};
+
+// Appends a message to `problems` for every non-empty tensor with bytes written outside its
+// elements (row padding, guards, misalignment offset), and for every one that changed although
+// it may not. Shared by the unquantized and the quantized check.
+void check_integrity(const std::vector<IntegrityItem>& items, std::vector<std::string>& problems);
+
 }  // namespace nktool

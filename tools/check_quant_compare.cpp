@@ -1,5 +1,6 @@
 #include "check_quant_compare.h"
 
+#include "check_compare.h"
 #include "dtype_names.h"
 #include "text_format.h"
 
@@ -38,11 +39,7 @@ QuantVerdict judge_quant(const QuantCheckCase& c, QuantCaseTensors& t,
   v.rstd = ref::compare(t.rstd.data(), NK_FLOAT32, c.rows, 1, 1, e.result.base.rstd,
                         ref::tolerance_for(NK_FLOAT32, c.x_dtype, c.hidden));
 
-  const struct {
-    const char* name;
-    HostTensor* tensor;
-    bool may_change;
-  } all[] = {{"x", &t.x, false},
+  const std::vector<IntegrityItem> all = {{"x", &t.x, false},
              {"residual", &t.residual, c.in_place},
              {"weight", &t.weight, false},
              {"bias", &t.bias, false},
@@ -53,18 +50,7 @@ QuantVerdict judge_quant(const QuantCheckCase& c, QuantCaseTensors& t,
              {"scales", &t.scales, true},
              {"amax", &t.amax, true},
              {"y_t", &t.y_t, true}};
-  for (const auto& item : all) {
-    if (item.tensor->empty()) continue;
-    const int64_t stray = item.tensor->bytes_written_outside();
-    if (stray) {
-      v.problems.push_back(strprintf("%s: %lld bytes written outside its elements (row padding, "
-                                     "guard or misalignment offset)",
-                                     item.name, static_cast<long long>(stray)));
-    }
-    if (!item.may_change && !item.tensor->unchanged_since_snapshot()) {
-      v.problems.push_back(std::string(item.name) + ": input was modified");
-    }
-  }
+  check_integrity(all, v.problems);
   return v;
 }
 

@@ -10,13 +10,15 @@ namespace normkit::cuda {
 inline QuantParams quant_params(const nk_rms_norm_fwd_args& a) {
   QuantParams q;
   switch (a.y_dtype) {
-    case NK_FLOAT8_E4M3: q.format = QuantFormat::kE4M3, q.qmax = 448.0f, q.mx_emax = 8; break;
-    case NK_FLOAT8_E5M2: q.format = QuantFormat::kE5M2, q.qmax = 57344.0f, q.mx_emax = 15; break;
-    case NK_INT8: q.format = QuantFormat::kInt8, q.qmax = 127.0f, q.mx_emax = 0; break;
+    case NK_FLOAT8_E4M3: q.format = QuantFormat::kE4M3; break;
+    case NK_FLOAT8_E5M2: q.format = QuantFormat::kE5M2; break;
+    case NK_INT8: q.format = QuantFormat::kInt8; break;
     default:
       throw Error(NK_ERROR_INTERNAL, std::string("quantized forward: unhandled y dtype ") +
                                          nk_dtype_name(a.y_dtype));
   }
+  q.qmax = quant_qmax(a.y_dtype);
+  q.mx_emax = mx_emax(a.y_dtype);
   q.block = static_cast<int>(quant_block_size(a));
   q.scale = a.scale;
   q.scale_ub = a.scale_ub;

@@ -18,11 +18,9 @@ template <typename XT>
 void launch_fwd_quant_for_x(const nk_rms_norm_fwd_args& args, const LaunchConfig& cfg,
                             cudaStream_t stream);
 
-// Elements per scale of the block modes (the C API's 0 resolved to its default), else 0.
+// Elements per scale of the block modes, else 0 (validation resolved the C API's 0 already).
 inline int64_t quant_block_size(const nk_rms_norm_fwd_args& a) {
-  if (a.quant == NK_QUANT_BLOCK) return a.quant_block ? a.quant_block : 128;
-  if (a.quant == NK_QUANT_MXFP8) return 32;
-  return 0;
+  return a.quant == NK_QUANT_BLOCK || a.quant == NK_QUANT_MXFP8 ? a.quant_block : 0;
 }
 
 // partial_dweight / partial_dbias: [cfg.slots, hidden] float32 inside the caller's workspace.

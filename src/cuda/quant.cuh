@@ -5,9 +5,9 @@
 
 #include <cuda_fp8.h>
 
-#include <cfloat>
 #include <cstdint>
 
+#include "common/quant_rules.h"  // the scale rules, shared with the CPU backend
 #include "cuda/kernel_params.h"
 
 namespace normkit::cuda {
@@ -54,27 +54,6 @@ __device__ __forceinline__ void store_quantized(uint8_t* p, int64_t n, const flo
       if (k < n) p[k] = static_cast<uint8_t>(word[k / 4] >> (8 * (k % 4)));
     }
   }
-}
-
-// Dynamic scale for a row or block whose largest |v| is `a`: a / qmax, at most scale_ub
-// (when > 0), at least FLT_MIN (so the reciprocal is finite).
-__device__ __forceinline__ float dynamic_scale(float a, const QuantParams& q) {
-  float scale = a / q.qmax;
-  if (q.scale_ub > 0.0f) scale = fminf(scale, q.scale_ub);
-  return fmaxf(scale, FLT_MIN);
-}
-
-// MXFP8 shared exponent of a block whose largest |v| is `a`: floor(log2(a)) - emax, clamped
-// to [-127, 127]; -127 for zero and for values below 2^-126.
-__device__ __forceinline__ int mx_exponent(float a, const QuantParams& q) {
-  const int biased = static_cast<int>((__float_as_uint(a) >> 23) & 0xffu);
-  if (biased == 0) return -127;
-  return min(127, max(-127, biased - 127 - q.mx_emax));
-}
-
-// 2^-e as a float32 (e in [-127, 126], where the result is a normal number).
-__device__ __forceinline__ float pow2_neg(int e) {
-  return __uint_as_float(static_cast<unsigned>(127 - e) << 23);
 }
 
 // Adds this CTA's largest |v| to the global amax. Float bit patterns of non-negative values

@@ -42,7 +42,7 @@ void launch_transpose(const nk_rms_norm_fwd_args& a, cudaStream_t stream) {
   t.src = static_cast<const uint8_t*>(a.y);
   t.src_stride = a.y_row_stride;
   t.dst = static_cast<uint8_t*>(a.y_t);
-  t.dst_stride = a.y_t_row_stride ? a.y_t_row_stride : a.rows;
+  t.dst_stride = a.y_t_row_stride;  // resolved by validation (never 0)
   t.rows = a.rows;
   t.cols = a.hidden;
   auto aligned = [](const void* p, int64_t stride, int64_t extent) {

@@ -45,13 +45,13 @@ __device__ __forceinline__ void quantize_vector(const FwdParams& p, int64_t row,
     const bool writes_scale = active && threadIdx.x % lanes == 0;
     const int64_t scale_index = row * (p.shape.hidden / q.block) + col / q.block;
     if constexpr (MODE == NK_QUANT_BLOCK) {
-      const float scale = dynamic_scale(m, q);
+      const float scale = dynamic_scale(m, q.qmax, q.scale_ub);
       factor = __frcp_rn(scale);
       if (writes_scale) static_cast<float*>(q.scales)[scale_index] = scale;
     } else {
-      const int e = mx_exponent(m, q);
-      factor = pow2_neg(e);
-      if (writes_scale) static_cast<uint8_t*>(q.scales)[scale_index] = static_cast<uint8_t>(e + 127);
+      const int e = mx_scale_exponent(m, q.mx_emax);
+      factor = mx_multiplier(e);
+      if (writes_scale) static_cast<uint8_t*>(q.scales)[scale_index] = mx_scale_byte(e);
     }
   }
   if (active) {
@@ -66,9 +66,9 @@ template <int MODE>
 __device__ __forceinline__ float token_factor(const FwdParams& p, int64_t row, bool writer,
                                               float row_amax) {
   if constexpr (MODE == NK_QUANT_TOKEN) {
-    const float scale = dynamic_scale(row_amax, p.quant);
+    const float scale = dynamic_scale(row_amax, p.quant.qmax, p.quant.scale_ub);
     if (writer) static_cast<float*>(p.quant.scales)[row] = scale;
-    return __frcp_rn(scale);  // correctly rounded, as 1.0f / scale, without the division
+    return __frcp_rn(scale);  // = dynamic_multiplier(scale) (both correctly rounded), no division
   } else {
     return 0.0f;
   }
@@ -258,13 +258,13 @@ __global__ void __launch_bounds__(256) rms_norm_fwd_quant_blocks_unaligned(FwdPa
     const int64_t scale_index = row * nblocks + col / q.block;
     float factor;
     if constexpr (MODE == NK_QUANT_BLOCK) {
-      const float scale = dynamic_scale(m, q);
+      const float scale = dynamic_scale(m, q.qmax, q.scale_ub);
       factor = __frcp_rn(scale);
       if (col % q.block == 0) static_cast<float*>(q.scales)[scale_index] = scale;
     } else {
-      const int e = mx_exponent(m, q);
-      factor = pow2_neg(e);
-      if (col % q.block == 0) static_cast<uint8_t*>(q.scales)[scale_index] = static_cast<uint8_t>(e + 127);
+      const int e = mx_scale_exponent(m, q.mx_emax);
+      factor = mx_multiplier(e);
+      if (col % q.block == 0) static_cast<uint8_t*>(q.scales)[scale_index] = mx_scale_byte(e);
     }
     store_quantized<1>(static_cast<uint8_t*>(p.y) + row * p.y_stride + col, 1, &v, factor, q.format);
   }

@@ -32,6 +32,29 @@ Placement placement_of(int device_type, int device_id, const char* name) {
 
 const char* backend_name(nk_backend b) { return b == NK_BACKEND_CUDA ? "cuda" : "cpu"; }
 
+// Shape, stride and placement of a [rows, hidden] matrix; the dtype is the caller's to set.
+MatrixView matrix_layout(const ArrayFacts& a, const char* name) {
+  if (a.ndim != 2) {
+    throw nb::value_error((std::string(name) + " has " + std::to_string(a.ndim) +
+                           " dimensions; expected a [rows, hidden] matrix")
+                              .c_str());
+  }
+  MatrixView m;
+  m.data = a.data;
+  m.rows = a.shape[0];
+  m.hidden = a.shape[1];
+  m.place = placement_of(a.device_type, a.device_id, name);
+  if (m.hidden > 1 && a.strides[1] != 1) {
+    throw nb::value_error((std::string(name) + " has column stride " +
+                           std::to_string(a.strides[1]) +
+                           "; normkit needs contiguous columns (stride 1)")
+                              .c_str());
+  }
+  // The C API checks row_stride >= hidden and reports it with the value.
+  m.row_stride = m.rows == 1 ? 0 : a.strides[0];
+  return m;
+}
+
 }  // namespace
 
 nk_dtype to_nk_dtype(nb::dlpack::dtype dtype, const char* name) {
@@ -46,25 +69,20 @@ nk_dtype to_nk_dtype(nb::dlpack::dtype dtype, const char* name) {
 }
 
 MatrixView matrix_view(const ArrayFacts& a, const char* name) {
-  if (a.ndim != 2) {
-    throw nb::value_error((std::string(name) + " has " + std::to_string(a.ndim) +
-                           " dimensions; expected a [rows, hidden] matrix")
-                              .c_str());
-  }
-  MatrixView m;
-  m.data = a.data;
+  MatrixView m = matrix_layout(a, name);
   m.dtype = to_nk_dtype(a.dtype, name);
-  m.rows = a.shape[0];
-  m.hidden = a.shape[1];
-  m.place = placement_of(a.device_type, a.device_id, name);
-  if (m.hidden > 1 && a.strides[1] != 1) {
-    throw nb::value_error((std::string(name) + " has column stride " +
-                           std::to_string(a.strides[1]) +
-                           "; normkit needs contiguous columns (stride 1)")
-                              .c_str());
+  return m;
+}
+
+MatrixView code_matrix_view(const ArrayFacts& a, const char* name, nk_dtype dtype) {
+  MatrixView m = matrix_layout(a, name);
+  if (a.itemsize != nk_dtype_size(dtype)) {
+    throw nb::type_error((std::string(name) + " has dtype " + dtype_string(a.dtype) + "; " +
+                          nk_dtype_name(dtype) + " codes need " +
+                          std::to_string(nk_dtype_size(dtype)) + "-byte elements")
+                             .c_str());
   }
-  // The C API checks row_stride >= hidden and reports it with the value.
-  m.row_stride = m.rows == 1 ? 0 : a.strides[0];
+  m.dtype = dtype;
   return m;
 }
 

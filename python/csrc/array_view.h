@@ -73,6 +73,10 @@ nk_dtype to_nk_dtype(nb::dlpack::dtype dtype, const char* name);
 // The array must be 2-D with contiguous columns.
 MatrixView matrix_view(const ArrayFacts& a, const char* name);
 
+// A matrix of 8-bit codes (quantized outputs): any dtype of dtype's element size, since
+// frameworks differ in which 8-bit dtypes DLPack carries; `dtype` says what the bytes mean.
+MatrixView code_matrix_view(const ArrayFacts& a, const char* name, nk_dtype dtype);
+
 // The array must be 1-D and contiguous; `expected_size` < 0 skips the size check.
 VectorView vector_view(const ArrayFacts& a, const char* name, int64_t expected_size);
 

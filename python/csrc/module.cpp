@@ -6,6 +6,7 @@
 
 #include "normkit/normkit.h"
 #include "ops.h"
+#include "quant_ops.h"
 #include "status.h"
 #ifdef NK_PY_WITH_JAX
 #include "jax_ffi.h"
@@ -25,6 +26,20 @@ NB_MODULE(_C, m) {
         "zero_centered"_a = false, "stream"_a = 0,
         "RMSNorm forward into preallocated y (and residual_out, rstd) over [rows, hidden] "
         "arrays with contiguous columns. stream is a cudaStream_t as an int (0 = default).");
+
+  m.def("rms_norm_fwd_quant", &normkit_py::rms_norm_fwd_quant, "x"_a, "y"_a, nb::kw_only(),
+        "y_dtype"_a, "mode"_a, "weight"_a.none() = nb::none(), "bias"_a.none() = nb::none(),
+        "residual"_a.none() = nb::none(), "residual_out"_a.none() = nb::none(),
+        "rstd"_a.none() = nb::none(), "scale"_a.none() = nb::none(), "scale_ub"_a = 0.0f,
+        "scales"_a.none() = nb::none(), "amax"_a.none() = nb::none(),
+        "y_t"_a.none() = nb::none(), "block"_a = 0, "eps"_a = 1e-6f, "zero_centered"_a = false,
+        "stream"_a = 0,
+        "RMSNorm forward with a quantized y (nk_quant_mode) into preallocated outputs. y and "
+        "y_t hold y_dtype codes ('float8_e4m3', 'float8_e5m2', 'int8') in any 1-byte dtype; "
+        "mode is 'tensor' (scale: float32 [1]), 'token', 'block' or 'mxfp8' (scales: float32, "
+        "or e8m0 bytes for mxfp8, rows * hidden / block elements); amax: float32 [1]; y_t: "
+        "[hidden, rows] (tensor mode). scale_ub 0 and block 0 mean unset. The C API validates "
+        "the combination and its message is raised as NormkitError.");
 
   m.def("rms_norm_bwd", &normkit_py::rms_norm_bwd, "dy"_a, "x"_a, "rstd"_a, "dx"_a,
         "weight"_a.none() = nb::none(), "dresidual_out"_a.none() = nb::none(),

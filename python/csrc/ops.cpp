@@ -4,9 +4,6 @@
 
 namespace normkit_py {
 
-namespace {
-
-// A matrix argument that must match x in shape, place and (when `same_dtype`) dtype.
 MatrixView matrix_like_x(const ArrayFacts& a, const MatrixView& x, const char* name,
                          bool same_dtype) {
   MatrixView m = matrix_view(a, name);
@@ -22,6 +19,8 @@ VectorView vector_like_x(const ArrayFacts& a, const MatrixView& x, const char* n
   return v;
 }
 
+namespace {
+
 nk_backend backend_from_name(const std::string& name) {
   if (name == "cpu") return NK_BACKEND_CPU;
   if (name == "cuda") return NK_BACKEND_CUDA;
@@ -30,12 +29,10 @@ nk_backend backend_from_name(const std::string& name) {
 
 }  // namespace
 
-void rms_norm_fwd(const InArray& x, const OutArray& y, const InArray& weight, const InArray& bias,
-                  const InArray& residual, const OutArray& residual_out, const OutArray& rstd,
-                  float eps, bool zero_centered, uintptr_t stream) {
-  const MatrixView xv = matrix_view(facts_of(x), "x");
-  const MatrixView yv = matrix_like_x(facts_of(y), xv, "y", /*same_dtype=*/false);
-
+nk_rms_norm_fwd_args fwd_args_without_y(const MatrixView& xv, const InArray& weight,
+                                        const InArray& bias, const InArray& residual,
+                                        const OutArray& residual_out, const OutArray& rstd,
+                                        float eps, bool zero_centered) {
   nk_rms_norm_fwd_args a;
   nk_rms_norm_fwd_args_init(&a);
   a.rows = xv.rows;
@@ -43,9 +40,6 @@ void rms_norm_fwd(const InArray& x, const OutArray& y, const InArray& weight, co
   a.x = xv.data;
   a.x_dtype = xv.dtype;
   a.x_row_stride = xv.row_stride;
-  a.y = yv.data;
-  a.y_dtype = yv.dtype;
-  a.y_row_stride = yv.row_stride;
   a.eps = eps;
   a.zero_centered = zero_centered ? 1 : 0;
 
@@ -76,13 +70,29 @@ void rms_norm_fwd(const InArray& x, const OutArray& y, const InArray& weight, co
     require_dtype(r.dtype, NK_FLOAT32, "rstd");
     a.rstd = static_cast<float*>(r.data);
   }
+  return a;
+}
 
+void call_fwd(const nk_rms_norm_fwd_args& args, nk_backend backend, uintptr_t stream) {
   nk_status status;
   {
     nb::gil_scoped_release release;
-    status = nk_rms_norm_fwd(&a, xv.place.backend, reinterpret_cast<void*>(stream));
+    status = nk_rms_norm_fwd(&args, backend, reinterpret_cast<void*>(stream));
   }
   check_status(status, "nk_rms_norm_fwd");
+}
+
+void rms_norm_fwd(const InArray& x, const OutArray& y, const InArray& weight, const InArray& bias,
+                  const InArray& residual, const OutArray& residual_out, const OutArray& rstd,
+                  float eps, bool zero_centered, uintptr_t stream) {
+  const MatrixView xv = matrix_view(facts_of(x), "x");
+  const MatrixView yv = matrix_like_x(facts_of(y), xv, "y", /*same_dtype=*/false);
+  nk_rms_norm_fwd_args a =
+      fwd_args_without_y(xv, weight, bias, residual, residual_out, rstd, eps, zero_centered);
+  a.y = yv.data;
+  a.y_dtype = yv.dtype;
+  a.y_row_stride = yv.row_stride;
+  call_fwd(a, xv.place.backend, stream);
 }
 
 void rms_norm_bwd(const InArray& dy, const InArray& x, const InArray& rstd, const OutArray& dx,

@@ -11,6 +11,20 @@
 
 namespace normkit_py {
 
+// Shared by the plain and the quantized forward (quant_ops.cpp).
+// A matrix argument that must match x in shape, place and (when `same_dtype`) dtype.
+MatrixView matrix_like_x(const ArrayFacts& a, const MatrixView& x, const char* name,
+                         bool same_dtype);
+// A [size] vector argument on x's device.
+VectorView vector_like_x(const ArrayFacts& a, const MatrixView& x, const char* name, int64_t size);
+// The forward's arguments from x and its optional inputs/outputs; y and the quant fields unset.
+nk_rms_norm_fwd_args fwd_args_without_y(const MatrixView& xv, const InArray& weight,
+                                        const InArray& bias, const InArray& residual,
+                                        const OutArray& residual_out, const OutArray& rstd,
+                                        float eps, bool zero_centered);
+// nk_rms_norm_fwd without the GIL; NormkitError on failure.
+void call_fwd(const nk_rms_norm_fwd_args& args, nk_backend backend, uintptr_t stream);
+
 // y = rms_norm(x [+ residual]) * w_eff + bias; see nk_rms_norm_fwd. Optional arrays are
 // invalid (None on the Python side) when absent. `stream` is a cudaStream_t as an integer.
 void rms_norm_fwd(const InArray& x, const OutArray& y, const InArray& weight, const InArray& bias,

@@ -1,22 +1,16 @@
 // XLA FFI handlers for RMSNorm forward and backward, one per platform (CPU; CUDA when built
 // with it), over the C API.
 //
-// Operand conventions (normkit/jax.py builds the calls):
-//  - Matrices arrive as row-major [..., hidden] buffers; all leading dims are rows.
-//  - An optional operand or result that is absent is passed as a zero-element buffer, so
-//    "present" means element_count() > 0 (real vectors have hidden >= 1 elements).
-//  - jax.vmap uses vmap_method="broadcast_all": every operand gains the same leading batch
-//    dims. Vectors (weight, bias, dweight, dbias) then hold `groups` consecutive [hidden]
-//    slices and the rows of each matrix split into `groups` equal consecutive blocks, so the
-//    handler makes one C API call per group. Unbatched calls have groups == 1.
-//  - The backward's workspace is a uint8 result sized at trace time from the C API's query;
-//    groups run one after another on one stream, so they share its first bytes.
+// Operand conventions: see jax_ffi_common.h. The backward's workspace is a uint8 result sized
+// at trace time from the C API's query; groups run one after another on one stream, so they
+// share its first bytes.
 #include "jax_ffi.h"
 
 #include <cstdint>
 #include <string>
 
 #include "denormals.h"
+#include "jax_ffi_common.h"
 #include "normkit/normkit.h"
 #include "xla/ffi/api/ffi.h"
 
@@ -31,108 +25,14 @@ namespace normkit_py {
 
 namespace {
 
-ffi::Error invalid(const std::string& message) {
-  return ffi::Error(ffi::ErrorCode::kInvalidArgument, "normkit: " + message);
-}
-
-ffi::Error from_status(nk_status status, const char* what) {
-  if (status == NK_SUCCESS) return ffi::Error::Success();
-  const ffi::ErrorCode code = status == NK_ERROR_INVALID_ARGUMENT ? ffi::ErrorCode::kInvalidArgument
-                              : status == NK_ERROR_UNSUPPORTED    ? ffi::ErrorCode::kUnimplemented
-                                                                  : ffi::ErrorCode::kInternal;
-  return ffi::Error(
-      code, std::string(what) + " failed (" + nk_status_name(status) + "): " + nk_last_error());
-}
-
-bool to_nk_dtype(ffi::DataType t, nk_dtype* out) {
-  switch (t) {
-    case ffi::DataType::F32:
-      *out = NK_FLOAT32;
-      return true;
-    case ffi::DataType::F16:
-      *out = NK_FLOAT16;
-      return true;
-    case ffi::DataType::BF16:
-      *out = NK_BFLOAT16;
-      return true;
-    default:
-      return false;
-  }
-}
-
-bool present(const ffi::AnyBuffer& b) { return b.element_count() > 0; }
-
-// Byte address of element `index` of a buffer.
-void* element_ptr(const ffi::AnyBuffer& b, int64_t index) {
-  return static_cast<char*>(b.untyped_data()) +
-         index * static_cast<int64_t>(ffi::ByteWidth(b.element_type()));
-}
-
-struct Layout {
-  int64_t rows = 0;  // all rows of all groups
-  int64_t hidden = 0;
-  int64_t groups = 1;  // vmap groups (see the file comment)
-  int64_t rows_per_group = 0;
-};
-
-// rows/hidden from x ([..., hidden]); groups from the first present vector.
-ffi::Error make_layout(const ffi::AnyBuffer& x,
-                       std::initializer_list<const ffi::AnyBuffer*> vectors, Layout* layout) {
-  const auto dims = x.dimensions();
-  if (dims.size() < 1) return invalid("x must have at least one dimension");
-  layout->hidden = dims.back();
-  if (layout->hidden < 1) return invalid("x has an empty last dimension");
-  layout->rows = static_cast<int64_t>(x.element_count()) / layout->hidden;
-  layout->groups = 1;
-  for (const ffi::AnyBuffer* v : vectors) {
-    if (present(*v)) {
-      layout->groups = static_cast<int64_t>(v->element_count()) / layout->hidden;
-      break;
-    }
-  }
-  for (const ffi::AnyBuffer* v : vectors) {
-    if (present(*v) &&
-        static_cast<int64_t>(v->element_count()) != layout->groups * layout->hidden) {
-      return invalid("a weight-like operand has " + std::to_string(v->element_count()) +
-                     " elements; expected " + std::to_string(layout->groups) + " x " +
-                     std::to_string(layout->hidden));
-    }
-  }
-  if (layout->groups < 1 || layout->rows % layout->groups != 0) {
-    return invalid(std::to_string(layout->rows) + " rows do not split into " +
-                   std::to_string(layout->groups) + " vmap groups");
-  }
-  layout->rows_per_group = layout->rows / layout->groups;
-  return ffi::Error::Success();
-}
-
-ffi::Error require_count(const ffi::AnyBuffer& b, int64_t count, const char* name) {
-  if (static_cast<int64_t>(b.element_count()) != count) {
-    return invalid(std::string(name) + " has " + std::to_string(b.element_count()) +
-                   " elements; expected " + std::to_string(count));
-  }
-  return ffi::Error::Success();
-}
-
-ffi::Error require_dtype(const ffi::AnyBuffer& b, nk_dtype* out, const char* name) {
-  if (!to_nk_dtype(b.element_type(), out)) {
-    return invalid(std::string(name) + " must be float32, float16 or bfloat16");
-  }
-  return ffi::Error::Success();
-}
-
-#define NK_FFI_TRY(expr)                               \
-  do {                                                 \
-    ffi::Error nk_ffi_error_ = (expr);                 \
-    if (nk_ffi_error_.failure()) return nk_ffi_error_; \
-  } while (0)
+using namespace jax_ffi;  // NOLINT: the shared helpers
 
 ffi::Error run_fwd(nk_backend backend, void* stream, ffi::AnyBuffer x, ffi::AnyBuffer residual,
                    ffi::AnyBuffer weight, ffi::AnyBuffer bias, ffi::Result<ffi::AnyBuffer> y,
                    ffi::Result<ffi::AnyBuffer> residual_out, ffi::Result<ffi::AnyBuffer> rstd,
                    float eps, bool zero_centered) {
   Layout L;
-  NK_FFI_TRY(make_layout(x, {&weight, &bias}, &L));
+  NK_FFI_TRY(make_layout(x, {&weight, &bias}, {}, &L));
   const int64_t n = L.rows * L.hidden;
   NK_FFI_TRY(require_count(*y, n, "y"));
   NK_FFI_TRY(require_count(*rstd, L.rows, "rstd"));
@@ -186,7 +86,7 @@ ffi::Error run_bwd(nk_backend backend, void* stream, ffi::AnyBuffer dy, ffi::Any
                    ffi::Result<ffi::AnyBuffer> dbias, ffi::Result<ffi::AnyBuffer> workspace,
                    bool zero_centered) {
   Layout L;
-  NK_FFI_TRY(make_layout(x, {&weight, &(*dweight), &(*dbias)}, &L));
+  NK_FFI_TRY(make_layout(x, {&weight, &(*dweight), &(*dbias)}, {}, &L));
   const int64_t n = L.rows * L.hidden;
   NK_FFI_TRY(require_count(dy, n, "dy"));
   NK_FFI_TRY(require_count(*dx, n, "dx"));
@@ -335,6 +235,7 @@ void add_jax_targets(nb::module_& m) {
 #endif
         targets["normkit_rms_norm_fwd"] = fwd;
         targets["normkit_rms_norm_bwd"] = bwd;
+        targets["normkit_rms_norm_fwd_quant"] = jax_quant_handlers();
         return targets;
       },
       "XLA FFI handlers: {target name: {platform: PyCapsule}}, for jax.ffi.register_ffi_target.");

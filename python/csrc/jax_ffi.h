@@ -9,4 +9,7 @@ namespace normkit_py {
 // jax.ffi.register_ffi_target, with platform "cpu" always and "CUDA" in CUDA builds.
 void add_jax_targets(nanobind::module_& m);
 
+// {platform: PyCapsule} of the quantized forward's handlers (jax_quant_ffi.cpp).
+nanobind::dict jax_quant_handlers();
+
 }  // namespace normkit_py

@@ -19,6 +19,7 @@ if not getattr(_C, "has_jax_targets", False):
 
 FWD_TARGET = "normkit_rms_norm_fwd"
 BWD_TARGET = "normkit_rms_norm_bwd"
+QUANT_TARGET = "normkit_rms_norm_fwd_quant"
 
 for _name, _platforms in _C.jax_targets().items():
     for _platform, _capsule in _platforms.items():
@@ -87,3 +88,34 @@ def bwd_call(dy, s, rstd, weight, dresidual_out, zero_centered: bool, want_dbias
         zero_centered=np.bool_(zero_centered),
     )
     return dx, dweight, dbias
+
+
+def fwd_quant_call(
+    x, weight, bias, residual, scale, eps: float, zero_centered: bool, mode: str, out_dtype,
+    scale_ub: float, block: int, want_amax: bool, transposed: bool, scales_shape, scales_dtype,
+):  # fmt: skip
+    """(y, scales, amax, y_t, residual_out) of the quantized forward; absent ones have zero
+    elements. scale_ub 0 and block 0 mean "unset" (the C API's convention)."""
+    hidden = x.shape[-1]
+    rows = int(np.prod(x.shape[:-1], dtype=np.int64))
+    result_shapes = (
+        jax.ShapeDtypeStruct(x.shape, out_dtype),
+        jax.ShapeDtypeStruct(scales_shape, scales_dtype),
+        jax.ShapeDtypeStruct((1,) if want_amax else (0,), jnp.float32),
+        jax.ShapeDtypeStruct((hidden, rows) if transposed else (0,), out_dtype),
+        jax.ShapeDtypeStruct(x.shape if residual is not None else (0,), x.dtype),
+    )
+    param_dtype = weight.dtype if weight is not None else (bias.dtype if bias is not None else x.dtype)
+    call = jax.ffi.ffi_call(QUANT_TARGET, result_shapes, vmap_method=_VMAP_METHOD)
+    return call(
+        x,
+        residual if residual is not None else _absent(x.dtype),
+        weight if weight is not None else _absent(param_dtype),
+        bias if bias is not None else _absent(param_dtype),
+        scale if scale is not None else _absent(jnp.float32),
+        eps=np.float32(eps),
+        zero_centered=np.bool_(zero_centered),
+        mode=mode,
+        block=np.int64(block),
+        scale_ub=np.float32(scale_ub),
+    )

@@ -12,7 +12,6 @@ from normkit.jax._rms_norm import _check
 
 CODE_DTYPES = (jnp.dtype(jnp.float8_e4m3fn), jnp.dtype(jnp.float8_e5m2), jnp.dtype(jnp.int8))
 MODES = ("tensor", "token", "block", "mxfp8")
-_DEFAULT_BLOCK = {"block": 128, "mxfp8": 32}  # quant_block 0 in the C API
 
 
 class QuantOutput(NamedTuple):
@@ -35,9 +34,9 @@ def _scale_columns(mode: str, block: int, hidden: int) -> int:
     """Columns of a row one scale covers (0: the mode writes no scales)."""
     if mode == "token":
         return hidden
-    if mode in _DEFAULT_BLOCK:
-        return block or _DEFAULT_BLOCK[mode]
-    return 0
+    if mode == "block":
+        return block or 128
+    return 32 if mode == "mxfp8" else 0  # MXFP8 blocks are always 32 (another is an error)
 
 
 def _scale_operand(scale):

@@ -28,16 +28,15 @@ CODE_DTYPES = {
     torch.int8: "int8",
 }
 MODES = ("tensor", "token", "block", "mxfp8")
-DEFAULT_BLOCK = {"block": 128, "mxfp8": 32}  # quant_block 0 in the C API
 
 
 def scale_columns(mode: str, block: int, hidden):
     """Columns of a row one scale covers (0: the mode writes no scales), as nk_quant_mode says."""
     if mode == "token":
         return hidden
-    if mode in DEFAULT_BLOCK:
-        return block or DEFAULT_BLOCK[mode]
-    return 0
+    if mode == "block":
+        return block or 128
+    return 32 if mode == "mxfp8" else 0  # MXFP8 blocks are always 32 (another is an error)
 
 
 def _check_quant_args(x, weight, bias, residual, mode, out_dtype):

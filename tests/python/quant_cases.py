@@ -8,10 +8,9 @@ output the call returned.
 
 from __future__ import annotations
 
-import numpy as np
-
-import nk_reference as ref
 import nk_quant_reference as qref
+import nk_reference as ref
+import numpy as np
 
 # (mode, y code dtype name, block or None)
 MODE_CASES = [

@@ -265,6 +265,8 @@ def test_compile_fullgraph_matches_eager(torch_device, name):
 
 
 def test_compile_dynamic_rows_one_graph(torch_device):
+    import torch._dynamo.testing
+
     torch._dynamo.reset()
     counter = torch._dynamo.testing.CompileCounter()
 

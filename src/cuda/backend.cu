@@ -38,6 +38,14 @@ int bwd_vector_width(const nk_rms_norm_bwd_args& a) {
                                {a.weight, nk_dtype_size(a.weight_dtype), 0}});
 }
 
+// Bytes per column of a row that the pipelined backward stages in shared memory, or 0 when an
+// operand's vector would be under the 4 bytes cp.async needs.
+int64_t bwd_staged_bytes(int vec, nk_dtype x, nk_dtype dy, bool with_dresidual) {
+  const int64_t xs = nk_dtype_size(x), dys = nk_dtype_size(dy);
+  if (vec * std::min(xs, dys) < 4) return 0;
+  return xs + dys + (with_dresidual ? xs : 0);
+}
+
 int natural_vec(nk_dtype a, nk_dtype b, nk_dtype c) {
   const size_t smallest = std::min({nk_dtype_size(a), nk_dtype_size(b), nk_dtype_size(c)});
   return static_cast<int>(16 / smallest);
@@ -104,8 +112,10 @@ size_t rms_norm_bwd_workspace_bytes(int64_t rows, int64_t hidden, bool want_dwei
 }
 
 void rms_norm_bwd(const nk_rms_norm_bwd_args& a, void* stream) {
+  const int vec = bwd_vector_width(a);
   const LaunchConfig cfg =
-      plan_bwd(a.rows, a.hidden, bwd_vector_width(a), kernel_facts(current_device_facts()));
+      plan_bwd(a.rows, a.hidden, vec, kernel_facts(current_device_facts()),
+               bwd_staged_bytes(vec, a.x_dtype, a.dy_dtype, a.dresidual_out != nullptr));
   float* partial_dweight = nullptr;
   float* partial_dbias = nullptr;
   if (a.dweight || a.dbias) {
@@ -134,9 +144,10 @@ std::string explain_fwd(int64_t rows, int64_t hidden, nk_dtype x, nk_dtype w, nk
 }
 
 std::string explain_bwd(int64_t rows, int64_t hidden, nk_dtype x, nk_dtype w, nk_dtype dy) {
-  const int vec = natural_vec(x, w, dy);
-  return plan_bwd(rows, hidden, hidden % vec == 0 ? vec : 1,
-                  kernel_facts(current_device_facts()))
+  const int nat = natural_vec(x, w, dy);
+  const int vec = hidden % nat == 0 ? nat : 1;
+  return plan_bwd(rows, hidden, vec, kernel_facts(current_device_facts()),
+                  bwd_staged_bytes(vec, x, dy, false))
       .describe();
 }
 

@@ -179,6 +179,20 @@ __device__ __forceinline__ void load_readonly_upto(const T* p, int64_t n, float*
   }
 }
 
+// Asks for the cache line holding p to be brought into L2 (no register is written, nothing
+// waits): a later load of it, after a reduction, then hits L2 rather than HBM.
+__device__ __forceinline__ void prefetch_l2(const void* p) {
+  asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
+}
+
+// The same for the weight and bias vectors at column col (either may be null).
+template <typename WT>
+__device__ __forceinline__ void prefetch_params_l2(const void* weight, const void* bias,
+                                                   int64_t col) {
+  if (weight) prefetch_l2(static_cast<const WT*>(weight) + col);
+  if (bias) prefetch_l2(static_cast<const WT*>(bias) + col);
+}
+
 // Loads the first `n` (< VEC) elements one at a time; the rest of out becomes 0.
 template <typename T, int VEC>
 __device__ __forceinline__ void load_partial(const T* p, int n, float* out) {

@@ -62,6 +62,13 @@ struct BwdParams {
   int64_t dx_stride;
   float* partial_dweight;  // [slots, hidden] or null
   float* partial_dbias;    // [slots, hidden] or null
+  // With a single slot the kernel writes the sums straight to dweight/dbias (weight dtype) and
+  // no reduction kernel follows; then partial_* are null.
+  void* dweight;  // [hidden] or null
+  void* dbias;    // [hidden] or null
+
+  __host__ __device__ bool want_dweight() const { return partial_dweight || dweight; }
+  __host__ __device__ bool want_dbias() const { return partial_dbias || dbias; }
 };
 
 }  // namespace normkit::cuda

@@ -4,6 +4,7 @@
 #include "cuda/launch_common.cuh"
 #include "cuda/launchers.h"
 #include "cuda/rms_norm_bwd_kernels.cuh"
+#include "cuda/rms_norm_bwd_pipelined.cuh"
 
 namespace normkit::cuda {
 
@@ -23,36 +24,49 @@ void launch_bwd(const nk_rms_norm_bwd_args& a, const LaunchConfig& cfg, float* p
   p.dresidual_out_stride = a.dresidual_out_row_stride;
   p.dx = a.dx;
   p.dx_stride = a.dx_row_stride;
-  p.partial_dweight = partial_dweight;
-  p.partial_dbias = partial_dbias;
+  // One slot: the main kernel writes dweight/dbias itself and no reduction follows. (The
+  // streaming kernel accumulates in the workspace across rows, so it always needs one.)
+  const bool direct = cfg.slots == 1 && cfg.plan != RowPlan::kStreaming;
+  p.partial_dweight = direct ? nullptr : partial_dweight;
+  p.partial_dbias = direct ? nullptr : partial_dbias;
+  p.dweight = direct ? a.dweight : nullptr;
+  p.dbias = direct ? a.dbias : nullptr;
   dispatch_vec(cfg.vec, "rms_norm_bwd", [&](auto vec_constant) {
     constexpr int VEC = decltype(vec_constant)::value;
-    if (cfg.plan == RowPlan::kStreaming) {
+    if (cfg.plan == RowPlan::kPipelined) {
+      // cp.async moves 4 bytes at least: the planner only picks this plan for such vectors.
+      if constexpr (sizeof(XT) * VEC >= 4 && sizeof(DYT) * VEC >= 4) {
+        auto kernel = p.want_dbias() ? rms_norm_bwd_pipelined<XT, WT, DYT, VEC, kPipelineItems, true>
+                                     : rms_norm_bwd_pipelined<XT, WT, DYT, VEC, kPipelineItems, false>;
+        launch(kernel, cfg.grid, dim3(cfg.threads_per_row, cfg.rows_per_block), {}, stream,
+               "rms_norm_bwd (pipelined)", static_cast<size_t>(cfg.smem_bytes), p);
+      } else {
+        throw Error(NK_ERROR_INTERNAL, "rms_norm_bwd: pipelined plan with accesses under 4 bytes");
+      }
+    } else if (cfg.plan == RowPlan::kStreaming) {
       launch(rms_norm_bwd_streaming<XT, WT, DYT, VEC>, cfg.grid, dim3(cfg.threads_per_row), {},
              stream, "rms_norm_bwd (streaming)", 0, p);
     } else {
       constexpr int IMAX = bwd_items_max(VEC);
       const size_t smem = sizeof(float) * bwd_group_floats(cfg.rows_per_block, cfg.cols_per_cta,
-                                                           partial_dweight, partial_dbias);
+                                                           p.want_dweight(), p.want_dbias());
       launch(rms_norm_bwd_registers<XT, WT, DYT, VEC, IMAX>, cfg.grid,
              dim3(cfg.threads_per_row, cfg.rows_per_block), {cfg.cluster_size}, stream,
              "rms_norm_bwd (registers)", smem, p);
     }
   });
-  const dim3 block(32, 8);
+  if (!p.partial_dweight && !p.partial_dbias) return;
+  // One launch reduces both: blockIdx.y = 0 dweight (or dbias alone), 1 dbias.
   LaunchOptions dependent;
   dependent.dependent = true;
-  const int64_t blocks = (a.hidden + 31) / 32;
-  if (partial_dweight) {
-    launch(reduce_partials<WT>, blocks, block, dependent, stream, "rms_norm_bwd (dweight reduction)", 0,
-           static_cast<const float*>(partial_dweight), cfg.slots, a.hidden,
-           static_cast<WT*>(a.dweight));
-  }
-  if (partial_dbias) {
-    launch(reduce_partials<WT>, blocks, block, dependent, stream, "rms_norm_bwd (dbias reduction)", 0,
-           static_cast<const float*>(partial_dbias), cfg.slots, a.hidden,
-           static_cast<WT*>(a.dbias));
-  }
+  const int64_t col_blocks = (a.hidden + 31) / 32;
+  const unsigned outputs = (p.partial_dweight && p.partial_dbias) ? 2 : 1;
+  if (col_blocks > 0x7fffffff) throw Error(NK_ERROR_UNSUPPORTED, "rms_norm_bwd: hidden too large");
+  launch(reduce_partials<WT>, dim3(static_cast<unsigned>(col_blocks), outputs),
+         dim3(32, kReduceLanes), dependent, stream, "rms_norm_bwd (dweight/dbias reduction)", 0,
+         static_cast<const float*>(p.partial_dweight), static_cast<WT*>(a.dweight),
+         static_cast<const float*>(p.partial_dbias), static_cast<WT*>(a.dbias), cfg.slots,
+         a.hidden);
 }
 
 template <typename XT>

@@ -5,7 +5,10 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <map>
+#include <mutex>
 #include <string>
+#include <utility>
 
 #include "common/error.h"
 #include "cuda/cuda_check.h"
@@ -60,24 +63,35 @@ struct LaunchOptions {
   bool dependent = false;
 };
 
+// Allows `kernel` up to `bytes` of dynamic shared memory on the current device. The attribute
+// is needed whenever dynamic plus static shared memory passes 48 KB; it is set once per kernel,
+// device and size (each call costs host time on the launch path).
+template <typename Kernel>
+void allow_dynamic_smem(Kernel kernel, size_t bytes, const char* what) {
+  static std::mutex mutex;
+  static std::map<std::pair<const void*, int>, size_t> allowed;
+  if (bytes == 0) return;
+  int device = 0;
+  check_cuda(cudaGetDevice(&device), "cudaGetDevice", what);
+  std::lock_guard<std::mutex> lock(mutex);
+  size_t& current = allowed[{reinterpret_cast<const void*>(kernel), device}];
+  if (bytes <= current) return;
+  check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  static_cast<int>(bytes)),
+             "cudaFuncSetAttribute(MaxDynamicSharedMemorySize)", what);
+  current = bytes;
+}
+
 template <typename... KernelArgs, typename... Args>
-void launch(void (*kernel)(KernelArgs...), int64_t grid, dim3 block, LaunchOptions options,
+void launch(void (*kernel)(KernelArgs...), dim3 grid, dim3 block, LaunchOptions options,
             cudaStream_t stream, const char* what, size_t dynamic_smem, Args... args) {
   const int cluster = options.cluster;
-  if (grid > 0x7fffffff) {
-    throw Error(NK_ERROR_UNSUPPORTED, std::string(what) + ": grid of " + std::to_string(grid) +
-                                          " CTAs exceeds the CUDA limit");
-  }
   cudaLaunchConfig_t config = {};
-  config.gridDim = dim3(static_cast<unsigned>(grid));
+  config.gridDim = grid;
   config.blockDim = block;
   config.stream = stream;
   config.dynamicSmemBytes = dynamic_smem;
-  if (dynamic_smem > 48 * 1024) {
-    check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                    static_cast<int>(dynamic_smem)),
-               "cudaFuncSetAttribute(MaxDynamicSharedMemorySize)", what);
-  }
+  allow_dynamic_smem(kernel, dynamic_smem, what);
   cudaLaunchAttribute attribute[2];
   if (cluster > 1) {
     if (cluster > 8) {
@@ -97,6 +111,18 @@ void launch(void (*kernel)(KernelArgs...), int64_t grid, dim3 block, LaunchOptio
   }
   config.attrs = attribute;
   check_cuda(cudaLaunchKernelEx(&config, kernel, args...), "kernel launch", what);
+}
+
+// A one-dimensional grid of `grid` CTAs.
+template <typename... KernelArgs, typename... Args>
+void launch(void (*kernel)(KernelArgs...), int64_t grid, dim3 block, LaunchOptions options,
+            cudaStream_t stream, const char* what, size_t dynamic_smem, Args... args) {
+  if (grid > 0x7fffffff) {
+    throw Error(NK_ERROR_UNSUPPORTED, std::string(what) + ": grid of " + std::to_string(grid) +
+                                          " CTAs exceeds the CUDA limit");
+  }
+  launch(kernel, dim3(static_cast<unsigned>(grid)), block, options, stream, what, dynamic_smem,
+         args...);
 }
 
 }  // namespace normkit::cuda

@@ -97,6 +97,7 @@ LaunchConfig plan(int64_t rows, int64_t hidden, int vec, const KernelFacts& f, i
 std::string LaunchConfig::describe() const {
   const char* name = plan == RowPlan::kRegisters ? "registers"
                      : plan == RowPlan::kCluster ? "cluster"
+                     : plan == RowPlan::kPipelined ? "pipelined"
                                                  : "streaming";
   std::string s = std::string(name) + " vec=" + std::to_string(vec) +
                   " threads/row=" + std::to_string(threads_per_row) +
@@ -104,6 +105,7 @@ std::string LaunchConfig::describe() const {
                   " items=" + std::to_string(items) + " cluster=" + std::to_string(cluster_size) +
                   " cols/cta=" + std::to_string(cols_per_cta) + " grid=" + std::to_string(grid);
   if (slots) s += " slots=" + std::to_string(slots);
+  if (smem_bytes) s += " smem=" + std::to_string(smem_bytes);
   return s;
 }
 
@@ -142,7 +144,48 @@ LaunchConfig plan_fwd_quant(int64_t rows, int64_t hidden, int vec, int block,
   return c;
 }
 
-LaunchConfig plan_bwd(int64_t rows, int64_t hidden, int vec, const KernelFacts& facts) {
+// The pipelined backward, or plan = kRegisters with grid 0 when it does not apply. About two
+// vectors per thread (T up to 512), row groups up to 256 threads per CTA while the stages of
+// two CTAs fit one SM, and as many CTAs as fit the device at once (the grid is persistent, its
+// rows are assigned statically), within the workspace's slots.
+static LaunchConfig plan_bwd_pipelined(int64_t rows, int64_t hidden, int vec, const KernelFacts& f,
+                                int64_t staged_bytes_per_col) {
+  LaunchConfig none;
+  none.grid = 0;
+  if (staged_bytes_per_col <= 0 || hidden % vec != 0) return none;
+  const int64_t nvec = hidden / vec;
+  // Any multiple of 32 threads works here (the row sum is per warp, then over warps), so rows
+  // such as 7168 columns (896 vectors: 448 threads x 2) leave no thread idle.
+  const int threads = static_cast<int>(
+      std::min<int64_t>(32 * ceil_div(ceil_div(nvec, 2), 32), kPipelineMaxThreads));
+  const int items = static_cast<int>(ceil_div(nvec, threads));
+  if (items > kPipelineItems) return none;
+  LaunchConfig c;
+  c.plan = RowPlan::kPipelined;
+  c.vec = vec;
+  c.threads_per_row = threads;
+  c.items = items;
+  c.cols_per_cta = static_cast<int64_t>(threads) * items * vec;
+  const int64_t group_bytes = kPipelineStages * c.cols_per_cta * staged_bytes_per_col;
+  if (group_bytes > f.smem_per_block) return none;
+  int groups = std::max(1, 256 / threads);
+  while (groups > 1 && (2 * groups * group_bytes > f.smem_per_sm || groups > rows)) groups /= 2;
+  c.rows_per_block = groups;
+  c.smem_bytes = groups * group_bytes;
+  // CTAs resident per SM: shared memory (plus ~1 KB reserved per CTA) and 2048 threads.
+  const int64_t by_smem = f.smem_per_sm / (c.smem_bytes + 1024);
+  const int64_t by_threads = 2048 / (static_cast<int64_t>(threads) * groups);
+  const int64_t resident = std::max<int64_t>(1, std::min<int64_t>({by_smem, by_threads, 2}));
+  c.slots = std::min({ceil_div(rows, groups), resident * f.sm_count, bwd_max_slots(rows, f)});
+  c.grid = c.slots;
+  return c;
+}
+
+LaunchConfig plan_bwd(int64_t rows, int64_t hidden, int vec, const KernelFacts& facts,
+                      int64_t staged_bytes_per_col) {
+  const LaunchConfig pipelined =
+      plan_bwd_pipelined(rows, hidden, vec, facts, staged_bytes_per_col);
+  if (pipelined.grid > 0) return pipelined;
   return plan(rows, hidden, vec, facts, bwd_items_max(vec), kBwdMaxThreadsPerRow, true);
 }
 

@@ -13,12 +13,15 @@ enum class RowPlan {
   kRegisters,  // a row (or a row chunk per cluster CTA) held in registers: one HBM pass
   kCluster,    // kRegisters with each row split over the CTAs of a thread-block cluster
   kStreaming,  // rows too long for on-chip storage: two passes, the second mostly from L2
+  kPipelined,  // persistent; rows copied into shared memory kPipelineStages rows ahead
 };
 
 struct KernelFacts {
   int sm_count = 132;
   bool cluster_launch = true;  // sm_90+
   int max_cluster = 8;         // 8 portable; 16 where the device allows non-portable sizes
+  int64_t smem_per_block = 227 * 1024;  // opt-in maximum of dynamic shared memory per CTA
+  int64_t smem_per_sm = 228 * 1024;
 };
 
 struct LaunchConfig {
@@ -31,6 +34,7 @@ struct LaunchConfig {
   int64_t cols_per_cta = 0;  // columns each CTA of a cluster covers (multiple of vec)
   int64_t grid = 1;          // CTAs
   int64_t slots = 0;         // backward: rows of dweight/dbias partial sums (0 = none)
+  int64_t smem_bytes = 0;    // dynamic shared memory per CTA (kPipelined: the stages)
 
   std::string describe() const;
 };
@@ -43,6 +47,11 @@ constexpr int kFwdMaxThreadsPerRow = 512;
 constexpr int kBwdMaxThreadsPerRow = 256;
 constexpr int kStreamingThreads = 512;
 
+// Pipelined kernels: rows in flight per row group, and vectors per thread per row (bound).
+constexpr int kPipelineStages = 3;
+constexpr int kPipelineItems = 4;
+constexpr int kPipelineMaxThreads = 512;
+
 // Vectors per thread per row that the register kernels hold (a compile-time bound). Narrow
 // vectors get fewer elements: each needs its own address arithmetic, which would spill.
 constexpr int kSmallItems = 4;
@@ -52,7 +61,12 @@ constexpr int bwd_items_max(int vec) { return vec >= 4 ? kBwdElemsPerThread / ve
 // vec: the widest access (in elements, power of two <= 16 / smallest element size) that every
 // row of every matrix operand allows; computed by the launcher from pointers and strides.
 LaunchConfig plan_fwd(int64_t rows, int64_t hidden, int vec, const KernelFacts& facts);
-LaunchConfig plan_bwd(int64_t rows, int64_t hidden, int vec, const KernelFacts& facts);
+// staged_bytes_per_col: bytes per column of one row that the pipelined backward copies into
+// shared memory (x, dy and dresidual_out); 0 when the operands don't allow cp.async (accesses
+// under 4 bytes). The pipelined plan is taken when hidden is a multiple of vec, a row group
+// has at least 32 threads and kPipelineStages rows fit in shared memory.
+LaunchConfig plan_bwd(int64_t rows, int64_t hidden, int vec, const KernelFacts& facts,
+                      int64_t staged_bytes_per_col = 0);
 
 // The forward with a quantized output: plan_fwd, adjusted for block scales (block > 0, a power
 // of two dividing hidden, with block / vec <= 32) so that every iteration of a row starts on a

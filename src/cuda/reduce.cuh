@@ -6,6 +6,8 @@
 
 #include <cooperative_groups.h>
 
+#include "cuda/async_copy.cuh"
+
 namespace normkit::cuda {
 
 struct SumOp {
@@ -51,6 +53,22 @@ __device__ __forceinline__ float block_reduce(float v, float* scratch, Op op) {
 
 __device__ __forceinline__ float block_sum(float v, float* scratch) {
   return block_reduce(v, scratch, SumOp{});
+}
+
+// Sum over the blockDim.x threads (a multiple of 32) of row group threadIdx.y only: the other
+// groups of the block go on independently (named barrier 1 + threadIdx.y; at most 15 groups).
+// `scratch` holds 2 * kMaxWarps floats; callers alternate `parity` between calls, so that one
+// barrier per call suffices (a group cannot overwrite a half that it may still be reading).
+__device__ __forceinline__ float row_group_sum(float v, float* scratch, int parity) {
+  v = group_sum(v, 32);
+  if (blockDim.x == 32) return v;
+  const int warps = blockDim.x / 32;
+  float* sums = scratch + parity * kMaxWarps + threadIdx.y * warps;
+  if (threadIdx.x % 32 == 0) sums[threadIdx.x / 32] = v;
+  named_barrier(1 + threadIdx.y, blockDim.x);
+  float total = 0.0f;
+  for (int w = 0; w < warps; ++w) total += sums[w];
+  return total;
 }
 
 // Reduction of `v` (already equal on every thread of this CTA) over the CTAs of the cluster,

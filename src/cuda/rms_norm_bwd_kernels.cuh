@@ -28,6 +28,17 @@ __device__ __forceinline__ void store_dx(const BwdParams& p, int64_t row, int64_
   store_upto<XT, VEC>(static_cast<XT*>(p.dx) + row * p.dx_stride + col, n, dx);
 }
 
+// Writes one slot's dweight/dbias sums of column c: to the workspace, or with a single slot
+// straight to dweight/dbias in the weight's dtype.
+template <typename WT>
+__device__ __forceinline__ void write_slot_sums(const BwdParams& p, int64_t slot, int64_t c,
+                                                float sum_w, float sum_b) {
+  if (p.dweight) static_cast<WT*>(p.dweight)[c] = from_float<WT>(sum_w);
+  if (p.partial_dweight) p.partial_dweight[slot * p.shape.hidden + c] = sum_w;
+  if (p.dbias) static_cast<WT*>(p.dbias)[c] = from_float<WT>(sum_b);
+  if (p.partial_dbias) p.partial_dbias[slot * p.shape.hidden + c] = sum_b;
+}
+
 // Dynamic shared memory of rms_norm_bwd_registers, in floats: per row group, one sum per
 // column of the CTA for dbias, and for dweight too when several row groups must be combined.
 __host__ __device__ inline int64_t bwd_group_floats(int rows_per_block, int64_t cols_per_cta,
@@ -51,7 +62,7 @@ __global__ void __launch_bounds__(256, 2) rms_norm_bwd_registers(BwdParams p) {
   const int64_t slots = gridDim.x / cluster;
   const int64_t col_begin = rank * shape.cols_per_cta;
   const int64_t col_end = min(shape.hidden, col_begin + shape.cols_per_cta);
-  const bool want_w = p.partial_dweight != nullptr, want_b = p.partial_dbias != nullptr;
+  const bool want_w = p.want_dweight(), want_b = p.want_dbias();
   const int groups = blockDim.y;
   // Column c of the CTA (0-based) for row group g: dbias at [g * cols + c], dweight after all
   // dbias arrays.
@@ -166,16 +177,14 @@ __global__ void __launch_bounds__(256, 2) rms_norm_bwd_registers(BwdParams p) {
     for (int k = 0; k < VEC; ++k) {
       const int64_t c = local(i) + k;
       if (i >= shape.items || col_begin + c >= col_end) continue;
+      float total_w = acc_w[i][k], total_b = 0.0f;
       if (want_w) {
-        float total = acc_w[i][k];
-        for (int group = 1; group < groups; ++group) total += dweight_sums[group * cols + c];
-        p.partial_dweight[slot * shape.hidden + col_begin + c] = total;
+        for (int group = 1; group < groups; ++group) total_w += dweight_sums[group * cols + c];
       }
       if (want_b) {
-        float total = 0.0f;
-        for (int group = 0; group < groups; ++group) total += dbias_sums[group * cols + c];
-        p.partial_dbias[slot * shape.hidden + col_begin + c] = total;
+        for (int group = 0; group < groups; ++group) total_b += dbias_sums[group * cols + c];
       }
+      write_slot_sums<WT>(p, slot, col_begin + c, total_w, total_b);
     }
   }
 }
@@ -226,26 +235,48 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_streaming(BwdParams p) {
   }
 }
 
-// out[j] = sum over slots s of partial[s * hidden + j], added in slot order within each of
-// blockDim.y interleaved lanes, then the lanes in order. blockDim = (32, 8).
+// Sums over the slots of a column, [slots, hidden] float32 -> [hidden] WT. blockDim = (32,
+// kReduceLanes): thread (c, l) adds slots l, l + L, l + 2L, ... into kReduceChains independent
+// running sums (loads of several slots in flight, not one dependent chain), which are then
+// combined in chain order and the lanes in lane order: a fixed order, so the result is bitwise
+// reproducible. blockIdx.y selects dweight (0) or dbias (1) when both are wanted.
 // Launched as a programmatic dependent of the main kernel: its launch overlaps the main
 // kernel's tail, and it waits for the main kernel's results before reading them.
+constexpr int kReduceLanes = 16;
+constexpr int kReduceChains = 4;
+
 template <typename WT>
-__global__ void reduce_partials(const float* partial, int64_t slots, int64_t hidden, WT* out) {
-  __shared__ float lanes[8][33];
+__global__ void __launch_bounds__(32 * kReduceLanes)
+    reduce_partials(const float* partial_w, WT* out_w, const float* partial_b, WT* out_b,
+                    int64_t slots, int64_t hidden) {
+  __shared__ float lanes[kReduceLanes][33];
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   cudaGridDependencySynchronize();
 #endif
+  const float* partial = blockIdx.y == 0 && partial_w ? partial_w : partial_b;
+  WT* out = blockIdx.y == 0 && partial_w ? out_w : out_b;
   const int64_t col = static_cast<int64_t>(blockIdx.x) * 32 + threadIdx.x;
-  float sum = 0.0f;
+  float chain[kReduceChains] = {};
   if (col < hidden) {
-    for (int64_t s = threadIdx.y; s < slots; s += blockDim.y) sum += partial[s * hidden + col];
+    const int64_t step = int64_t(kReduceLanes) * kReduceChains;
+    int64_t s = threadIdx.y;
+    for (; s + (kReduceChains - 1) * kReduceLanes < slots; s += step) {
+#pragma unroll
+      for (int j = 0; j < kReduceChains; ++j) chain[j] += partial[(s + j * kReduceLanes) * hidden + col];
+    }
+#pragma unroll
+    for (int j = 0; j < kReduceChains; ++j) {
+      if (s + j * kReduceLanes < slots) chain[j] += partial[(s + j * kReduceLanes) * hidden + col];
+    }
   }
+  float sum = 0.0f;
+#pragma unroll
+  for (int j = 0; j < kReduceChains; ++j) sum += chain[j];
   lanes[threadIdx.y][threadIdx.x] = sum;
   __syncthreads();
   if (threadIdx.y == 0 && col < hidden) {
     float total = 0.0f;
-    for (int l = 0; l < static_cast<int>(blockDim.y); ++l) total += lanes[l][threadIdx.x];
+    for (int l = 0; l < kReduceLanes; ++l) total += lanes[l][threadIdx.x];
     out[col] = from_float<WT>(total);
   }
 }

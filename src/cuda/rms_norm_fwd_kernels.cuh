@@ -103,6 +103,21 @@ __device__ __forceinline__ void load_x_lanes(const FwdParams& p, const RowChunk<
   }
 }
 
+// Weight and bias are read after the row reduction; their first touch in a CTA would otherwise
+// add an HBM round trip there (it matters for small shapes, where nothing else hides it).
+// One prefetch per 128-byte line: by the thread whose vector starts in it.
+template <typename WT, int VEC>
+__device__ __forceinline__ void prefetch_row_params(const FwdParams& p, const RowChunk<VEC>& c) {
+  if (!c.valid || threadIdx.y != 0) return;
+  for (int i = 0; i < c.items; ++i) {
+    const int64_t col = c.column(i);
+    const int64_t offset = col * static_cast<int64_t>(sizeof(WT)) % 128;
+    if (c.active(i) && offset < static_cast<int64_t>(VEC * sizeof(WT))) {
+      prefetch_params_l2<WT>(p.weight, p.bias, col);
+    }
+  }
+}
+
 // With a residual: s = x + residual rounded to XT, stored to residual_out. All residual loads
 // come before the first store (a store between two loads would keep the compiler from issuing
 // the loads together: they might alias).
@@ -171,6 +186,7 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_registers(FwdParams p) {
 
   Lanes<XT, VEC> s[IMAX];
   load_x_lanes(p, c, s);
+  prefetch_row_params<WT>(p, c);
   add_residual_lanes(p, c, s);
   float sum_sq = sum_of_squares(s);
   sum_sq = row_sum(sum_sq, shape, scratch, &cluster_slot);

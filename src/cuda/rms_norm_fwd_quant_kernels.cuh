@@ -103,6 +103,7 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_quant_registers(FwdParams p)
       w[i] = Lanes<WT, VEC>{};
     }
   }
+  if constexpr (!kPreloadWeight) prefetch_row_params<WT>(p, c);
   add_residual_lanes(p, c, s);
   float sum_sq = sum_of_squares(s);
   sum_sq = row_sum(sum_sq, shape, scratch, &cluster_slot);

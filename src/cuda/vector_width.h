@@ -17,6 +17,9 @@ inline KernelFacts kernel_facts(const DeviceFacts& d) {
   k.sm_count = d.sm_count;
   k.cluster_launch = d.cluster_launch;
   k.max_cluster = 8;
+  // Less 1 KB for the kernels' static shared memory (reduction scratch).
+  if (d.smem_per_block_optin > 1024) k.smem_per_block = static_cast<int64_t>(d.smem_per_block_optin) - 1024;
+  if (d.smem_per_sm > 0) k.smem_per_sm = static_cast<int64_t>(d.smem_per_sm);
   return k;
 }
 

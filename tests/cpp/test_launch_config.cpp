@@ -17,6 +17,17 @@ void expect_covers(const LaunchConfig& c, int64_t rows, int64_t hidden, int item
   EXPECT_LE(c.threads_per_row * c.rows_per_block, 1024);
   if (c.plan == RowPlan::kStreaming) {
     EXPECT_EQ(c.cluster_size, 1);
+  } else if (c.plan == RowPlan::kPipelined) {
+    EXPECT_EQ(c.cluster_size, 1);
+    EXPECT_EQ(hidden % c.vec, 0);
+    EXPECT_GE(c.threads_per_row, 32);
+    EXPECT_EQ(c.threads_per_row % 32, 0);
+    EXPECT_LE(c.items, normkit::cuda::kPipelineItems);
+    EXPECT_EQ(c.cols_per_cta, int64_t(c.threads_per_row) * c.items * c.vec);
+    EXPECT_GE(c.cols_per_cta, hidden);
+    EXPECT_GT(c.smem_bytes, 0);
+    EXPECT_LE(c.smem_bytes, f.smem_per_block);
+    EXPECT_LE(c.rows_per_block, 8);  // named barriers 1..8
   } else {
     EXPECT_LE(c.items, items_max);
     EXPECT_LE(c.cluster_size, f.cluster_launch ? f.max_cluster : 1);
@@ -24,7 +35,9 @@ void expect_covers(const LaunchConfig& c, int64_t rows, int64_t hidden, int item
     // Every column is covered: CTAs of the cluster x threads x items x vector width.
     EXPECT_GE(c.cols_per_cta * c.cluster_size, hidden);
     EXPECT_GE(int64_t(c.threads_per_row) * c.items * c.vec, c.cols_per_cta);
-    if (c.cluster_size > 1) EXPECT_EQ(c.rows_per_block, 1);
+    if (c.cluster_size > 1) {
+      EXPECT_EQ(c.rows_per_block, 1);
+    }
     if (!persistent) {
       EXPECT_GE(c.grid / c.cluster_size * c.rows_per_block, rows);
     }
@@ -50,6 +63,10 @@ TEST(LaunchConfig, CoversEveryShapeWithAndWithoutClusters) {
                         normkit::cuda::fwd_items_max(vec), false, f);
           expect_covers(normkit::cuda::plan_bwd(rows, hidden, vec, f), rows, hidden,
                         normkit::cuda::bwd_items_max(vec), true, f);
+          for (int64_t staged : {4, 6, 12, 24}) {  // bytes per column: bf16 x+dy ... fp32 x+dy+dres
+            expect_covers(normkit::cuda::plan_bwd(rows, hidden, vec, f, staged), rows, hidden,
+                          normkit::cuda::bwd_items_max(vec), true, f);
+          }
         }
       }
     }
@@ -61,11 +78,24 @@ TEST(LaunchConfig, WorkspaceBoundsTheSlotsOfEveryVectorWidth) {
   for (int64_t rows : {1, 7, 300, 100000}) {
     const int64_t bytes = normkit::cuda::bwd_workspace_bytes(rows, 4096, f, true, true);
     for (int vec : {1, 2, 4, 8}) {
-      const LaunchConfig c = normkit::cuda::plan_bwd(rows, 4096, vec, f);
-      EXPECT_LE(2 * c.slots * 4096 * int64_t(sizeof(float)), bytes);
+      for (int64_t staged : {0, 4}) {
+        const LaunchConfig c = normkit::cuda::plan_bwd(rows, 4096, vec, f, staged);
+        EXPECT_LE(2 * c.slots * 4096 * int64_t(sizeof(float)), bytes);
+      }
     }
   }
   EXPECT_EQ(normkit::cuda::bwd_workspace_bytes(100, 4096, f, false, false), 0);
+}
+
+TEST(LaunchConfig, PipelinesTheBackwardOfAlignedRowsThatFitSharedMemory) {
+  KernelFacts f;
+  const LaunchConfig c = normkit::cuda::plan_bwd(16384, 4096, 8, f, 4);
+  EXPECT_EQ(c.plan, RowPlan::kPipelined) << c.describe();
+  EXPECT_LE(c.grid, 2 * f.sm_count);
+  // Odd hidden sizes, and 8-byte-per-column rows of 64K columns (3 stages of 512 KB), are not.
+  EXPECT_NE(normkit::cuda::plan_bwd(16384, 4095, 8, f, 4).plan, RowPlan::kPipelined);
+  EXPECT_NE(normkit::cuda::plan_bwd(256, 65536, 4, f, 8).plan, RowPlan::kPipelined);
+  EXPECT_NE(normkit::cuda::plan_bwd(16384, 4096, 8, f, 0).plan, RowPlan::kPipelined);
 }
 
 TEST(LaunchConfig, SplitsFewLongRowsOverClusters) {

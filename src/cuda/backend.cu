@@ -1,5 +1,6 @@
 // CUDA backend entry points: device facts, vector-width choice, configuration, dispatch.
 #include <algorithm>
+#include <initializer_list>
 #include <mutex>
 #include <vector>
 
@@ -38,12 +39,26 @@ int bwd_vector_width(const nk_rms_norm_bwd_args& a) {
                                {a.weight, nk_dtype_size(a.weight_dtype), 0}});
 }
 
-// Bytes per column of a row that the pipelined backward stages in shared memory, or 0 when an
-// operand's vector would be under the 4 bytes cp.async needs.
+// Bytes per column of a row that a pipelined kernel stages in shared memory (the sum of the
+// staged operands' element sizes), or 0 when a vector of one of them would be under the 4
+// bytes cp.async needs.
+int64_t staged_bytes(int vec, std::initializer_list<size_t> element_sizes) {
+  int64_t total = 0;
+  for (size_t size : element_sizes) {
+    if (vec * size < 4) return 0;
+    total += static_cast<int64_t>(size);
+  }
+  return total;
+}
+
+int64_t fwd_staged_bytes(int vec, nk_dtype x, bool with_residual) {
+  const size_t xs = nk_dtype_size(x);
+  return with_residual ? staged_bytes(vec, {xs, xs}) : staged_bytes(vec, {xs});
+}
+
 int64_t bwd_staged_bytes(int vec, nk_dtype x, nk_dtype dy, bool with_dresidual) {
-  const int64_t xs = nk_dtype_size(x), dys = nk_dtype_size(dy);
-  if (vec * std::min(xs, dys) < 4) return 0;
-  return xs + dys + (with_dresidual ? xs : 0);
+  const size_t xs = nk_dtype_size(x), dys = nk_dtype_size(dy);
+  return with_dresidual ? staged_bytes(vec, {xs, dys, xs}) : staged_bytes(vec, {xs, dys});
 }
 
 int natural_vec(nk_dtype a, nk_dtype b, nk_dtype c) {
@@ -92,8 +107,9 @@ const DeviceFacts& current_device_facts() {
 
 void rms_norm_fwd(const nk_rms_norm_fwd_args& a, void* stream) {
   if (a.quant != NK_QUANT_NONE) return rms_norm_fwd_quant(a, stream);
-  const LaunchConfig cfg =
-      plan_fwd(a.rows, a.hidden, fwd_vector_width(a), kernel_facts(current_device_facts()));
+  const int vec = fwd_vector_width(a);
+  const LaunchConfig cfg = plan_fwd(a.rows, a.hidden, vec, kernel_facts(current_device_facts()),
+                                    fwd_staged_bytes(vec, a.x_dtype, a.residual != nullptr));
   const auto s = static_cast<cudaStream_t>(stream);
   try {
     dispatch_dtype(a.x_dtype, "rms_norm_fwd x",
@@ -137,9 +153,10 @@ void rms_norm_bwd(const nk_rms_norm_bwd_args& a, void* stream) {
 }
 
 std::string explain_fwd(int64_t rows, int64_t hidden, nk_dtype x, nk_dtype w, nk_dtype y) {
-  const int vec = natural_vec(x, w, y);
-  return plan_fwd(rows, hidden, hidden % vec == 0 ? vec : 1,
-                  kernel_facts(current_device_facts()))
+  const int nat = natural_vec(x, w, y);
+  const int vec = hidden % nat == 0 ? nat : 1;
+  return plan_fwd(rows, hidden, vec, kernel_facts(current_device_facts()),
+                  fwd_staged_bytes(vec, x, false))
       .describe();
 }
 

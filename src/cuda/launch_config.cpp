@@ -92,6 +92,61 @@ LaunchConfig plan(int64_t rows, int64_t hidden, int vec, const KernelFacts& f, i
   return c;
 }
 
+// A pipelined plan (forward or backward), or grid 0 when it does not apply: hidden a multiple
+// of vec, accesses of 4 bytes or more (staged_bytes_per_col > 0), at most kPipelineItems vectors
+// per thread and kPipelineStages rows of a group in shared memory. About `items_target`
+// vectors per thread, T a multiple of 32 up to 512 (the row sum is per warp, then over warps, so
+// rows such as 7168 columns, 896 vectors, get 448 threads x 2 and leave no thread idle); row
+// groups up to 256 threads per CTA while the stages of two CTAs fit one SM; up to
+// `ctas_per_sm` CTAs per SM and `max_grid` CTAs or clusters (persistent: rows are assigned
+// statically).
+LaunchConfig plan_pipelined(int64_t rows, int64_t hidden, int vec, const KernelFacts& f,
+                                   int64_t staged_bytes_per_col, int items_target,
+                                   int ctas_per_sm, int64_t max_grid, bool allow_cluster) {
+  LaunchConfig none;
+  none.grid = 0;
+  if (staged_bytes_per_col <= 0 || hidden % vec != 0) return none;
+  const int64_t nvec = hidden / vec;
+  // Rows longer than 512 threads x kPipelineItems vectors: split over a cluster (the row sum
+  // then goes through distributed shared memory), with allow_cluster, at items_target vectors
+  // per thread. Up to that length one CTA per row measured faster (docs/notes.md v11).
+  int cluster = 1;
+  if (nvec > int64_t(kPipelineMaxThreads) * kPipelineItems) {
+    if (!allow_cluster || !f.cluster_launch || items_target > 2) return none;
+    const int64_t c = ceil_div(nvec, int64_t(kPipelineMaxThreads) * items_target);
+    if (c > f.max_cluster) return none;
+    cluster = static_cast<int>(c);
+  }
+  const int64_t nvec_cta = ceil_div(nvec, cluster);
+  const int threads = static_cast<int>(std::min<int64_t>(
+      32 * ceil_div(ceil_div(nvec_cta, items_target), 32), kPipelineMaxThreads));
+  const int items = static_cast<int>(ceil_div(nvec_cta, threads));
+  if (items > kPipelineItems) return none;
+  LaunchConfig c;
+  c.plan = RowPlan::kPipelined;
+  c.vec = vec;
+  c.threads_per_row = threads;
+  c.items = items;
+  c.cluster_size = cluster;
+  c.cols_per_cta = static_cast<int64_t>(threads) * items * vec;
+  const int64_t group_bytes = kPipelineStages * c.cols_per_cta * staged_bytes_per_col;
+  if (group_bytes > f.smem_per_block) return none;
+  int groups = cluster > 1 ? 1 : std::max(1, 256 / threads);
+  while (groups > 1 && (2 * groups * group_bytes > f.smem_per_sm || groups > rows)) groups /= 2;
+  c.rows_per_block = groups;
+  c.smem_bytes = groups * group_bytes;
+  // CTAs resident per SM: shared memory (plus ~1 KB reserved per CTA) and 2048 threads.
+  const int64_t by_smem = f.smem_per_sm / (c.smem_bytes + 1024);
+  const int64_t by_threads = 2048 / (static_cast<int64_t>(threads) * groups);
+  const int64_t resident =
+      std::max<int64_t>(1, std::min<int64_t>({by_smem, by_threads, ctas_per_sm}));
+  // max_grid bounds the clusters (the backward's slots), each of `cluster` CTAs.
+  c.grid = std::min({ceil_div(rows, groups), std::max<int64_t>(1, resident * f.sm_count / cluster),
+                     max_grid}) *
+           cluster;
+  return c;
+}
+
 }  // namespace
 
 std::string LaunchConfig::describe() const {
@@ -109,13 +164,25 @@ std::string LaunchConfig::describe() const {
   return s;
 }
 
-LaunchConfig plan_fwd(int64_t rows, int64_t hidden, int vec, const KernelFacts& facts) {
+LaunchConfig plan_fwd_registers(int64_t rows, int64_t hidden, int vec, const KernelFacts& facts) {
   return plan(rows, hidden, vec, facts, fwd_items_max(vec), kFwdMaxThreadsPerRow, false);
+}
+
+LaunchConfig plan_fwd(int64_t rows, int64_t hidden, int vec, const KernelFacts& facts,
+                      int64_t staged_bytes_per_col) {
+  // Measured (docs/notes.md, v10): the pipelined forward wins on few rows (its weight load
+  // overlaps x's) and loses 3-5% to the registers kernel on many.
+  if (rows <= facts.fwd_pipeline_max_rows) {
+    const LaunchConfig pipelined = plan_pipelined(rows, hidden, vec, facts, staged_bytes_per_col,
+                                                  2, facts.fwd_ctas_per_sm, rows, false);
+    if (pipelined.grid > 0) return pipelined;
+  }
+  return plan_fwd_registers(rows, hidden, vec, facts);
 }
 
 LaunchConfig plan_fwd_quant(int64_t rows, int64_t hidden, int vec, int block,
                             const KernelFacts& facts) {
-  LaunchConfig c = plan_fwd(rows, hidden, vec, facts);
+  LaunchConfig c = plan_fwd_registers(rows, hidden, vec, facts);
   if (block <= 0) return c;
   if (block / vec > 32) {  // one CTA of 256 threads per row, element by element
     c.vec = 0;
@@ -144,53 +211,22 @@ LaunchConfig plan_fwd_quant(int64_t rows, int64_t hidden, int vec, int block,
   return c;
 }
 
-// The pipelined backward, or plan = kRegisters with grid 0 when it does not apply. About two
-// vectors per thread (T up to 512), row groups up to 256 threads per CTA while the stages of
-// two CTAs fit one SM, and as many CTAs as fit the device at once (the grid is persistent, its
-// rows are assigned statically), within the workspace's slots.
-static LaunchConfig plan_bwd_pipelined(int64_t rows, int64_t hidden, int vec, const KernelFacts& f,
-                                int64_t staged_bytes_per_col) {
-  LaunchConfig none;
-  none.grid = 0;
-  if (staged_bytes_per_col <= 0 || hidden % vec != 0) return none;
-  const int64_t nvec = hidden / vec;
-  // Any multiple of 32 threads works here (the row sum is per warp, then over warps), so rows
-  // such as 7168 columns (896 vectors: 448 threads x 2) leave no thread idle.
-  const int threads = static_cast<int>(
-      std::min<int64_t>(32 * ceil_div(ceil_div(nvec, 2), 32), kPipelineMaxThreads));
-  const int items = static_cast<int>(ceil_div(nvec, threads));
-  if (items > kPipelineItems) return none;
-  LaunchConfig c;
-  c.plan = RowPlan::kPipelined;
-  c.vec = vec;
-  c.threads_per_row = threads;
-  c.items = items;
-  c.cols_per_cta = static_cast<int64_t>(threads) * items * vec;
-  const int64_t group_bytes = kPipelineStages * c.cols_per_cta * staged_bytes_per_col;
-  if (group_bytes > f.smem_per_block) return none;
-  int groups = std::max(1, 256 / threads);
-  while (groups > 1 && (2 * groups * group_bytes > f.smem_per_sm || groups > rows)) groups /= 2;
-  c.rows_per_block = groups;
-  c.smem_bytes = groups * group_bytes;
-  // CTAs resident per SM: shared memory (plus ~1 KB reserved per CTA) and 2048 threads.
-  const int64_t by_smem = f.smem_per_sm / (c.smem_bytes + 1024);
-  const int64_t by_threads = 2048 / (static_cast<int64_t>(threads) * groups);
-  const int64_t resident = std::max<int64_t>(1, std::min<int64_t>({by_smem, by_threads, 2}));
-  c.slots = std::min({ceil_div(rows, groups), resident * f.sm_count, bwd_max_slots(rows, f)});
-  c.grid = c.slots;
-  return c;
-}
-
 LaunchConfig plan_bwd(int64_t rows, int64_t hidden, int vec, const KernelFacts& facts,
                       int64_t staged_bytes_per_col) {
-  const LaunchConfig pipelined =
-      plan_bwd_pipelined(rows, hidden, vec, facts, staged_bytes_per_col);
-  if (pipelined.grid > 0) return pipelined;
+  // Measured (docs/notes.md, v9): 2 vectors per thread beat 4 at every row length (rows over
+  // 1024 vectors get up to 4, since a row group has at most 512 threads).
+  const int items_target = facts.bwd_items_target > 0 ? facts.bwd_items_target : 2;
+  LaunchConfig c = plan_pipelined(rows, hidden, vec, facts, staged_bytes_per_col, items_target,
+                                  facts.bwd_ctas_per_sm, bwd_max_slots(rows, facts), true);
+  if (c.grid > 0) {
+    c.slots = c.grid / c.cluster_size;
+    return c;
+  }
   return plan(rows, hidden, vec, facts, bwd_items_max(vec), kBwdMaxThreadsPerRow, true);
 }
 
 int64_t bwd_max_slots(int64_t rows, const KernelFacts& facts) {
-  return std::min<int64_t>(rows, 2LL * facts.sm_count);
+  return std::min<int64_t>(rows, std::max(2, facts.bwd_ctas_per_sm) * int64_t(facts.sm_count));
 }
 
 int64_t bwd_workspace_bytes(int64_t rows, int64_t hidden, const KernelFacts& facts,

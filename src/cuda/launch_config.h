@@ -13,7 +13,7 @@ enum class RowPlan {
   kRegisters,  // a row (or a row chunk per cluster CTA) held in registers: one HBM pass
   kCluster,    // kRegisters with each row split over the CTAs of a thread-block cluster
   kStreaming,  // rows too long for on-chip storage: two passes, the second mostly from L2
-  kPipelined,  // persistent; rows copied into shared memory kPipelineStages rows ahead
+  kPipelined,  // persistent; rows copied into shared memory kPipelineStages - 1 rows ahead
 };
 
 struct KernelFacts {
@@ -22,6 +22,14 @@ struct KernelFacts {
   int max_cluster = 8;         // 8 portable; 16 where the device allows non-portable sizes
   int64_t smem_per_block = 227 * 1024;  // opt-in maximum of dynamic shared memory per CTA
   int64_t smem_per_sm = 228 * 1024;
+  // Pipelined backward: resident CTAs per SM it aims for, and vectors per thread per row.
+  // Tuning knobs (NK_TUNE_BWD_CTAS_PER_SM, NK_TUNE_BWD_ITEMS override them for sweeps).
+  int bwd_ctas_per_sm = 2;
+  int bwd_items_target = 0;  // 0: the measured default
+  // Pipelined forward: resident CTAs per SM, and the most rows for which it is chosen over the
+  // registers kernel (NK_TUNE_FWD_CTAS_PER_SM, NK_TUNE_FWD_PIPELINE_MAX_ROWS).
+  int fwd_ctas_per_sm = 2;
+  int fwd_pipeline_max_rows = 264;
 };
 
 struct LaunchConfig {
@@ -60,7 +68,13 @@ constexpr int bwd_items_max(int vec) { return vec >= 4 ? kBwdElemsPerThread / ve
 
 // vec: the widest access (in elements, power of two <= 16 / smallest element size) that every
 // row of every matrix operand allows; computed by the launcher from pointers and strides.
-LaunchConfig plan_fwd(int64_t rows, int64_t hidden, int vec, const KernelFacts& facts);
+// staged_bytes_per_col: bytes per column of one row that the pipelined forward copies into
+// shared memory (x, and residual when there is one), 0 when cp.async cannot be used (accesses
+// under 4 bytes). Without it (or where it does not apply), the registers/cluster/streaming
+// plans of plan_fwd_registers.
+LaunchConfig plan_fwd(int64_t rows, int64_t hidden, int vec, const KernelFacts& facts,
+                      int64_t staged_bytes_per_col = 0);
+LaunchConfig plan_fwd_registers(int64_t rows, int64_t hidden, int vec, const KernelFacts& facts);
 // staged_bytes_per_col: bytes per column of one row that the pipelined backward copies into
 // shared memory (x, dy and dresidual_out); 0 when the operands don't allow cp.async (accesses
 // under 4 bytes). The pipelined plan is taken when hidden is a multiple of vec, a row group

@@ -4,6 +4,7 @@
 #include "cuda/launch_common.cuh"
 #include "cuda/launchers.h"
 #include "cuda/rms_norm_fwd_kernels.cuh"
+#include "cuda/rms_norm_fwd_pipelined.cuh"
 
 namespace normkit::cuda {
 
@@ -31,7 +32,18 @@ void launch_fwd(const nk_rms_norm_fwd_args& a, const LaunchConfig& cfg, cudaStre
   const FwdParams p = fwd_params(a, cfg);
   dispatch_vec(cfg.vec, "rms_norm_fwd", [&](auto vec_constant) {
     constexpr int VEC = decltype(vec_constant)::value;
-    if (cfg.plan == RowPlan::kStreaming) {
+    if (cfg.plan == RowPlan::kPipelined) {
+      // cp.async moves 4 bytes at least: the planner only picks this plan for such vectors.
+      if constexpr (sizeof(XT) * VEC >= 4) {
+        // Two register budgets, as in the backward: up to 2 vectors per thread, or up to 4.
+        auto kernel = cfg.items <= 2 ? rms_norm_fwd_pipelined<XT, WT, YT, VEC, 2>
+                                     : rms_norm_fwd_pipelined<XT, WT, YT, VEC, kPipelineItems>;
+        launch(kernel, cfg.grid, dim3(cfg.threads_per_row, cfg.rows_per_block), {}, stream,
+               "rms_norm_fwd (pipelined)", static_cast<size_t>(cfg.smem_bytes), p);
+      } else {
+        throw Error(NK_ERROR_INTERNAL, "rms_norm_fwd: pipelined plan with accesses under 4 bytes");
+      }
+    } else if (cfg.plan == RowPlan::kStreaming) {
       launch(rms_norm_fwd_streaming<XT, WT, YT, VEC>, cfg.grid, dim3(cfg.threads_per_row), {},
              stream, "rms_norm_fwd (streaming)", 0, p);
     } else {

@@ -39,6 +39,33 @@ __device__ __forceinline__ void write_slot_sums(const BwdParams& p, int64_t slot
   if (p.partial_dbias) p.partial_dbias[slot * p.shape.hidden + c] = sum_b;
 }
 
+// write_slot_sums for VEC consecutive columns from col (a multiple of VEC; hidden a multiple of
+// VEC too): 16-byte stores into the workspace when VEC allows (its rows are then 16-byte
+// aligned), else element by element.
+template <typename WT, int VEC>
+__device__ __forceinline__ void write_slot_vector(const BwdParams& p, int64_t slot, int64_t col,
+                                                  const float* sum_w, const float* sum_b) {
+  if constexpr (VEC % 4 == 0) {
+    if (!p.dweight && !p.dbias) {
+      const int64_t at = slot * p.shape.hidden + col;
+#pragma unroll
+      for (int k = 0; k < VEC; k += 4) {
+        if (p.partial_dweight) {
+          __stcg(reinterpret_cast<float4*>(p.partial_dweight + at + k),
+                 make_float4(sum_w[k], sum_w[k + 1], sum_w[k + 2], sum_w[k + 3]));
+        }
+        if (p.partial_dbias) {
+          __stcg(reinterpret_cast<float4*>(p.partial_dbias + at + k),
+                 make_float4(sum_b[k], sum_b[k + 1], sum_b[k + 2], sum_b[k + 3]));
+        }
+      }
+      return;
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < VEC; ++k) write_slot_sums<WT>(p, slot, col + k, sum_w[k], sum_b[k]);
+}
+
 // Dynamic shared memory of rms_norm_bwd_registers, in floats: per row group, one sum per
 // column of the CTA for dbias, and for dweight too when several row groups must be combined.
 __host__ __device__ inline int64_t bwd_group_floats(int rows_per_block, int64_t cols_per_cta,

@@ -1,98 +1,91 @@
 // RMSNorm backward, pipelined: a persistent CTA streams its rows of x, dy (and dresidual_out)
-// into shared memory with cp.async, kPipelineStages rows ahead per row group, so that loads
+// into shared memory with cp.async, kPipelineStages - 1 rows ahead per row group, so that loads
 // stay in flight while the current row is reduced and its dx stored (the registers kernel
 // serializes load -> reduce -> store per row and leaves HBM idle in between).
 //
 // blockDim = (T, groups): each row group of T threads walks its own rows, row = slot * groups
-// + group, + grid * groups, ... Thread t owns vectors t, t + T, ... of every row, in shared
-// memory as in registers, so it only ever waits for its own copies. dweight/dbias partial sums
-// stay in registers across rows; at the end the groups of a CTA add them in group order into
-// one row of partial sums per CTA (slot = blockIdx.x), reduced over slots by reduce_partials.
+// + group, + slots * groups, ... where slot is the CTA, or with a cluster (rows too long for one
+// CTA; then groups = 1) the cluster, whose CTAs split each row's columns. Thread t owns vectors
+// t, t + T, ... of its CTA's columns, in shared memory as in registers, so it only ever waits
+// for its own copies. dweight/dbias partial sums stay in registers across rows; at the end the
+// groups of a CTA add them in group order into the slot's row of partial sums, reduced over
+// slots by reduce_partials (or, with one slot, written straight to dweight/dbias).
 #pragma once
 
 #include "cuda/async_copy.cuh"
 #include "cuda/element.cuh"
+#include "cuda/kept_columns.cuh"
 #include "cuda/kernel_params.h"
 #include "cuda/launch_config.h"
 #include "cuda/reduce.cuh"
 #include "cuda/rms_norm_bwd_kernels.cuh"
 #include "cuda/rms_norm_fwd_kernels.cuh"
+#include "cuda/stage_ring.cuh"
 
 namespace normkit::cuda {
 
-// One row group's view of its pipeline stages: stage s holds, for one row, x, dy and (with a
-// residual) dresidual_out, each `cols` elements (T * items * VEC, multiple of 16 bytes).
-template <typename XT, typename DYT>
-struct BwdStages {
-  unsigned char* base;
-  int64_t cols;
-  int64_t stage_bytes;
-
-  __device__ __forceinline__ BwdStages(unsigned char* block_smem, int64_t cols, bool with_dres)
-      : cols(cols),
-        stage_bytes(cols * static_cast<int64_t>(sizeof(XT) + sizeof(DYT) +
-                                                (with_dres ? sizeof(XT) : 0))) {
-    base = block_smem + threadIdx.y * kPipelineStages * stage_bytes;
-  }
-  __device__ __forceinline__ XT* x(int s) const {
-    return reinterpret_cast<XT*>(base + s * stage_bytes);
-  }
-  __device__ __forceinline__ DYT* dy(int s) const {
-    return reinterpret_cast<DYT*>(base + s * stage_bytes + cols * sizeof(XT));
-  }
-  __device__ __forceinline__ XT* dres(int s) const {
-    return reinterpret_cast<XT*>(base + s * stage_bytes + cols * (sizeof(XT) + sizeof(DYT)));
-  }
-};
-
-// DBIAS: dbias partial sums wanted (their registers are only allocated then).
-template <typename XT, typename WT, typename DYT, int VEC, int IMAX, bool DBIAS>
+// DBIAS: dbias partial sums wanted (their registers are only allocated then). CLUSTER: rows
+// split over a cluster (a separate instantiation: the cluster code in the loop cost the
+// unsplit kernel registers, spills and 5-30% of its speed, docs/notes.md v11).
+template <typename XT, typename WT, typename DYT, int VEC, int IMAX, bool DBIAS, bool CLUSTER>
 __global__ void __launch_bounds__(512) rms_norm_bwd_pipelined(BwdParams p) {
   extern __shared__ __align__(16) unsigned char block_smem[];
   __shared__ float scratch[2 * kMaxWarps];
+  __shared__ float cluster_slot;
   const RowShape& shape = p.shape;
   const int64_t hidden = shape.hidden;
-  const int items = shape.items;
   const bool with_dres = p.dresidual_out != nullptr;
-  const BwdStages<XT, DYT> st(block_smem, shape.cols_per_cta, with_dres);
-  auto column = [&](int i) { return (static_cast<int64_t>(i) * blockDim.x + threadIdx.x) * VEC; };
-  auto active = [&](int i) { return i < items && column(i) < hidden; };
+  // Stage operands: 0 x, 1 dy, 2 dresidual_out.
+  const StageRing st(block_smem, shape.cols_per_cta, sizeof(XT), sizeof(DYT),
+                     with_dres ? sizeof(XT) : 0);
+  // A cluster splits each row: CTA `rank` covers columns [rank * cols_per_cta, ...) of the
+  // rows of cluster `slot`, which are the same for all its CTAs (uniform trip counts).
+  const int cluster = CLUSTER ? shape.cluster_size : 1;
+  const int rank = CLUSTER ? static_cast<int>(blockIdx.x % cluster) : 0;
+  const int64_t slot = CLUSTER ? blockIdx.x / cluster : blockIdx.x;
+  const int64_t col_begin = CLUSTER ? rank * shape.cols_per_cta : 0;
+  // This thread's columns (in the row, and in its stage) and which of them exist: the same
+  // for every row.
+  int64_t col[IMAX];
+  int stage_col[IMAX];  // < cols_per_cta <= 512 threads x kPipelineItems x 16
+  bool active[IMAX];
+#pragma unroll
+  for (int i = 0; i < IMAX; ++i) {
+    stage_col[i] = static_cast<int>((i * blockDim.x + threadIdx.x) * VEC);
+    col[i] = col_begin + stage_col[i];
+    active[i] = i < shape.items && col[i] < hidden;
+  }
 
   // Starts the copies of `row` into stage s (nothing past the last row), as one group.
   auto issue = [&](int64_t row, int s) {
     if (row < shape.rows) {
+      const XT* x = static_cast<const XT*>(p.x) + row * p.x_stride;
+      const DYT* dy = static_cast<const DYT*>(p.dy) + row * p.dy_stride;
+      const XT* dres =
+          with_dres ? static_cast<const XT*>(p.dresidual_out) + row * p.dresidual_out_stride : nullptr;
 #pragma unroll
       for (int i = 0; i < IMAX; ++i) {
-        if (!active(i)) continue;
-        const int64_t col = column(i);
-        cp_async_vector<XT, VEC>(st.x(s) + col, static_cast<const XT*>(p.x) + row * p.x_stride + col);
-        cp_async_vector<DYT, VEC>(st.dy(s) + col,
-                                  static_cast<const DYT*>(p.dy) + row * p.dy_stride + col);
-        if (with_dres) {
-          cp_async_vector<XT, VEC>(
-              st.dres(s) + col,
-              static_cast<const XT*>(p.dresidual_out) + row * p.dresidual_out_stride + col);
-        }
+        if (!active[i]) continue;
+        cp_async_vector<XT, VEC>(st.at<XT>(s, 0) + stage_col[i], x + col[i]);
+        cp_async_vector<DYT, VEC>(st.at<DYT>(s, 1) + stage_col[i], dy + col[i]);
+        if (with_dres) cp_async_vector<XT, VEC>(st.at<XT>(s, 2) + stage_col[i], dres + col[i]);
       }
     }
     cp_async_commit();
   };
   auto rstd_of = [&](int64_t row) { return row < shape.rows ? p.rstd[row] : 0.0f; };
 
-  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.y;
-  int64_t row = static_cast<int64_t>(blockIdx.x) * blockDim.y + threadIdx.y;
+  const int64_t step = static_cast<int64_t>(CLUSTER ? gridDim.x / cluster : gridDim.x) * blockDim.y;
+  int64_t row = slot * blockDim.y + threadIdx.y;
   static_assert(kPipelineStages == 3, "the prologue and the rstd ring assume 3 stages");
   issue(row, 0);
   issue(row + step, 1);
-  // The weight is first read after the first row lands: fetch it into L2 alongside.
-  if (threadIdx.y == 0) {
-#pragma unroll
-    for (int i = 0; i < IMAX; ++i) {
-      if (active(i)) prefetch_params_l2<WT>(p.weight, nullptr, column(i));
-    }
-  }
   // rstd of this row and the next two, loaded as early as their rows' copies are started.
   float rstd_ring[3] = {rstd_of(row), rstd_of(row + step), 0.0f};
+  // The weight of this thread's columns is the same for every row: loaded once, while the
+  // first rows are in flight.
+  KeptColumns<WT, VEC, IMAX> weight;
+  weight.load(p.weight, weight_offset(p), col, active);
 
   float acc_w[IMAX][VEC], acc_b[IMAX][VEC];
 #pragma unroll
@@ -108,46 +101,49 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_pipelined(BwdParams p) {
     cp_async_wait<kPipelineStages - 1>();  // this row's copies (this thread's own) have landed
     const float rstd = rstd_ring[0];
 
+    // dot = sum(dy * w * xhat) over the row; xhat = x * rstd.
     Lanes<XT, VEC> xs[IMAX];
     Lanes<DYT, VEC> dys[IMAX];
     float dot = 0.0f;
 #pragma unroll
     for (int i = 0; i < IMAX; ++i) {
-      if (!active(i)) continue;
-      const int64_t col = column(i);
-      xs[i].load(st.x(stage) + col);
-      dys[i].load(st.dy(stage) + col);
+      if (!active[i]) continue;
+      xs[i].load(st.at<XT>(stage, 0) + stage_col[i]);
+      dys[i].load(st.at<DYT>(stage, 1) + stage_col[i]);
       float w[VEC];
-      load_scale<WT, VEC>(p, col, VEC, w);
+      weight.get(i, w);
 #pragma unroll
       for (int k = 0; k < VEC; ++k) {
         const float dy = to_float(dys[i].get(k));
         const float xhat = to_float(xs[i].get(k)) * rstd;
-        acc_w[i][k] += dy * xhat;
+        acc_w[i][k] = fmaf(dy, xhat, acc_w[i][k]);
         if constexpr (DBIAS) acc_b[i][k] += dy;
-        dot += dy * w[k] * xhat;
+        dot = fmaf(dy * w[k], xhat, dot);
       }
     }
-    const float mean = row_group_sum(dot, scratch, parity) * shape.inv_hidden;
+    dot = row_group_sum(dot, scratch, parity);
+    if constexpr (CLUSTER) dot = cluster_sum(dot, &cluster_slot);  // one row group per CTA
+    const float mean = dot * shape.inv_hidden;
     parity ^= 1;
+    // dx = rstd * (dy * w - xhat * mean) = (rstd * dy) * w - (rstd^2 * mean) * x.
+    const float x_coef = rstd * rstd * mean;
+    XT* dx_row = static_cast<XT*>(p.dx) + row * p.dx_stride;
 #pragma unroll
     for (int i = 0; i < IMAX; ++i) {
-      if (!active(i)) continue;
-      const int64_t col = column(i);
+      if (!active[i]) continue;
       float w[VEC], dx[VEC];
-      load_scale<WT, VEC>(p, col, VEC, w);
+      weight.get(i, w);
 #pragma unroll
       for (int k = 0; k < VEC; ++k) {
-        const float xhat = to_float(xs[i].get(k)) * rstd;
-        dx[k] = rstd * (to_float(dys[i].get(k)) * w[k] - xhat * mean);
+        dx[k] = fmaf(rstd * to_float(dys[i].get(k)), w[k], -x_coef * to_float(xs[i].get(k)));
       }
       if (with_dres) {
         Lanes<XT, VEC> d;
-        d.load(st.dres(stage) + col);
+        d.load(st.at<XT>(stage, 2) + stage_col[i]);
 #pragma unroll
         for (int k = 0; k < VEC; ++k) dx[k] += to_float(d.get(k));
       }
-      store_vec<XT, VEC>(static_cast<XT*>(p.dx) + row * p.dx_stride + col, dx);
+      store_vec<XT, VEC>(dx_row + col[i], dx);
     }
     rstd_ring[0] = rstd_ring[1];
     rstd_ring[1] = rstd_ring[2];
@@ -157,6 +153,13 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_pipelined(BwdParams p) {
 
   const bool want_w = p.want_dweight();
   if (!want_w && !DBIAS) return;
+  if (blockDim.y == 1) {  // one row group: its sums are the CTA's
+#pragma unroll
+    for (int i = 0; i < IMAX; ++i) {
+      if (active[i]) write_slot_vector<WT, VEC>(p, slot, col[i], acc_w[i], acc_b[i]);
+    }
+    return;
+  }
   // Each group parks its sums in shared memory ([group][column], dweight then dbias); group 0
   // adds them in group order.
   const int64_t cols = shape.cols_per_cta;
@@ -165,27 +168,27 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_pipelined(BwdParams p) {
   __syncthreads();
 #pragma unroll
   for (int i = 0; i < IMAX; ++i) {
-    if (!active(i)) continue;
+    if (!active[i]) continue;
 #pragma unroll
     for (int k = 0; k < VEC; ++k) {
-      parked[threadIdx.y * cols + column(i) + k] = acc_w[i][k];
-      if constexpr (DBIAS) parked_b[threadIdx.y * cols + column(i) + k] = acc_b[i][k];
+      parked[threadIdx.y * cols + stage_col[i] + k] = acc_w[i][k];
+      if constexpr (DBIAS) parked_b[threadIdx.y * cols + stage_col[i] + k] = acc_b[i][k];
     }
   }
   __syncthreads();
   if (threadIdx.y != 0) return;
 #pragma unroll
   for (int i = 0; i < IMAX; ++i) {
-    if (!active(i)) continue;
+    if (!active[i]) continue;
 #pragma unroll
     for (int k = 0; k < VEC; ++k) {
-      const int64_t c = column(i) + k;
+      const int c = stage_col[i] + k;
       float total_w = 0.0f, total_b = 0.0f;
       for (int g = 0; g < static_cast<int>(blockDim.y); ++g) {
         total_w += parked[g * cols + c];
         if constexpr (DBIAS) total_b += parked_b[g * cols + c];
       }
-      write_slot_sums<WT>(p, blockIdx.x, c, total_w, total_b);
+      write_slot_sums<WT>(p, slot, col[i] + k, total_w, total_b);
     }
   }
 }

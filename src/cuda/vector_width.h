@@ -5,12 +5,23 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <vector>
 
 #include "cuda/cuda_backend.h"
 #include "cuda/launch_config.h"
 
 namespace normkit::cuda {
+
+// A launch-configuration knob from the environment, for tuning sweeps on a device (read at
+// each call; out-of-range or unparsable values leave the default).
+inline int tuning_knob(const char* name, int fallback, int lo, int hi) {
+  const char* text = std::getenv(name);
+  if (!text || !*text) return fallback;
+  char* end = nullptr;
+  const long v = std::strtol(text, &end, 10);
+  return (*end == '\0' && v >= lo && v <= hi) ? static_cast<int>(v) : fallback;
+}
 
 inline KernelFacts kernel_facts(const DeviceFacts& d) {
   KernelFacts k;
@@ -20,6 +31,11 @@ inline KernelFacts kernel_facts(const DeviceFacts& d) {
   // Less 1 KB for the kernels' static shared memory (reduction scratch).
   if (d.smem_per_block_optin > 1024) k.smem_per_block = static_cast<int64_t>(d.smem_per_block_optin) - 1024;
   if (d.smem_per_sm > 0) k.smem_per_sm = static_cast<int64_t>(d.smem_per_sm);
+  k.bwd_ctas_per_sm = tuning_knob("NK_TUNE_BWD_CTAS_PER_SM", k.bwd_ctas_per_sm, 1, 8);
+  k.bwd_items_target = tuning_knob("NK_TUNE_BWD_ITEMS", k.bwd_items_target, 0, kPipelineItems);
+  k.fwd_ctas_per_sm = tuning_knob("NK_TUNE_FWD_CTAS_PER_SM", k.fwd_ctas_per_sm, 1, 16);
+  k.fwd_pipeline_max_rows =
+      tuning_knob("NK_TUNE_FWD_PIPELINE_MAX_ROWS", k.fwd_pipeline_max_rows, 0, 1 << 30);
   return k;
 }
 

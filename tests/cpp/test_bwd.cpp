@@ -137,7 +137,8 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Combine(::testing::ValuesIn(all_backends()),
                        ::testing::Values(RowsHidden{4096, 4096}, RowsHidden{2, 262144},
                                          RowsHidden{3, 1048576}, RowsHidden{16384, 128},
-                                         RowsHidden{1000, 1000}, RowsHidden{65536, 64})),
+                                         RowsHidden{1000, 1000}, RowsHidden{65536, 64},
+                                         RowsHidden{300, 32768}, RowsHidden{37, 65536})),
     [](const auto& info) {
       const RowsHidden shape = std::get<1>(info.param);
       return std::string(backend_label(std::get<0>(info.param))) + "_rows" +

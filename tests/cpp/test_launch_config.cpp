@@ -18,13 +18,18 @@ void expect_covers(const LaunchConfig& c, int64_t rows, int64_t hidden, int item
   if (c.plan == RowPlan::kStreaming) {
     EXPECT_EQ(c.cluster_size, 1);
   } else if (c.plan == RowPlan::kPipelined) {
-    EXPECT_EQ(c.cluster_size, 1);
+    EXPECT_LE(c.cluster_size, f.cluster_launch ? f.max_cluster : 1);
+    if (c.cluster_size > 1) {
+      EXPECT_TRUE(persistent);  // the forward does not split rows
+      EXPECT_EQ(c.rows_per_block, 1);
+    }
     EXPECT_EQ(hidden % c.vec, 0);
     EXPECT_GE(c.threads_per_row, 32);
     EXPECT_EQ(c.threads_per_row % 32, 0);
     EXPECT_LE(c.items, normkit::cuda::kPipelineItems);
     EXPECT_EQ(c.cols_per_cta, int64_t(c.threads_per_row) * c.items * c.vec);
-    EXPECT_GE(c.cols_per_cta, hidden);
+    EXPECT_GE(c.cols_per_cta * c.cluster_size, hidden);
+    EXPECT_EQ(c.grid % c.cluster_size, 0);
     EXPECT_GT(c.smem_bytes, 0);
     EXPECT_LE(c.smem_bytes, f.smem_per_block);
     EXPECT_LE(c.rows_per_block, 8);  // named barriers 1..8
@@ -41,6 +46,10 @@ void expect_covers(const LaunchConfig& c, int64_t rows, int64_t hidden, int item
     if (!persistent) {
       EXPECT_GE(c.grid / c.cluster_size * c.rows_per_block, rows);
     }
+  }
+  // A pipelined forward is persistent too, but needs no slots: at most one CTA per row group.
+  if (!persistent && c.plan == RowPlan::kPipelined) {
+    EXPECT_LE((c.grid - 1) * c.rows_per_block, rows);
   }
   if (persistent) {
     EXPECT_GE(c.slots, 1);
@@ -63,6 +72,10 @@ TEST(LaunchConfig, CoversEveryShapeWithAndWithoutClusters) {
                         normkit::cuda::fwd_items_max(vec), false, f);
           expect_covers(normkit::cuda::plan_bwd(rows, hidden, vec, f), rows, hidden,
                         normkit::cuda::bwd_items_max(vec), true, f);
+          for (int64_t staged : {2, 4, 8}) {  // bytes per column: bf16 x ... fp32 x+residual
+            expect_covers(normkit::cuda::plan_fwd(rows, hidden, vec, f, staged), rows, hidden,
+                          normkit::cuda::fwd_items_max(vec), false, f);
+          }
           for (int64_t staged : {4, 6, 12, 24}) {  // bytes per column: bf16 x+dy ... fp32 x+dy+dres
             expect_covers(normkit::cuda::plan_bwd(rows, hidden, vec, f, staged), rows, hidden,
                           normkit::cuda::bwd_items_max(vec), true, f);
@@ -96,6 +109,35 @@ TEST(LaunchConfig, PipelinesTheBackwardOfAlignedRowsThatFitSharedMemory) {
   EXPECT_NE(normkit::cuda::plan_bwd(16384, 4095, 8, f, 4).plan, RowPlan::kPipelined);
   EXPECT_NE(normkit::cuda::plan_bwd(256, 65536, 4, f, 8).plan, RowPlan::kPipelined);
   EXPECT_NE(normkit::cuda::plan_bwd(16384, 4096, 8, f, 0).plan, RowPlan::kPipelined);
+}
+
+TEST(LaunchConfig, SplitsWideBackwardRowsOverPipelinedClusters) {
+  KernelFacts f;
+  const LaunchConfig c = normkit::cuda::plan_bwd(1024, 32768, 8, f, 4);
+  EXPECT_EQ(c.plan, RowPlan::kPipelined) << c.describe();
+  EXPECT_EQ(c.cluster_size, 4);
+  EXPECT_EQ(c.grid, c.slots * 4);
+  KernelFacts no_clusters = f;
+  no_clusters.cluster_launch = false;
+  EXPECT_NE(normkit::cuda::plan_bwd(1024, 32768, 8, no_clusters, 4).plan, RowPlan::kPipelined);
+}
+
+TEST(LaunchConfig, PipelinesTheForwardOfAlignedRowsThatFitSharedMemory) {
+  KernelFacts f;
+  const LaunchConfig c = normkit::cuda::plan_fwd(128, 4096, 8, f, 2);
+  EXPECT_EQ(c.plan, RowPlan::kPipelined) << c.describe();
+  EXPECT_LE(c.grid, f.fwd_ctas_per_sm * f.sm_count);
+  EXPECT_EQ(c.slots, 0);
+  // Many rows: the registers kernel.
+  EXPECT_NE(normkit::cuda::plan_fwd(16384, 4096, 8, f, 2).plan, RowPlan::kPipelined);
+  // 7168 columns: 448 threads x 2 vectors, no idle thread.
+  const LaunchConfig g = normkit::cuda::plan_fwd(100, 7168, 8, f, 2);
+  EXPECT_EQ(g.plan, RowPlan::kPipelined) << g.describe();
+  EXPECT_EQ(g.threads_per_row * g.items * g.vec, 7168);
+  // Odd hidden sizes, no cp.async-sized accesses, and rows past shared memory are not.
+  EXPECT_NE(normkit::cuda::plan_fwd(100, 4095, 1, f, 2).plan, RowPlan::kPipelined);
+  EXPECT_NE(normkit::cuda::plan_fwd(100, 4096, 8, f, 0).plan, RowPlan::kPipelined);
+  EXPECT_NE(normkit::cuda::plan_fwd(100, 1 << 20, 8, f, 2).plan, RowPlan::kPipelined);
 }
 
 TEST(LaunchConfig, SplitsFewLongRowsOverClusters) {

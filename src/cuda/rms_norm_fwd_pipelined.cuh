@@ -1,0 +1,115 @@
+// RMSNorm forward, pipelined: a persistent CTA streams its rows of x (and residual) into
+// shared memory with cp.async, kPipelineStages rows ahead per row group, so that HBM reads stay
+// in flight while the current row is reduced and stored. The registers kernel instead starts
+// one row per CTA and leaves its loads idle during the reduction and the stores, which costs
+// 5-15% of copy bandwidth on mid-size shapes (docs/notes.md).
+//
+// blockDim = (T, groups): row group g of CTA b walks rows b * groups + g, + grid * groups, ...
+// Thread t owns vectors t, t + T, ... of every row in shared memory as in registers, so it only
+// waits for its own copies; weight and bias for those columns stay in registers.
+#pragma once
+
+#include "cuda/async_copy.cuh"
+#include "cuda/element.cuh"
+#include "cuda/kept_columns.cuh"
+#include "cuda/kernel_params.h"
+#include "cuda/launch_config.h"
+#include "cuda/reduce.cuh"
+#include "cuda/stage_ring.cuh"
+
+namespace normkit::cuda {
+
+template <typename XT, typename WT, typename YT, int VEC, int IMAX>
+__global__ void __launch_bounds__(512) rms_norm_fwd_pipelined(FwdParams p) {
+  extern __shared__ __align__(16) unsigned char block_smem[];
+  __shared__ float scratch[2 * kMaxWarps];
+  const RowShape& shape = p.shape;
+  const bool with_residual = p.residual != nullptr;
+  // Stage operands: 0 x, 1 residual.
+  const StageRing st(block_smem, shape.cols_per_cta, sizeof(XT), with_residual ? sizeof(XT) : 0,
+                     0);
+  int64_t col[IMAX];
+  bool active[IMAX];
+#pragma unroll
+  for (int i = 0; i < IMAX; ++i) {
+    col[i] = (static_cast<int64_t>(i) * blockDim.x + threadIdx.x) * VEC;
+    active[i] = i < shape.items && col[i] < shape.hidden;
+  }
+
+  // Starts the copies of `row` into stage s (nothing past the last row), as one group.
+  auto issue = [&](int64_t row, int s) {
+    if (row < shape.rows) {
+      const XT* x = static_cast<const XT*>(p.x) + row * p.x_stride;
+      const XT* res =
+          with_residual ? static_cast<const XT*>(p.residual) + row * p.residual_stride : nullptr;
+#pragma unroll
+      for (int i = 0; i < IMAX; ++i) {
+        if (!active[i]) continue;
+        cp_async_vector<XT, VEC>(st.at<XT>(s, 0) + col[i], x + col[i]);
+        if (with_residual) cp_async_vector<XT, VEC>(st.at<XT>(s, 1) + col[i], res + col[i]);
+      }
+    }
+    cp_async_commit();
+  };
+
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.y;
+  int64_t row = static_cast<int64_t>(blockIdx.x) * blockDim.y + threadIdx.y;
+  static_assert(kPipelineStages == 3, "the prologue assumes 3 stages");
+  issue(row, 0);
+  issue(row + step, 1);
+  KeptColumns<WT, VEC, IMAX> weight, bias;
+  weight.load(p.weight, weight_offset(p), col, active);
+  if (p.bias) bias.load(p.bias, 0.0f, col, active);
+
+  int stage = 0, parity = 0;
+  for (; row < shape.rows; row += step) {
+    issue(row + 2 * step, stage == 0 ? 2 : stage - 1);
+    cp_async_wait<kPipelineStages - 1>();  // this row's copies (this thread's own) have landed
+
+    Lanes<XT, VEC> s[IMAX];
+    float sum_sq = 0.0f;
+#pragma unroll
+    for (int i = 0; i < IMAX; ++i) {
+      if (!active[i]) continue;
+      s[i].load(st.at<XT>(stage, 0) + col[i]);
+      if (with_residual) {
+        Lanes<XT, VEC> r;
+        r.load(st.at<XT>(stage, 1) + col[i]);
+        float sum[VEC];
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) sum[k] = to_float(s[i].get(k)) + to_float(r.get(k));
+        s[i] = pack_lanes<XT, VEC>(sum);  // x + residual rounded to XT: what is normalized
+        s[i].store(static_cast<XT*>(p.residual_out) + row * p.residual_out_stride + col[i]);
+      }
+#pragma unroll
+      for (int k = 0; k < VEC; ++k) {
+        const float v = to_float(s[i].get(k));
+        sum_sq = fmaf(v, v, sum_sq);
+      }
+    }
+    sum_sq = row_group_sum(sum_sq, scratch, parity);
+    parity ^= 1;
+    const float rstd = 1.0f / sqrtf(sum_sq * shape.inv_hidden + p.eps);
+    if (p.rstd && threadIdx.x == 0) p.rstd[row] = rstd;
+    YT* y = static_cast<YT*>(p.y) + row * p.y_stride;
+#pragma unroll
+    for (int i = 0; i < IMAX; ++i) {
+      if (!active[i]) continue;
+      float w[VEC], out[VEC];
+      weight.get(i, w);
+#pragma unroll
+      for (int k = 0; k < VEC; ++k) out[k] = to_float(s[i].get(k)) * rstd * w[k];
+      if (p.bias) {
+        float b[VEC];
+        bias.get(i, b);
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) out[k] += b[k];
+      }
+      store_vec<YT, VEC>(y + col[i], out);
+    }
+    stage = stage == kPipelineStages - 1 ? 0 : stage + 1;
+  }
+  cp_async_wait<0>();  // only empty groups remain; nothing may be in flight at exit
+}
+
+}  // namespace normkit::cuda

@@ -132,19 +132,10 @@ void rms_norm_bwd(const nk_rms_norm_bwd_args& a, void* stream) {
   const LaunchConfig cfg =
       plan_bwd(a.rows, a.hidden, vec, kernel_facts(current_device_facts()),
                bwd_staged_bytes(vec, a.x_dtype, a.dy_dtype, a.dresidual_out != nullptr));
-  float* partial_dweight = nullptr;
-  float* partial_dbias = nullptr;
-  if (a.dweight || a.dbias) {
-    float* ws = static_cast<float*>(a.workspace);
-    const int64_t per_output = cfg.slots * a.hidden;
-    if (a.dweight) partial_dweight = ws;
-    if (a.dbias) partial_dbias = ws + (a.dweight ? per_output : 0);
-  }
   const auto s = static_cast<cudaStream_t>(stream);
   try {
-    dispatch_dtype(a.x_dtype, "rms_norm_bwd x", [&](auto x) {
-      launch_bwd_for_x<decltype(x)>(a, cfg, partial_dweight, partial_dbias, s);
-    });
+    dispatch_dtype(a.x_dtype, "rms_norm_bwd x",
+                   [&](auto x) { launch_bwd_for_x<decltype(x)>(a, cfg, s); });
   } catch (const Error& e) {
     throw Error(e.status(), std::string(e.what()) + "; " +
                                 shape_context("rms_norm_bwd", a.rows, a.hidden, a.x_dtype,

@@ -9,10 +9,9 @@
 namespace normkit::cuda {
 
 template <typename XT, typename WT, typename DYT>
-void launch_bwd(const nk_rms_norm_bwd_args& a, const LaunchConfig& cfg, float* partial_dweight,
-                float* partial_dbias, cudaStream_t stream) {
+void launch_bwd(const nk_rms_norm_bwd_args& a, const LaunchConfig& planned, cudaStream_t stream) {
   BwdParams p;
-  p.shape = row_shape(a.rows, a.hidden, cfg);
+  p.shape = row_shape(a.rows, a.hidden, planned);
   p.dy = a.dy;
   p.dy_stride = a.dy_row_stride;
   p.x = a.x;
@@ -24,13 +23,21 @@ void launch_bwd(const nk_rms_norm_bwd_args& a, const LaunchConfig& cfg, float* p
   p.dresidual_out_stride = a.dresidual_out_row_stride;
   p.dx = a.dx;
   p.dx_stride = a.dx_row_stride;
-  // One slot: the main kernel writes dweight/dbias itself and no reduction follows. (The
+  LaunchConfig cfg = planned;  // a pipelined cluster plan may get fewer slots at launch
+  // The partial sums ([slots, hidden] float32 each, dweight then dbias) in the workspace. One
+  // slot: the main kernel writes dweight/dbias itself and no reduction follows. (The
   // streaming kernel accumulates in the workspace across rows, so it always needs one.)
-  const bool direct = cfg.slots == 1 && cfg.plan != RowPlan::kStreaming;
-  p.partial_dweight = direct ? nullptr : partial_dweight;
-  p.partial_dbias = direct ? nullptr : partial_dbias;
-  p.dweight = direct ? a.dweight : nullptr;
-  p.dbias = direct ? a.dbias : nullptr;
+  auto set_outputs = [&] {
+    const bool direct = cfg.slots == 1 && cfg.plan != RowPlan::kStreaming;
+    float* ws = static_cast<float*>(a.workspace);
+    p.partial_dweight = !direct && a.dweight ? ws : nullptr;
+    p.partial_dbias = !direct && a.dbias ? ws + (a.dweight ? cfg.slots * a.hidden : 0) : nullptr;
+    p.dweight = direct ? a.dweight : nullptr;
+    p.dbias = direct ? a.dbias : nullptr;
+  };
+  p.partial_dweight = p.partial_dbias = nullptr;
+  p.dweight = a.dweight;  // for want_dbias()/want_dweight() until set_outputs
+  p.dbias = a.dbias;
   dispatch_vec(cfg.vec, "rms_norm_bwd", [&](auto vec_constant) {
     constexpr int VEC = decltype(vec_constant)::value;
     if (cfg.plan == RowPlan::kPipelined) {
@@ -52,6 +59,8 @@ void launch_bwd(const nk_rms_norm_bwd_args& a, const LaunchConfig& cfg, float* p
                              : rms_norm_bwd_pipelined<XT, WT, DYT, VEC, kSmall, false, false>)
                     : (dbias ? rms_norm_bwd_pipelined<XT, WT, DYT, VEC, kPipelineItems, true, false>
                              : rms_norm_bwd_pipelined<XT, WT, DYT, VEC, kPipelineItems, false, false>);
+        cfg = fit_resident_clusters(cfg, kernel, "rms_norm_bwd (pipelined)");
+        set_outputs();
         launch(kernel, cfg.grid, dim3(cfg.threads_per_row, cfg.rows_per_block),
                {cfg.cluster_size}, stream, "rms_norm_bwd (pipelined)",
                static_cast<size_t>(cfg.smem_bytes), p);
@@ -59,10 +68,12 @@ void launch_bwd(const nk_rms_norm_bwd_args& a, const LaunchConfig& cfg, float* p
         throw Error(NK_ERROR_INTERNAL, "rms_norm_bwd: pipelined plan with accesses under 4 bytes");
       }
     } else if (cfg.plan == RowPlan::kStreaming) {
+      set_outputs();
       launch(rms_norm_bwd_streaming<XT, WT, DYT, VEC>, cfg.grid, dim3(cfg.threads_per_row), {},
              stream, "rms_norm_bwd (streaming)", 0, p);
     } else {
       constexpr int IMAX = bwd_items_max(VEC);
+      set_outputs();
       const size_t smem = sizeof(float) * bwd_group_floats(cfg.rows_per_block, cfg.cols_per_cta,
                                                            p.want_dweight(), p.want_dbias());
       launch(rms_norm_bwd_registers<XT, WT, DYT, VEC, IMAX>, cfg.grid,
@@ -86,10 +97,10 @@ void launch_bwd(const nk_rms_norm_bwd_args& a, const LaunchConfig& cfg, float* p
 
 template <typename XT>
 void launch_bwd_for_x(const nk_rms_norm_bwd_args& a, const LaunchConfig& cfg,
-                      float* partial_dweight, float* partial_dbias, cudaStream_t stream) {
+                      cudaStream_t stream) {
   dispatch_dtype(a.weight_dtype, "rms_norm_bwd weight", [&](auto w) {
     dispatch_dtype(a.dy_dtype, "rms_norm_bwd dy", [&](auto dy) {
-      launch_bwd<XT, decltype(w), decltype(dy)>(a, cfg, partial_dweight, partial_dbias, stream);
+      launch_bwd<XT, decltype(w), decltype(dy)>(a, cfg, stream);
     });
   });
 }

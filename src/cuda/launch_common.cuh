@@ -8,6 +8,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "common/error.h"
@@ -80,6 +81,62 @@ void allow_dynamic_smem(Kernel kernel, size_t bytes, const char* what) {
                                   static_cast<int>(bytes)),
              "cudaFuncSetAttribute(MaxDynamicSharedMemorySize)", what);
   current = bytes;
+}
+
+// How many clusters of `cluster` CTAs of `kernel` (block, dynamic shared memory) the device
+// runs at once: a cluster's CTAs must share a GPC, so this can be below the CTAs-per-SM count
+// times the SMs over the cluster size. Persistent grids are capped to it (a cluster beyond it
+// would wait for a whole other wave). Cached per kernel, device and launch shape.
+template <typename Kernel>
+int max_active_clusters(Kernel kernel, dim3 block, size_t dynamic_smem, int cluster,
+                        const char* what) {
+  static std::mutex mutex;
+  static std::map<std::tuple<const void*, int, unsigned, unsigned, size_t, int>, int> known;
+  int device = 0;
+  check_cuda(cudaGetDevice(&device), "cudaGetDevice", what);
+  const auto key = std::make_tuple(reinterpret_cast<const void*>(kernel), device, block.x,
+                                   block.y, dynamic_smem, cluster);
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    const auto it = known.find(key);
+    if (it != known.end()) return it->second;
+  }
+  allow_dynamic_smem(kernel, dynamic_smem, what);
+  if (cluster > 8) {
+    check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1),
+               "cudaFuncSetAttribute(NonPortableClusterSizeAllowed)", what);
+  }
+  cudaLaunchConfig_t config = {};
+  config.gridDim = dim3(static_cast<unsigned>(cluster));
+  config.blockDim = block;
+  config.dynamicSmemBytes = dynamic_smem;
+  cudaLaunchAttribute attribute;
+  attribute.id = cudaLaunchAttributeClusterDimension;
+  attribute.val.clusterDim.x = cluster;
+  attribute.val.clusterDim.y = 1;
+  attribute.val.clusterDim.z = 1;
+  config.attrs = &attribute;
+  config.numAttrs = 1;
+  int clusters = 0;
+  check_cuda(cudaOccupancyMaxActiveClusters(&clusters, kernel, &config),
+             "cudaOccupancyMaxActiveClusters", what);
+  std::lock_guard<std::mutex> lock(mutex);
+  known[key] = clusters;
+  return clusters;
+}
+
+// A persistent plan's grid (and slots) capped to the clusters the device runs at once.
+template <typename Kernel>
+LaunchConfig fit_resident_clusters(LaunchConfig cfg, Kernel kernel, const char* what) {
+  if (cfg.cluster_size <= 1) return cfg;
+  const int clusters =
+      max_active_clusters(kernel, dim3(cfg.threads_per_row, cfg.rows_per_block),
+                          static_cast<size_t>(cfg.smem_bytes), cfg.cluster_size, what);
+  if (clusters > 0 && cfg.grid / cfg.cluster_size > clusters) {
+    cfg.grid = int64_t(clusters) * cfg.cluster_size;
+    if (cfg.slots) cfg.slots = clusters;
+  }
+  return cfg;
 }
 
 template <typename... KernelArgs, typename... Args>

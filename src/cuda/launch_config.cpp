@@ -171,13 +171,16 @@ LaunchConfig plan_fwd_registers(int64_t rows, int64_t hidden, int vec, const Ker
 LaunchConfig plan_fwd(int64_t rows, int64_t hidden, int vec, const KernelFacts& facts,
                       int64_t staged_bytes_per_col) {
   // Measured (docs/notes.md, v10): the pipelined forward wins on few rows (its weight load
-  // overlaps x's) and loses 3-5% to the registers kernel on many.
-  if (rows <= facts.fwd_pipeline_max_rows) {
+  // overlaps x's) and loses 3-5% to the registers kernel on many rows that fit one CTA. Rows
+  // the registers kernel splits over a cluster stay there unless fwd_pipeline_clusters (v12).
+  const LaunchConfig registers = plan_fwd_registers(rows, hidden, vec, facts);
+  const bool split = registers.cluster_size > 1;
+  if (split ? facts.fwd_pipeline_clusters : rows <= facts.fwd_pipeline_max_rows) {
     const LaunchConfig pipelined = plan_pipelined(rows, hidden, vec, facts, staged_bytes_per_col,
-                                                  2, facts.fwd_ctas_per_sm, rows, false);
+                                                  2, facts.fwd_ctas_per_sm, rows, true);
     if (pipelined.grid > 0) return pipelined;
   }
-  return plan_fwd_registers(rows, hidden, vec, facts);
+  return registers;
 }
 
 LaunchConfig plan_fwd_quant(int64_t rows, int64_t hidden, int vec, int block,

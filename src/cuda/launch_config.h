@@ -30,6 +30,8 @@ struct KernelFacts {
   // registers kernel (NK_TUNE_FWD_CTAS_PER_SM, NK_TUNE_FWD_PIPELINE_MAX_ROWS).
   int fwd_ctas_per_sm = 2;
   int fwd_pipeline_max_rows = 264;
+  // Whether rows split over a cluster take the pipelined forward (NK_TUNE_FWD_PIPELINE_CLUSTERS).
+  int fwd_pipeline_clusters = 0;
 };
 
 struct LaunchConfig {

@@ -36,10 +36,17 @@ void launch_fwd(const nk_rms_norm_fwd_args& a, const LaunchConfig& cfg, cudaStre
       // cp.async moves 4 bytes at least: the planner only picks this plan for such vectors.
       if constexpr (sizeof(XT) * VEC >= 4) {
         // Two register budgets, as in the backward: up to 2 vectors per thread, or up to 4.
-        auto kernel = cfg.items <= 2 ? rms_norm_fwd_pipelined<XT, WT, YT, VEC, 2>
-                                     : rms_norm_fwd_pipelined<XT, WT, YT, VEC, kPipelineItems>;
-        launch(kernel, cfg.grid, dim3(cfg.threads_per_row, cfg.rows_per_block), {}, stream,
-               "rms_norm_fwd (pipelined)", static_cast<size_t>(cfg.smem_bytes), p);
+        // Rows split over a cluster have at most 2 vectors per thread (the planner's rule).
+        if (cfg.cluster_size > 1 && cfg.items > 2) {
+          throw Error(NK_ERROR_INTERNAL, "rms_norm_fwd: pipelined cluster plan with items > 2");
+        }
+        auto kernel = cfg.cluster_size > 1 ? rms_norm_fwd_pipelined<XT, WT, YT, VEC, 2, true>
+                      : cfg.items <= 2     ? rms_norm_fwd_pipelined<XT, WT, YT, VEC, 2, false>
+                                           : rms_norm_fwd_pipelined<XT, WT, YT, VEC, kPipelineItems, false>;
+        const LaunchConfig run = fit_resident_clusters(cfg, kernel, "rms_norm_fwd (pipelined)");
+        launch(kernel, run.grid, dim3(run.threads_per_row, run.rows_per_block),
+               {run.cluster_size}, stream, "rms_norm_fwd (pipelined)",
+               static_cast<size_t>(run.smem_bytes), p);
       } else {
         throw Error(NK_ERROR_INTERNAL, "rms_norm_fwd: pipelined plan with accesses under 4 bytes");
       }

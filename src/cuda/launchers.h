@@ -23,9 +23,10 @@ inline int64_t quant_block_size(const nk_rms_norm_fwd_args& a) {
   return a.quant == NK_QUANT_BLOCK || a.quant == NK_QUANT_MXFP8 ? a.quant_block : 0;
 }
 
-// partial_dweight / partial_dbias: [cfg.slots, hidden] float32 inside the caller's workspace.
+// dweight/dbias partial sums go to args.workspace: [slots, hidden] float32 each (slots at
+// most cfg.slots).
 template <typename XT>
 void launch_bwd_for_x(const nk_rms_norm_bwd_args& args, const LaunchConfig& cfg,
-                      float* partial_dweight, float* partial_dbias, cudaStream_t stream);
+                      cudaStream_t stream);
 
 }  // namespace normkit::cuda

@@ -97,4 +97,37 @@ __device__ __forceinline__ float cluster_sum(float v, float* slot) {
   return cluster_reduce(v, slot, SumOp{});
 }
 
+// cluster_sum for a sequence of calls with alternating `parity` (0, 1, 0, ...), as the
+// pipelined kernels make one per row: `slots` holds two floats of this CTA's shared memory,
+// and one cluster barrier per call suffices. A CTA writes slots[parity] again only two calls
+// later, after the barrier of the call in between, which every CTA reaches only once done
+// reading slots[parity] of the call before.
+__device__ __forceinline__ float cluster_sum_alternating(float v, float* slots, int parity) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  namespace cg = cooperative_groups;
+  cg::cluster_group cluster = cg::this_cluster();
+  float* slot = slots + parity;
+  if (threadIdx.x == 0 && threadIdx.y == 0) *slot = v;
+  cluster.sync();
+  float total = 0.0f;
+  const unsigned ranks = cluster.num_blocks();
+  for (unsigned r = 0; r < ranks; ++r) total += *cluster.map_shared_rank(slot, r);
+  return total;
+#else
+  (void)slots;
+  (void)parity;
+  __trap();  // the launcher never picks clusters below sm_90
+  return v;
+#endif
+}
+
+// Called once by every thread of every CTA of a cluster after its last
+// cluster_sum_alternating: no CTA may exit (its shared memory would go) while another may
+// still read its slot.
+__device__ __forceinline__ void cluster_sum_done() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  cooperative_groups::this_cluster().sync();
+#endif
+}
+
 }  // namespace normkit::cuda

@@ -2,6 +2,6 @@
 #include "cuda/launch_bwd.cuh"
 
 namespace normkit::cuda {
-template void launch_bwd_for_x<float>(const nk_rms_norm_bwd_args&, const LaunchConfig&, float*,
-                                   float*, cudaStream_t);
+template void launch_bwd_for_x<float>(const nk_rms_norm_bwd_args&, const LaunchConfig&,
+                                   cudaStream_t);
 }  // namespace normkit::cuda

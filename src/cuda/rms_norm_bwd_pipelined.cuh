@@ -31,7 +31,7 @@ template <typename XT, typename WT, typename DYT, int VEC, int IMAX, bool DBIAS,
 __global__ void __launch_bounds__(512) rms_norm_bwd_pipelined(BwdParams p) {
   extern __shared__ __align__(16) unsigned char block_smem[];
   __shared__ float scratch[2 * kMaxWarps];
-  __shared__ float cluster_slot;
+  __shared__ float cluster_slots[2];  // with CLUSTER (then one row group per CTA)
   const RowShape& shape = p.shape;
   const int64_t hidden = shape.hidden;
   const bool with_dres = p.dresidual_out != nullptr;
@@ -122,7 +122,7 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_pipelined(BwdParams p) {
       }
     }
     dot = row_group_sum(dot, scratch, parity);
-    if constexpr (CLUSTER) dot = cluster_sum(dot, &cluster_slot);  // one row group per CTA
+    if constexpr (CLUSTER) dot = cluster_sum_alternating(dot, cluster_slots, parity);
     const float mean = dot * shape.inv_hidden;
     parity ^= 1;
     // dx = rstd * (dy * w - xhat * mean) = (rstd * dy) * w - (rstd^2 * mean) * x.
@@ -150,6 +150,7 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_pipelined(BwdParams p) {
     stage = stage == kPipelineStages - 1 ? 0 : stage + 1;
   }
   cp_async_wait<0>();  // only empty groups remain, but shared memory is reused below
+  if constexpr (CLUSTER) cluster_sum_done();
 
   const bool want_w = p.want_dweight();
   if (!want_w && !DBIAS) return;

@@ -19,20 +19,28 @@
 
 namespace normkit::cuda {
 
-template <typename XT, typename WT, typename YT, int VEC, int IMAX>
+// CLUSTER: rows split over a cluster, as in the pipelined backward (one row group per CTA).
+template <typename XT, typename WT, typename YT, int VEC, int IMAX, bool CLUSTER>
 __global__ void __launch_bounds__(512) rms_norm_fwd_pipelined(FwdParams p) {
   extern __shared__ __align__(16) unsigned char block_smem[];
   __shared__ float scratch[2 * kMaxWarps];
+  __shared__ float cluster_slots[2];
   const RowShape& shape = p.shape;
   const bool with_residual = p.residual != nullptr;
   // Stage operands: 0 x, 1 residual.
   const StageRing st(block_smem, shape.cols_per_cta, sizeof(XT), with_residual ? sizeof(XT) : 0,
                      0);
+  const int cluster = CLUSTER ? shape.cluster_size : 1;
+  const int rank = CLUSTER ? static_cast<int>(blockIdx.x % cluster) : 0;
+  const int64_t slot = CLUSTER ? blockIdx.x / cluster : blockIdx.x;
+  const int64_t col_begin = CLUSTER ? rank * shape.cols_per_cta : 0;
   int64_t col[IMAX];
+  int stage_col[IMAX];  // < cols_per_cta <= 512 threads x kPipelineItems x 16
   bool active[IMAX];
 #pragma unroll
   for (int i = 0; i < IMAX; ++i) {
-    col[i] = (static_cast<int64_t>(i) * blockDim.x + threadIdx.x) * VEC;
+    stage_col[i] = static_cast<int>((i * blockDim.x + threadIdx.x) * VEC);
+    col[i] = col_begin + stage_col[i];
     active[i] = i < shape.items && col[i] < shape.hidden;
   }
 
@@ -45,15 +53,15 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_pipelined(FwdParams p) {
 #pragma unroll
       for (int i = 0; i < IMAX; ++i) {
         if (!active[i]) continue;
-        cp_async_vector<XT, VEC>(st.at<XT>(s, 0) + col[i], x + col[i]);
-        if (with_residual) cp_async_vector<XT, VEC>(st.at<XT>(s, 1) + col[i], res + col[i]);
+        cp_async_vector<XT, VEC>(st.at<XT>(s, 0) + stage_col[i], x + col[i]);
+        if (with_residual) cp_async_vector<XT, VEC>(st.at<XT>(s, 1) + stage_col[i], res + col[i]);
       }
     }
     cp_async_commit();
   };
 
-  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.y;
-  int64_t row = static_cast<int64_t>(blockIdx.x) * blockDim.y + threadIdx.y;
+  const int64_t step = static_cast<int64_t>(CLUSTER ? gridDim.x / cluster : gridDim.x) * blockDim.y;
+  int64_t row = slot * blockDim.y + threadIdx.y;
   static_assert(kPipelineStages == 3, "the prologue assumes 3 stages");
   issue(row, 0);
   issue(row + step, 1);
@@ -71,10 +79,10 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_pipelined(FwdParams p) {
 #pragma unroll
     for (int i = 0; i < IMAX; ++i) {
       if (!active[i]) continue;
-      s[i].load(st.at<XT>(stage, 0) + col[i]);
+      s[i].load(st.at<XT>(stage, 0) + stage_col[i]);
       if (with_residual) {
         Lanes<XT, VEC> r;
-        r.load(st.at<XT>(stage, 1) + col[i]);
+        r.load(st.at<XT>(stage, 1) + stage_col[i]);
         float sum[VEC];
 #pragma unroll
         for (int k = 0; k < VEC; ++k) sum[k] = to_float(s[i].get(k)) + to_float(r.get(k));
@@ -88,9 +96,10 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_pipelined(FwdParams p) {
       }
     }
     sum_sq = row_group_sum(sum_sq, scratch, parity);
+    if constexpr (CLUSTER) sum_sq = cluster_sum_alternating(sum_sq, cluster_slots, parity);
     parity ^= 1;
     const float rstd = 1.0f / sqrtf(sum_sq * shape.inv_hidden + p.eps);
-    if (p.rstd && threadIdx.x == 0) p.rstd[row] = rstd;
+    if (p.rstd && rank == 0 && threadIdx.x == 0) p.rstd[row] = rstd;
     YT* y = static_cast<YT*>(p.y) + row * p.y_stride;
 #pragma unroll
     for (int i = 0; i < IMAX; ++i) {
@@ -110,6 +119,7 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_pipelined(FwdParams p) {
     stage = stage == kPipelineStages - 1 ? 0 : stage + 1;
   }
   cp_async_wait<0>();  // only empty groups remain; nothing may be in flight at exit
+  if constexpr (CLUSTER) cluster_sum_done();
 }
 
 }  // namespace normkit::cuda

@@ -36,6 +36,8 @@ inline KernelFacts kernel_facts(const DeviceFacts& d) {
   k.fwd_ctas_per_sm = tuning_knob("NK_TUNE_FWD_CTAS_PER_SM", k.fwd_ctas_per_sm, 1, 16);
   k.fwd_pipeline_max_rows =
       tuning_knob("NK_TUNE_FWD_PIPELINE_MAX_ROWS", k.fwd_pipeline_max_rows, 0, 1 << 30);
+  k.fwd_pipeline_clusters =
+      tuning_knob("NK_TUNE_FWD_PIPELINE_CLUSTERS", k.fwd_pipeline_clusters, 0, 1);
   return k;
 }
 

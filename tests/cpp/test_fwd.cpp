@@ -143,7 +143,10 @@ INSTANTIATE_TEST_SUITE_P(AllBackends, FwdLargeShapes,
                          ::testing::Combine(::testing::ValuesIn(all_backends()),
                                             ::testing::Values(RowsHidden{4096, 4096},
                                                               RowsHidden{2, 262144},
-                                                              RowsHidden{3, 1048576})),
+                                                              RowsHidden{3, 1048576},
+                                                              RowsHidden{100, 8192},
+                                                              RowsHidden{300, 32768},
+                                                              RowsHidden{37, 65536})),
                          large_shape_name);
 
 // ---- layouts: strides, alignment, in place ----

@@ -20,8 +20,8 @@ void expect_covers(const LaunchConfig& c, int64_t rows, int64_t hidden, int item
   } else if (c.plan == RowPlan::kPipelined) {
     EXPECT_LE(c.cluster_size, f.cluster_launch ? f.max_cluster : 1);
     if (c.cluster_size > 1) {
-      EXPECT_TRUE(persistent);  // the forward does not split rows
       EXPECT_EQ(c.rows_per_block, 1);
+      EXPECT_LE(c.items, 2);  // the launchers' cluster instantiations
     }
     EXPECT_EQ(hidden % c.vec, 0);
     EXPECT_GE(c.threads_per_row, 32);
@@ -47,9 +47,10 @@ void expect_covers(const LaunchConfig& c, int64_t rows, int64_t hidden, int item
       EXPECT_GE(c.grid / c.cluster_size * c.rows_per_block, rows);
     }
   }
-  // A pipelined forward is persistent too, but needs no slots: at most one CTA per row group.
+  // A pipelined forward is persistent too, but needs no slots: at most one CTA (or cluster)
+  // per row group.
   if (!persistent && c.plan == RowPlan::kPipelined) {
-    EXPECT_LE((c.grid - 1) * c.rows_per_block, rows);
+    EXPECT_LE((c.grid / c.cluster_size - 1) * c.rows_per_block, rows);
   }
   if (persistent) {
     EXPECT_GE(c.slots, 1);
@@ -135,9 +136,16 @@ TEST(LaunchConfig, PipelinesTheForwardOfAlignedRowsThatFitSharedMemory) {
   EXPECT_EQ(g.plan, RowPlan::kPipelined) << g.describe();
   EXPECT_EQ(g.threads_per_row * g.items * g.vec, 7168);
   // Odd hidden sizes, no cp.async-sized accesses, and rows past shared memory are not.
-  EXPECT_NE(normkit::cuda::plan_fwd(100, 4095, 1, f, 2).plan, RowPlan::kPipelined);
+  EXPECT_NE(normkit::cuda::plan_fwd(100, 4095, 8, f, 2).plan, RowPlan::kPipelined);
   EXPECT_NE(normkit::cuda::plan_fwd(100, 4096, 8, f, 0).plan, RowPlan::kPipelined);
   EXPECT_NE(normkit::cuda::plan_fwd(100, 1 << 20, 8, f, 2).plan, RowPlan::kPipelined);
+  // Wide rows go pipelined over a cluster only when asked (as the backward always does).
+  EXPECT_EQ(normkit::cuda::plan_fwd(1024, 32768, 8, f, 2).plan, RowPlan::kCluster);
+  KernelFacts clusters = f;
+  clusters.fwd_pipeline_clusters = 1;
+  const LaunchConfig w = normkit::cuda::plan_fwd(1024, 32768, 8, clusters, 2);
+  EXPECT_EQ(w.plan, RowPlan::kPipelined) << w.describe();
+  EXPECT_EQ(w.cluster_size, 4);
 }
 
 TEST(LaunchConfig, SplitsFewLongRowsOverClusters) {

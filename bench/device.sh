@@ -3,7 +3,7 @@
 # `normkit check`, `normkit bench`, the Python tests and benchmarks; logs (as logs.tar.gz) and
 # the JSON results go to $OUT (or ./device-out).
 # Usage: bench/device.sh [steps...]   steps: build test check bench quant python compare train
-# sanitize
+# dtypes huge sanitize
 # (default: build test check bench)
 set -uo pipefail
 OUT=${OUT:-$PWD/device-out}
@@ -58,6 +58,17 @@ for step in "${steps[@]}"; do
       done ;;
     compare) run compare env PYTHONUNBUFFERED=1 python3 bench/compare.py --json "$OUT/compare.json" ;;
     train) run train env PYTHONUNBUFFERED=1 python3 bench/train_llama.py --json "$OUT/train.json" ;;
+    dtypes)  # the other sweeps: float16, float32 and the fused residual (bf16)
+      run bench_fp16 "$BUILD/tools/normkit" bench --dtype fp16 --json "$LOGS/bench_fp16.json"
+      run bench_fp32 "$BUILD/tools/normkit" bench --dtype fp32 --json "$LOGS/bench_fp32.json"
+      run bench_residual "$BUILD/tools/normkit" bench --residual --json "$LOGS/bench_residual.json" ;;
+    huge)  # past 64K columns, default plan and the prepared cluster plan (docs/notes.md v13)
+      run bench_huge "$BUILD/tools/normkit" bench --explain --shapes 512x262144,1024x131072 \
+        --json "$LOGS/bench_huge.json"
+      run ctest_huge env NK_TUNE_BWD_HUGE_ROW_CLUSTER=16 ctest --test-dir "$BUILD" \
+        --output-on-failure -R 'Large|LaunchConfig'
+      run bench_huge_cluster env NK_TUNE_BWD_HUGE_ROW_CLUSTER=16 "$BUILD/tools/normkit" bench \
+        --bwd-only --explain --shapes 512x262144,1024x131072 --json "$LOGS/bench_huge_cluster.json" ;;
     sanitize)
       run sanitize compute-sanitizer --tool memcheck --error-exitcode 1 \
         "$BUILD/tools/normkit" check --quick --backend cuda ;;

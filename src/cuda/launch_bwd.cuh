@@ -43,22 +43,21 @@ void launch_bwd(const nk_rms_norm_bwd_args& a, const LaunchConfig& planned, cuda
     if (cfg.plan == RowPlan::kPipelined) {
       // cp.async moves 4 bytes at least: the planner only picks this plan for such vectors.
       if constexpr (sizeof(XT) * VEC >= 4 && sizeof(DYT) * VEC >= 4) {
-        // Two register budgets: rows of at most 2 vectors per thread get the smaller one;
-        // rows split over a cluster always have at most 2 (the planner splits only then).
+        // Two register budgets: rows of at most 2 vectors per thread get the smaller one.
         constexpr int kSmall = 2;
         static_assert(kPipelineItems > kSmall, "the large budget must be the larger");
         const bool dbias = p.want_dbias(), small = cfg.items <= kSmall;
-        if (cfg.cluster_size > 1 && !small) {
-          throw Error(NK_ERROR_INTERNAL, "rms_norm_bwd: pipelined cluster plan with items > 2");
-        }
+        constexpr int kLarge = kPipelineItems;
         auto kernel =
             cfg.cluster_size > 1
-                ? (dbias ? rms_norm_bwd_pipelined<XT, WT, DYT, VEC, kSmall, true, true>
-                         : rms_norm_bwd_pipelined<XT, WT, DYT, VEC, kSmall, false, true>)
+                ? (small ? (dbias ? rms_norm_bwd_pipelined<XT, WT, DYT, VEC, kSmall, true, true>
+                                  : rms_norm_bwd_pipelined<XT, WT, DYT, VEC, kSmall, false, true>)
+                         : (dbias ? rms_norm_bwd_pipelined<XT, WT, DYT, VEC, kLarge, true, true>
+                                  : rms_norm_bwd_pipelined<XT, WT, DYT, VEC, kLarge, false, true>))
             : small ? (dbias ? rms_norm_bwd_pipelined<XT, WT, DYT, VEC, kSmall, true, false>
                              : rms_norm_bwd_pipelined<XT, WT, DYT, VEC, kSmall, false, false>)
-                    : (dbias ? rms_norm_bwd_pipelined<XT, WT, DYT, VEC, kPipelineItems, true, false>
-                             : rms_norm_bwd_pipelined<XT, WT, DYT, VEC, kPipelineItems, false, false>);
+                    : (dbias ? rms_norm_bwd_pipelined<XT, WT, DYT, VEC, kLarge, true, false>
+                             : rms_norm_bwd_pipelined<XT, WT, DYT, VEC, kLarge, false, false>);
         cfg = fit_resident_clusters(cfg, kernel, "rms_norm_bwd (pipelined)");
         set_outputs();
         launch(kernel, cfg.grid, dim3(cfg.threads_per_row, cfg.rows_per_block),

@@ -110,11 +110,17 @@ LaunchConfig plan_pipelined(int64_t rows, int64_t hidden, int vec, const KernelF
   // Rows longer than 512 threads x kPipelineItems vectors: split over a cluster (the row sum
   // then goes through distributed shared memory), with allow_cluster, at items_target vectors
   // per thread. Up to that length one CTA per row measured faster (docs/notes.md v11).
+  // Rows too long for that (over 512 x 2 x 8 vectors) may take kPipelineItems vectors per
+  // thread on up to f.max_cluster_pipelined CTAs (16 is a non-portable size sm_90 allows).
   int cluster = 1;
   if (nvec > int64_t(kPipelineMaxThreads) * kPipelineItems) {
     if (!allow_cluster || !f.cluster_launch || items_target > 2) return none;
-    const int64_t c = ceil_div(nvec, int64_t(kPipelineMaxThreads) * items_target);
-    if (c > f.max_cluster) return none;
+    int64_t c = ceil_div(nvec, int64_t(kPipelineMaxThreads) * items_target);
+    if (c > f.max_cluster) {
+      items_target = kPipelineItems;
+      c = ceil_div(nvec, int64_t(kPipelineMaxThreads) * items_target);
+      if (c > f.max_cluster_pipelined) return none;
+    }
     cluster = static_cast<int>(c);
   }
   const int64_t nvec_cta = ceil_div(nvec, cluster);
@@ -178,7 +184,10 @@ LaunchConfig plan_fwd(int64_t rows, int64_t hidden, int vec, const KernelFacts& 
   if (split ? facts.fwd_pipeline_clusters : rows <= facts.fwd_pipeline_max_rows) {
     const LaunchConfig pipelined = plan_pipelined(rows, hidden, vec, facts, staged_bytes_per_col,
                                                   2, facts.fwd_ctas_per_sm, rows, true);
-    if (pipelined.grid > 0) return pipelined;
+    // (Its cluster instantiation holds 2 vectors per thread.)
+    if (pipelined.grid > 0 && (pipelined.cluster_size == 1 || pipelined.items <= 2)) {
+      return pipelined;
+    }
   }
   return registers;
 }

@@ -20,6 +20,10 @@ struct KernelFacts {
   int sm_count = 132;
   bool cluster_launch = true;  // sm_90+
   int max_cluster = 8;         // 8 portable; 16 where the device allows non-portable sizes
+  // The pipelined backward's cluster for rows over 512 x 2 x 8 vectors (4 vectors per thread,
+  // up to 16 CTAs, non-portable on sm_90); 0 = off. Off until measured on a device (docs/
+  // notes.md v13); NK_TUNE_BWD_HUGE_ROW_CLUSTER sets it for that run.
+  int max_cluster_pipelined = 0;
   int64_t smem_per_block = 227 * 1024;  // opt-in maximum of dynamic shared memory per CTA
   int64_t smem_per_sm = 228 * 1024;
   // Pipelined backward: resident CTAs per SM it aims for, and vectors per thread per row.

@@ -38,6 +38,8 @@ inline KernelFacts kernel_facts(const DeviceFacts& d) {
       tuning_knob("NK_TUNE_FWD_PIPELINE_MAX_ROWS", k.fwd_pipeline_max_rows, 0, 1 << 30);
   k.fwd_pipeline_clusters =
       tuning_knob("NK_TUNE_FWD_PIPELINE_CLUSTERS", k.fwd_pipeline_clusters, 0, 1);
+  k.max_cluster_pipelined =
+      tuning_knob("NK_TUNE_BWD_HUGE_ROW_CLUSTER", k.max_cluster_pipelined, 0, 16);
   return k;
 }
 

@@ -2,6 +2,8 @@
 // on devices with and without thread-block clusters.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "cuda/launch_config.h"
 
 namespace {
@@ -18,11 +20,11 @@ void expect_covers(const LaunchConfig& c, int64_t rows, int64_t hidden, int item
   if (c.plan == RowPlan::kStreaming) {
     EXPECT_EQ(c.cluster_size, 1);
   } else if (c.plan == RowPlan::kPipelined) {
-    EXPECT_LE(c.cluster_size, f.cluster_launch ? f.max_cluster : 1);
-    if (c.cluster_size > 1) {
-      EXPECT_EQ(c.rows_per_block, 1);
-      EXPECT_LE(c.items, 2);  // the launchers' cluster instantiations
-    }
+    EXPECT_LE(c.cluster_size,
+              f.cluster_launch ? std::max(f.max_cluster, f.max_cluster_pipelined) : 1);
+    if (c.cluster_size > 1) EXPECT_EQ(c.rows_per_block, 1);
+    // The forward's cluster instantiation holds 2 vectors per thread.
+    if (c.cluster_size > 1 && !persistent) EXPECT_LE(c.items, 2);
     EXPECT_EQ(hidden % c.vec, 0);
     EXPECT_GE(c.threads_per_row, 32);
     EXPECT_EQ(c.threads_per_row % 32, 0);
@@ -77,6 +79,10 @@ TEST(LaunchConfig, CoversEveryShapeWithAndWithoutClusters) {
             expect_covers(normkit::cuda::plan_fwd(rows, hidden, vec, f, staged), rows, hidden,
                           normkit::cuda::fwd_items_max(vec), false, f);
           }
+          KernelFacts huge_rows = f;
+          huge_rows.max_cluster_pipelined = clusters ? 16 : 0;
+          expect_covers(normkit::cuda::plan_bwd(rows, hidden, vec, huge_rows, 4), rows, hidden,
+                        normkit::cuda::bwd_items_max(vec), true, huge_rows);
           for (int64_t staged : {4, 6, 12, 24}) {  // bytes per column: bf16 x+dy ... fp32 x+dy+dres
             expect_covers(normkit::cuda::plan_bwd(rows, hidden, vec, f, staged), rows, hidden,
                           normkit::cuda::bwd_items_max(vec), true, f);
@@ -106,9 +112,10 @@ TEST(LaunchConfig, PipelinesTheBackwardOfAlignedRowsThatFitSharedMemory) {
   const LaunchConfig c = normkit::cuda::plan_bwd(16384, 4096, 8, f, 4);
   EXPECT_EQ(c.plan, RowPlan::kPipelined) << c.describe();
   EXPECT_LE(c.grid, 2 * f.sm_count);
-  // Odd hidden sizes, and 8-byte-per-column rows of 64K columns (3 stages of 512 KB), are not.
+  // Odd hidden sizes are not.
   EXPECT_NE(normkit::cuda::plan_bwd(16384, 4095, 8, f, 4).plan, RowPlan::kPipelined);
-  EXPECT_NE(normkit::cuda::plan_bwd(256, 65536, 4, f, 8).plan, RowPlan::kPipelined);
+  // 64K columns of 8 bytes (3 stages of 512 KB) do not fit one CTA: split over a cluster.
+  EXPECT_GT(normkit::cuda::plan_bwd(256, 65536, 4, f, 8).cluster_size, 1);
   EXPECT_NE(normkit::cuda::plan_bwd(16384, 4096, 8, f, 0).plan, RowPlan::kPipelined);
 }
 
@@ -118,6 +125,16 @@ TEST(LaunchConfig, SplitsWideBackwardRowsOverPipelinedClusters) {
   EXPECT_EQ(c.plan, RowPlan::kPipelined) << c.describe();
   EXPECT_EQ(c.cluster_size, 4);
   EXPECT_EQ(c.grid, c.slots * 4);
+  // 131072 and 262144 columns: not pipelined by default; with the knob, 4 vectors per thread
+  // on 8 and 16 CTAs.
+  EXPECT_NE(normkit::cuda::plan_bwd(512, 262144, 8, f, 4).plan, RowPlan::kPipelined);
+  KernelFacts huge_rows = f;
+  huge_rows.max_cluster_pipelined = 16;
+  const LaunchConfig huge = normkit::cuda::plan_bwd(512, 262144, 8, huge_rows, 4);
+  EXPECT_EQ(huge.plan, RowPlan::kPipelined) << huge.describe();
+  EXPECT_EQ(huge.cluster_size, 16);
+  EXPECT_EQ(huge.items, 4);
+  EXPECT_EQ(normkit::cuda::plan_bwd(1024, 131072, 8, huge_rows, 4).cluster_size, 8);
   KernelFacts no_clusters = f;
   no_clusters.cluster_launch = false;
   EXPECT_NE(normkit::cuda::plan_bwd(1024, 32768, 8, no_clusters, 4).plan, RowPlan::kPipelined);

@@ -101,8 +101,8 @@ LaunchConfig plan(int64_t rows, int64_t hidden, int vec, const KernelFacts& f, i
 // `ctas_per_sm` CTAs per SM and `max_grid` CTAs or clusters (persistent: rows are assigned
 // statically).
 LaunchConfig plan_pipelined(int64_t rows, int64_t hidden, int vec, const KernelFacts& f,
-                                   int64_t staged_bytes_per_col, int items_target,
-                                   int ctas_per_sm, int64_t max_grid, bool allow_cluster) {
+                            int64_t staged_bytes_per_col, int items_target, int ctas_per_sm,
+                            int64_t max_grid, bool allow_cluster) {
   LaunchConfig none;
   none.grid = 0;
   if (staged_bytes_per_col <= 0 || hidden % vec != 0) return none;

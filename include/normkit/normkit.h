@@ -14,7 +14,11 @@
  *    nk_last_error() returns a message naming the argument and its value.
  *  - Index arithmetic is 64-bit: rows * row_stride may exceed 2^31.
  *  - Results are deterministic: the same inputs on the same device and backend give the same
- *    bits (dweight/dbias are reduced in a fixed order, without atomics).
+ *    bits (dweight/dbias are reduced in a fixed order, without atomics). "The same inputs"
+ *    includes the pointers' alignment (it picks the vector width, hence the kernel and its
+ *    summation order) and any NK_TUNE_* setting; "the same device" means the same GPU, since
+ *    the number of partial sums can follow how many thread-block clusters that chip runs at
+ *    once. Across those, results differ only in float rounding order.
  *  - GPU calls allocate nothing and never synchronize the host, so they can be captured in a
  *    CUDA graph.
  */

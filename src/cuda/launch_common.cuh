@@ -132,7 +132,13 @@ LaunchConfig fit_resident_clusters(LaunchConfig cfg, Kernel kernel, const char* 
   const int clusters =
       max_active_clusters(kernel, dim3(cfg.threads_per_row, cfg.rows_per_block),
                           static_cast<size_t>(cfg.smem_bytes), cfg.cluster_size, what);
-  if (clusters > 0 && cfg.grid / cfg.cluster_size > clusters) {
+  if (clusters == 0) {  // no GPC can hold one such cluster: a launch would only fail later
+    throw Error(NK_ERROR_UNSUPPORTED,
+                std::string(what) + ": this device cannot run a cluster of " +
+                    std::to_string(cfg.cluster_size) + " CTAs with " +
+                    std::to_string(cfg.smem_bytes) + " bytes of shared memory each");
+  }
+  if (cfg.grid / cfg.cluster_size > clusters) {
     cfg.grid = int64_t(clusters) * cfg.cluster_size;
     if (cfg.slots) cfg.slots = clusters;
   }

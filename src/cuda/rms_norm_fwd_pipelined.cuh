@@ -1,8 +1,9 @@
 // RMSNorm forward, pipelined: a persistent CTA streams its rows of x (and residual) into
-// shared memory with cp.async, kPipelineStages rows ahead per row group, so that HBM reads stay
-// in flight while the current row is reduced and stored. The registers kernel instead starts
-// one row per CTA and leaves its loads idle during the reduction and the stores, which costs
-// 5-15% of copy bandwidth on mid-size shapes (docs/notes.md).
+// shared memory with cp.async, kPipelineStages - 1 rows ahead per row group, so that HBM reads
+// stay in flight while the current row is reduced and stored, and the weight is loaded once,
+// alongside the first rows. The planner uses it for few rows (there the weight's load no
+// longer follows the reduction); with many rows the registers kernel, 4 CTAs per SM each with
+// a row in flight, measured 3-5% faster (docs/notes.md v10).
 //
 // blockDim = (T, groups): row group g of CTA b walks rows b * groups + g, + grid * groups, ...
 // Thread t owns vectors t, t + T, ... of every row in shared memory as in registers, so it only

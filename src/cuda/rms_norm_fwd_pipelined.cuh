@@ -5,9 +5,10 @@
 // longer follows the reduction); with many rows the registers kernel, 4 CTAs per SM each with
 // a row in flight, measured 3-5% faster (docs/notes.md v10).
 //
-// blockDim = (T, groups): row group g of CTA b walks rows b * groups + g, + grid * groups, ...
-// Thread t owns vectors t, t + T, ... of every row in shared memory as in registers, so it only
-// waits for its own copies; weight and bias for those columns stay in registers.
+// blockDim = (T, groups): row group g of CTA b (or, with CLUSTER, of cluster b, whose CTAs
+// split each row's columns; then groups = 1) walks rows b * groups + g, + slots * groups, ...
+// Thread t owns vectors t, t + T, ... of its CTA's columns in shared memory as in registers, so
+// it only waits for its own copies; weight and bias for those columns stay in registers.
 #pragma once
 
 #include "cuda/async_copy.cuh"

@@ -13,8 +13,8 @@
 
 namespace normkit::cuda {
 
-// A launch-configuration knob from the environment, for tuning sweeps on a device (read at
-// each call; out-of-range or unparsable values leave the default).
+// A launch-configuration knob from the environment, for tuning sweeps on a device
+// (out-of-range or unparsable values leave the default).
 inline int tuning_knob(const char* name, int fallback, int lo, int hi) {
   const char* text = std::getenv(name);
   if (!text || !*text) return fallback;
@@ -23,23 +23,33 @@ inline int tuning_knob(const char* name, int fallback, int lo, int hi) {
   return (*end == '\0' && v >= lo && v <= hi) ? static_cast<int>(v) : fallback;
 }
 
+// KernelFacts' defaults with the NK_TUNE_* knobs applied, read once per process rather than on
+// every call's launch path (a sweep runs one process per setting: bench/tune.sh).
+inline const KernelFacts& tuned_defaults() {
+  static const KernelFacts tuned = [] {
+    KernelFacts k;
+    k.bwd_ctas_per_sm = tuning_knob("NK_TUNE_BWD_CTAS_PER_SM", k.bwd_ctas_per_sm, 1, 8);
+    k.bwd_items_target = tuning_knob("NK_TUNE_BWD_ITEMS", k.bwd_items_target, 0, kPipelineItems);
+    k.fwd_ctas_per_sm = tuning_knob("NK_TUNE_FWD_CTAS_PER_SM", k.fwd_ctas_per_sm, 1, 16);
+    k.fwd_pipeline_max_rows =
+        tuning_knob("NK_TUNE_FWD_PIPELINE_MAX_ROWS", k.fwd_pipeline_max_rows, 0, 1 << 30);
+    k.fwd_pipeline_clusters =
+        tuning_knob("NK_TUNE_FWD_PIPELINE_CLUSTERS", k.fwd_pipeline_clusters, 0, 1);
+    k.max_cluster_pipelined =
+        tuning_knob("NK_TUNE_BWD_HUGE_ROW_CLUSTER", k.max_cluster_pipelined, 0, 16);
+    return k;
+  }();
+  return tuned;
+}
+
 inline KernelFacts kernel_facts(const DeviceFacts& d) {
-  KernelFacts k;
+  KernelFacts k = tuned_defaults();
   k.sm_count = d.sm_count;
   k.cluster_launch = d.cluster_launch;
   k.max_cluster = 8;
   // Less 1 KB for the kernels' static shared memory (reduction scratch).
   if (d.smem_per_block_optin > 1024) k.smem_per_block = static_cast<int64_t>(d.smem_per_block_optin) - 1024;
   if (d.smem_per_sm > 0) k.smem_per_sm = static_cast<int64_t>(d.smem_per_sm);
-  k.bwd_ctas_per_sm = tuning_knob("NK_TUNE_BWD_CTAS_PER_SM", k.bwd_ctas_per_sm, 1, 8);
-  k.bwd_items_target = tuning_knob("NK_TUNE_BWD_ITEMS", k.bwd_items_target, 0, kPipelineItems);
-  k.fwd_ctas_per_sm = tuning_knob("NK_TUNE_FWD_CTAS_PER_SM", k.fwd_ctas_per_sm, 1, 16);
-  k.fwd_pipeline_max_rows =
-      tuning_knob("NK_TUNE_FWD_PIPELINE_MAX_ROWS", k.fwd_pipeline_max_rows, 0, 1 << 30);
-  k.fwd_pipeline_clusters =
-      tuning_knob("NK_TUNE_FWD_PIPELINE_CLUSTERS", k.fwd_pipeline_clusters, 0, 1);
-  k.max_cluster_pipelined =
-      tuning_knob("NK_TUNE_BWD_HUGE_ROW_CLUSTER", k.max_cluster_pipelined, 0, 16);
   return k;
 }
 

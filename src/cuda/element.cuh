@@ -164,14 +164,6 @@ __device__ __forceinline__ Lanes<T, VEC> load_lanes_upto(const T* p, int64_t n) 
   return lanes;
 }
 
-// A whole vector through the read-only data path (ld.global.nc), packed.
-template <typename T, int VEC>
-__device__ __forceinline__ Lanes<T, VEC> load_readonly_lanes(const T* p) {
-  Lanes<T, VEC> lanes;
-  lanes.load_readonly(p);
-  return lanes;
-}
-
 // Like load_upto, through the read-only data path (ld.global.nc): for operands that no thread
 // writes during the kernel (weight, bias). Such loads may be issued ahead of earlier stores.
 template <typename T, int VEC>

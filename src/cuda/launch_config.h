@@ -61,7 +61,8 @@ constexpr int kFwdMaxThreadsPerRow = 512;
 constexpr int kBwdMaxThreadsPerRow = 256;
 constexpr int kStreamingThreads = 512;
 
-// Pipelined kernels: rows in flight per row group, and vectors per thread per row (bound).
+// Pipelined kernels: shared-memory stages per row group (one row each; stages - 1 rows in
+// flight), vectors per thread per row (bound), and threads per row group (bound).
 constexpr int kPipelineStages = 3;
 constexpr int kPipelineItems = 4;
 constexpr int kPipelineMaxThreads = 512;
@@ -88,7 +89,7 @@ LaunchConfig plan_fwd_registers(int64_t rows, int64_t hidden, int vec, const Ker
 LaunchConfig plan_bwd(int64_t rows, int64_t hidden, int vec, const KernelFacts& facts,
                       int64_t staged_bytes_per_col = 0);
 
-// The forward with a quantized output: plan_fwd, adjusted for block scales (block > 0, a power
+// The forward with a quantized output: plan_fwd_registers, adjusted for block scales (block > 0, a power
 // of two dividing hidden, with block / vec <= 32) so that every iteration of a row starts on a
 // block boundary (threads_per_row * vec a multiple of the block, cols_per_cta too) and a
 // block is held by block / vec consecutive lanes of one warp. When block / vec > 32 (rows

@@ -22,9 +22,13 @@ void expect_covers(const LaunchConfig& c, int64_t rows, int64_t hidden, int item
   } else if (c.plan == RowPlan::kPipelined) {
     EXPECT_LE(c.cluster_size,
               f.cluster_launch ? std::max(f.max_cluster, f.max_cluster_pipelined) : 1);
-    if (c.cluster_size > 1) EXPECT_EQ(c.rows_per_block, 1);
+    if (c.cluster_size > 1) {
+      EXPECT_EQ(c.rows_per_block, 1);
+    }
     // The forward's cluster instantiation holds 2 vectors per thread.
-    if (c.cluster_size > 1 && !persistent) EXPECT_LE(c.items, 2);
+    if (c.cluster_size > 1 && !persistent) {
+      EXPECT_LE(c.items, 2);
+    }
     EXPECT_EQ(hidden % c.vec, 0);
     EXPECT_GE(c.threads_per_row, 32);
     EXPECT_EQ(c.threads_per_row % 32, 0);

@@ -47,6 +47,18 @@ def workspace_bytes(rows: int, hidden: int, dweight: bool, dbias: bool) -> int:
     return nbytes
 
 
+def _fwd_inputs(x, residual, weight, bias):
+    """The operands both forward targets start with: x, residual, weight, bias, each missing
+    one as an empty array of its dtype (weight and bias share one)."""
+    param_dtype = weight.dtype if weight is not None else (bias.dtype if bias is not None else x.dtype)
+    return (
+        x,
+        residual if residual is not None else _absent(x.dtype),
+        weight if weight is not None else _absent(param_dtype),
+        bias if bias is not None else _absent(param_dtype),
+    )
+
+
 def fwd_call(x, weight, bias, residual, eps: float, zero_centered: bool, out_dtype):
     """(y, residual_out, rstd); residual_out has zero elements when residual is None."""
     result_shapes = (
@@ -54,13 +66,9 @@ def fwd_call(x, weight, bias, residual, eps: float, zero_centered: bool, out_dty
         jax.ShapeDtypeStruct(x.shape if residual is not None else (0,), x.dtype),
         jax.ShapeDtypeStruct(x.shape[:-1], jnp.float32),
     )
-    param_dtype = weight.dtype if weight is not None else (bias.dtype if bias is not None else x.dtype)
     call = jax.ffi.ffi_call(FWD_TARGET, result_shapes, vmap_method=_VMAP_METHOD)
     return call(
-        x,
-        residual if residual is not None else _absent(x.dtype),
-        weight if weight is not None else _absent(param_dtype),
-        bias if bias is not None else _absent(param_dtype),
+        *_fwd_inputs(x, residual, weight, bias),
         eps=np.float32(eps),
         zero_centered=np.bool_(zero_centered),
     )
@@ -105,13 +113,9 @@ def fwd_quant_call(
         jax.ShapeDtypeStruct((hidden, rows) if transposed else (0,), out_dtype),
         jax.ShapeDtypeStruct(x.shape if residual is not None else (0,), x.dtype),
     )
-    param_dtype = weight.dtype if weight is not None else (bias.dtype if bias is not None else x.dtype)
     call = jax.ffi.ffi_call(QUANT_TARGET, result_shapes, vmap_method=_VMAP_METHOD)
     return call(
-        x,
-        residual if residual is not None else _absent(x.dtype),
-        weight if weight is not None else _absent(param_dtype),
-        bias if bias is not None else _absent(param_dtype),
+        *_fwd_inputs(x, residual, weight, bias),
         scale if scale is not None else _absent(jnp.float32),
         eps=np.float32(eps),
         zero_centered=np.bool_(zero_centered),

@@ -72,10 +72,13 @@ void launch_bwd(const nk_rms_norm_bwd_args& a, const LaunchConfig& planned, cuda
              stream, "rms_norm_bwd (streaming)", 0, p);
     } else {
       constexpr int IMAX = bwd_items_max(VEC);
-      set_outputs();
+      auto kernel = rms_norm_bwd_registers<XT, WT, DYT, VEC, IMAX>;
       const size_t smem = sizeof(float) * bwd_group_floats(cfg.rows_per_block, cfg.cols_per_cta,
                                                            p.want_dweight(), p.want_dbias());
-      launch(rms_norm_bwd_registers<XT, WT, DYT, VEC, IMAX>, cfg.grid,
+      cfg.smem_bytes = static_cast<int64_t>(smem);
+      cfg = fit_resident_clusters(cfg, kernel, "rms_norm_bwd (registers)");
+      set_outputs();
+      launch(kernel, cfg.grid,
              dim3(cfg.threads_per_row, cfg.rows_per_block), {cfg.cluster_size}, stream,
              "rms_norm_bwd (registers)", smem, p);
     }

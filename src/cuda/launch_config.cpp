@@ -35,10 +35,6 @@ int rows_per_block_for(int threads_per_row, int64_t rows, int sm_count) {
   return r;
 }
 
-// Below this many elements a launch is dominated by latency, not bandwidth: splitting rows
-// over cluster CTAs only adds the cluster barrier.
-constexpr int64_t kSplitForFillElements = int64_t(1) << 20;
-
 // CTAs per row: enough to hold the row on chip, preferably within the small register budget
 // (kSmallItems vectors per thread: more CTAs per SM); and, when there are too few rows to fill
 // the device, more (each still covering at least `min_vec_per_cta` vectors).
@@ -49,7 +45,7 @@ int cluster_size_for(int64_t rows, int64_t nvec, int64_t elements, int max_threa
   if (c > f.max_cluster) return 0;
   const int64_t small = ceil_div(nvec, static_cast<int64_t>(max_threads) * kSmallItems);
   if (small <= f.max_cluster) c = std::max(c, small);
-  if (rows < f.sm_count && elements >= kSplitForFillElements) {
+  if (rows < f.sm_count && elements >= f.split_for_fill_elements) {
     const int64_t for_fill = ceil_div(f.sm_count, rows);
     const int64_t by_size = std::max<int64_t>(1, nvec / min_vec_per_cta);
     c = std::max(c, std::min({for_fill, by_size, static_cast<int64_t>(f.max_cluster)}));
@@ -84,7 +80,10 @@ LaunchConfig plan(int64_t rows, int64_t hidden, int vec, const KernelFacts& f, i
   c.rows_per_block = cluster > 1 ? 1 : rows_per_block_for(c.threads_per_row, rows, f.sm_count);
   const int64_t row_groups = ceil_div(rows, c.rows_per_block);
   if (persistent) {
-    c.slots = std::min<int64_t>(row_groups, std::max<int64_t>(1, max_slots / cluster));
+    // About bwd_ctas_per_sm CTAs per SM in all; never more slots than the workspace holds
+    // (max_slots, itself at most the rows).
+    const int64_t resident = std::max(2, f.bwd_ctas_per_sm) * int64_t(f.sm_count);
+    c.slots = std::min<int64_t>({row_groups, max_slots, std::max<int64_t>(1, resident / cluster)});
     c.grid = c.slots * cluster;
   } else {
     c.grid = row_groups * cluster;
@@ -234,7 +233,12 @@ LaunchConfig plan_bwd(int64_t rows, int64_t hidden, int vec, const KernelFacts& 
     c.slots = c.grid / c.cluster_size;
     return c;
   }
-  return plan(rows, hidden, vec, facts, bwd_items_max(vec), kBwdMaxThreadsPerRow, true);
+  // Rows the pipelined kernel cannot take (accesses under 4 bytes: misaligned rows) may use
+  // clusters of up to 16 CTAs (where the device allows them) before falling to the two-pass
+  // streaming kernel: a 2-byte vector holds only 256 x 8 columns per CTA.
+  KernelFacts wide = facts;
+  wide.max_cluster = std::max(facts.max_cluster, facts.max_cluster_pipelined);
+  return plan(rows, hidden, vec, wide, bwd_items_max(vec), kBwdMaxThreadsPerRow, true);
 }
 
 int64_t bwd_max_slots(int64_t rows, const KernelFacts& facts) {

@@ -21,9 +21,9 @@ struct KernelFacts {
   bool cluster_launch = true;  // sm_90+
   int max_cluster = 8;         // 8 portable; 16 where the device allows non-portable sizes
   // The pipelined backward's cluster for rows over 512 x 2 x 8 vectors (4 vectors per thread,
-  // up to 16 CTAs, non-portable on sm_90); 0 = off. Off until measured on a device (docs/
-  // notes.md v13); NK_TUNE_BWD_HUGE_ROW_CLUSTER sets it for that run.
-  int max_cluster_pipelined = 0;
+  // up to 16 CTAs, non-portable on sm_90); 0 = off (the streaming kernel). Measured 3x faster
+  // than streaming past 64K columns (docs/notes.md v13); NK_TUNE_BWD_HUGE_ROW_CLUSTER overrides.
+  int max_cluster_pipelined = 16;
   int64_t smem_per_block = 227 * 1024;  // opt-in maximum of dynamic shared memory per CTA
   int64_t smem_per_sm = 228 * 1024;
   // Pipelined backward: resident CTAs per SM it aims for, and vectors per thread per row.
@@ -36,6 +36,10 @@ struct KernelFacts {
   int fwd_pipeline_max_rows = 264;
   // Whether rows split over a cluster take the pipelined forward (NK_TUNE_FWD_PIPELINE_CLUSTERS).
   int fwd_pipeline_clusters = 0;
+  // Register plans split fewer rows than SMs over more cluster CTAs (to fill the device) only
+  // from this many elements: below it a launch is dominated by latency and the split adds a
+  // cluster barrier (NK_TUNE_SPLIT_FOR_FILL_ELEMENTS).
+  int64_t split_for_fill_elements = int64_t(1) << 20;
 };
 
 struct LaunchConfig {

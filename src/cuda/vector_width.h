@@ -37,6 +37,9 @@ inline const KernelFacts& tuned_defaults() {
         tuning_knob("NK_TUNE_FWD_PIPELINE_CLUSTERS", k.fwd_pipeline_clusters, 0, 1);
     k.max_cluster_pipelined =
         tuning_knob("NK_TUNE_BWD_HUGE_ROW_CLUSTER", k.max_cluster_pipelined, 0, 16);
+    k.split_for_fill_elements = tuning_knob("NK_TUNE_SPLIT_FOR_FILL_ELEMENTS",
+                                            static_cast<int>(k.split_for_fill_elements), 0,
+                                            1 << 30);
     return k;
   }();
   return tuned;

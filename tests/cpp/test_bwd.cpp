@@ -138,7 +138,10 @@ INSTANTIATE_TEST_SUITE_P(
                        ::testing::Values(RowsHidden{4096, 4096}, RowsHidden{2, 262144},
                                          RowsHidden{3, 1048576}, RowsHidden{16384, 128},
                                          RowsHidden{1000, 1000}, RowsHidden{65536, 64},
-                                         RowsHidden{300, 32768}, RowsHidden{37, 65536})),
+                                         RowsHidden{300, 32768}, RowsHidden{37, 65536},
+                                         // odd hidden (2-byte accesses): clusters of 9 and
+                                         // 15 CTAs, more rows than slots in the second
+                                         RowsHidden{29, 17389}, RowsHidden{601, 30001})),
     [](const auto& info) {
       const RowsHidden shape = std::get<1>(info.param);
       return std::string(backend_label(std::get<0>(info.param))) + "_rows" +

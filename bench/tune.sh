@@ -5,6 +5,8 @@
 # Usage: bench/tune.sh [SHAPES]
 #   FWD_CTAS="2 4 6"   NK_TUNE_FWD_CTAS_PER_SM values (forward only)
 #   BWD_CTAS="1 2 3"   NK_TUNE_BWD_CTAS_PER_SM values, each with BWD_ITEMS="0 2 4"
+#   CONFIGS="A=1 B=2;A=3"  any knob settings, separated by ';' (both passes; PASS=--fwd-only
+#                      or --bwd-only for one)
 set -uo pipefail
 OUT=${OUT:-$PWD/device-out}
 mkdir -p "$OUT"
@@ -26,6 +28,15 @@ sweep() {  # sweep PASS-OPTION KNOB VALUES [EXTRA-ENV...]
 }
 {
   [ -n "${FWD_CTAS:-}" ] && sweep --fwd-only NK_TUNE_FWD_CTAS_PER_SM "$FWD_CTAS"
+  if [ -n "${CONFIGS:-}" ]; then
+    IFS=';' read -ra configs <<< "$CONFIGS"
+    for cfg in "${configs[@]}"; do
+      echo "=== $cfg ${PASS:-}"
+      # shellcheck disable=SC2086  # cfg and PASS are word lists
+      env $cfg "$tool" bench ${PASS:-} --reps 30 --explain --shapes "$SHAPES" 2>/dev/null |
+        grep -E '^ *[0-9]+x[0-9]+ |(fwd|bwd):'
+    done
+  fi
   if [ -n "${BWD_CTAS:-}" ]; then
     for items in ${BWD_ITEMS:-0}; do
       sweep --bwd-only NK_TUNE_BWD_CTAS_PER_SM "$BWD_CTAS" NK_TUNE_BWD_ITEMS="$items"

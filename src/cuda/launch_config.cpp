@@ -38,12 +38,13 @@ int rows_per_block_for(int threads_per_row, int64_t rows, int sm_count) {
 // CTAs per row: enough to hold the row on chip, preferably within the small register budget
 // (kSmallItems vectors per thread: more CTAs per SM); and, when there are too few rows to fill
 // the device, more (each still covering at least `min_vec_per_cta` vectors).
-int cluster_size_for(int64_t rows, int64_t nvec, int64_t elements, int max_threads,
+// cluster_threads: the CTA size that the small budget aims for when a row is split.
+int cluster_size_for(int64_t rows, int64_t nvec, int64_t elements, int cluster_threads,
                      int64_t capacity_vec, int64_t min_vec_per_cta, const KernelFacts& f) {
   if (!f.cluster_launch) return nvec <= capacity_vec ? 1 : 0;
   int64_t c = ceil_div(nvec, capacity_vec);
   if (c > f.max_cluster) return 0;
-  const int64_t small = ceil_div(nvec, static_cast<int64_t>(max_threads) * kSmallItems);
+  const int64_t small = ceil_div(nvec, static_cast<int64_t>(cluster_threads) * kSmallItems);
   if (small <= f.max_cluster) c = std::max(c, small);
   if (rows < f.sm_count && elements >= f.split_for_fill_elements) {
     const int64_t for_fill = ceil_div(f.sm_count, rows);
@@ -59,8 +60,9 @@ LaunchConfig plan(int64_t rows, int64_t hidden, int vec, const KernelFacts& f, i
   c.vec = vec;
   const int64_t nvec = ceil_div(hidden, vec);
   const int64_t capacity_vec = static_cast<int64_t>(max_threads) * items_max;
+  const int cluster_threads = persistent ? max_threads : std::min(max_threads, f.fwd_cluster_threads);
   const int cluster =
-      cluster_size_for(rows, nvec, rows * hidden, max_threads, capacity_vec, 128, f);
+      cluster_size_for(rows, nvec, rows * hidden, cluster_threads, capacity_vec, 128, f);
   const int64_t max_slots = bwd_max_slots(rows, f);
 
   if (cluster == 0) {
@@ -111,14 +113,20 @@ LaunchConfig plan_pipelined(int64_t rows, int64_t hidden, int vec, const KernelF
   // per thread. Up to that length one CTA per row measured faster (docs/notes.md v11).
   // Rows too long for that (over 512 x 2 x 8 vectors) may take kPipelineItems vectors per
   // thread on up to f.max_cluster_pipelined CTAs (16 is a non-portable size sm_90 allows).
+  // f.bwd_cluster_threads below 512 makes clusters of smaller CTAs (more of them per SM, so
+  // that one CTA's barriers overlap another's work).
   int cluster = 1;
   if (nvec > int64_t(kPipelineMaxThreads) * kPipelineItems) {
     if (!allow_cluster || !f.cluster_launch || items_target > 2) return none;
-    int64_t c = ceil_div(nvec, int64_t(kPipelineMaxThreads) * items_target);
+    const int64_t cta_threads = std::clamp(f.bwd_cluster_threads, 32, kPipelineMaxThreads);
+    int64_t c = ceil_div(nvec, cta_threads * items_target);
     if (c > f.max_cluster) {
       items_target = kPipelineItems;
-      c = ceil_div(nvec, int64_t(kPipelineMaxThreads) * items_target);
-      if (c > f.max_cluster_pipelined) return none;
+      c = ceil_div(nvec, cta_threads * items_target);
+      if (c > f.max_cluster_pipelined) {
+        c = ceil_div(nvec, int64_t(kPipelineMaxThreads) * items_target);
+        if (c > f.max_cluster_pipelined) return none;
+      }
     }
     cluster = static_cast<int>(c);
   }
@@ -170,7 +178,9 @@ std::string LaunchConfig::describe() const {
 }
 
 LaunchConfig plan_fwd_registers(int64_t rows, int64_t hidden, int vec, const KernelFacts& facts) {
-  return plan(rows, hidden, vec, facts, fwd_items_max(vec), kFwdMaxThreadsPerRow, false);
+  KernelFacts f = facts;
+  f.max_cluster = facts.fwd_max_cluster;
+  return plan(rows, hidden, vec, f, fwd_items_max(vec), kFwdMaxThreadsPerRow, false);
 }
 
 LaunchConfig plan_fwd(int64_t rows, int64_t hidden, int vec, const KernelFacts& facts,

@@ -40,6 +40,13 @@ struct KernelFacts {
   // from this many elements: below it a launch is dominated by latency and the split adds a
   // cluster barrier (NK_TUNE_SPLIT_FOR_FILL_ELEMENTS).
   int64_t split_for_fill_elements = int64_t(1) << 20;
+  // CTA size that rows split over a cluster aim for: the forward registers kernel
+  // (NK_TUNE_FWD_CLUSTER_THREADS) and the pipelined backward (NK_TUNE_BWD_CLUSTER_THREADS).
+  int fwd_cluster_threads = 512;
+  // Most CTAs per cluster for the forward registers kernel (NK_TUNE_FWD_MAX_CLUSTER; over 8 is
+  // a non-portable size).
+  int fwd_max_cluster = 8;
+  int bwd_cluster_threads = 512;
 };
 
 struct LaunchConfig {

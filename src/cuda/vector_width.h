@@ -40,6 +40,11 @@ inline const KernelFacts& tuned_defaults() {
     k.split_for_fill_elements = tuning_knob("NK_TUNE_SPLIT_FOR_FILL_ELEMENTS",
                                             static_cast<int>(k.split_for_fill_elements), 0,
                                             1 << 30);
+    k.fwd_cluster_threads =
+        tuning_knob("NK_TUNE_FWD_CLUSTER_THREADS", k.fwd_cluster_threads, 32, 512);
+    k.fwd_max_cluster = tuning_knob("NK_TUNE_FWD_MAX_CLUSTER", k.fwd_max_cluster, 1, 16);
+    k.bwd_cluster_threads =
+        tuning_knob("NK_TUNE_BWD_CLUSTER_THREADS", k.bwd_cluster_threads, 32, 512);
     return k;
   }();
   return tuned;

@@ -42,7 +42,8 @@ void expect_covers(const LaunchConfig& c, int64_t rows, int64_t hidden, int item
   } else {
     EXPECT_LE(c.items, items_max);
     // The backward (persistent) may take the non-portable cluster sizes for narrow vectors.
-    const int most = persistent ? std::max(f.max_cluster, f.max_cluster_pipelined) : f.max_cluster;
+    const int most = persistent ? std::max(f.max_cluster, f.max_cluster_pipelined)
+                                : f.fwd_max_cluster;
     EXPECT_LE(c.cluster_size, f.cluster_launch ? most : 1);
     EXPECT_EQ(c.cols_per_cta % c.vec, 0);
     // Every column is covered: CTAs of the cluster x threads x items x vector width.
@@ -93,6 +94,28 @@ TEST(LaunchConfig, CoversEveryShapeWithAndWithoutClusters) {
             expect_covers(normkit::cuda::plan_bwd(rows, hidden, vec, f, staged), rows, hidden,
                           normkit::cuda::bwd_items_max(vec), true, f);
           }
+        }
+      }
+    }
+  }
+}
+
+TEST(LaunchConfig, CoversEveryShapeWithSmallerClusterCtas) {
+  // The tuning knobs for the CTA size of split rows (NK_TUNE_*_CLUSTER_THREADS) and the
+  // forward's largest cluster.
+  for (int threads : {256, 128, 64}) {
+    KernelFacts f;
+    f.fwd_cluster_threads = f.bwd_cluster_threads = threads;
+    f.fwd_max_cluster = threads == 128 ? 16 : 8;  // and NK_TUNE_FWD_MAX_CLUSTER
+    for (int64_t rows : {1, 29, 256, 1024}) {
+      for (int64_t hidden : {17389, 32768, 65536, 131072, 262144}) {
+        for (int vec : {1, 2, 4, 8}) {
+          SCOPED_TRACE(testing::Message() << rows << "x" << hidden << " vec " << vec << " threads "
+                                          << threads);
+          expect_covers(normkit::cuda::plan_fwd(rows, hidden, vec, f, 2), rows, hidden,
+                        normkit::cuda::fwd_items_max(vec), false, f);
+          expect_covers(normkit::cuda::plan_bwd(rows, hidden, vec, f, 4), rows, hidden,
+                        normkit::cuda::bwd_items_max(vec), true, f);
         }
       }
     }

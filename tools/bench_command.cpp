@@ -114,8 +114,10 @@ int run_bench(const BenchOptions& options) {
     std::fprintf(stderr, "normkit bench: [%zu/%zu] %s\n", i + 1, shapes.size(),
                  format_shape(shapes[i]).c_str());
     ShapeResult row;
+    row.skipped = bench_skip_reason(shapes[i], config);
     try {
-      row = runner->run(shapes[i], options.explain);
+      if (row.skipped.empty()) row = runner->run(shapes[i], options.explain);
+      row.shape = shapes[i];
     } catch (const std::exception& e) {
       row.shape = shapes[i];
       row.error = e.what();

@@ -89,6 +89,10 @@ void print_bench_row(std::FILE* out, const BenchReport& r, const ShapeResult& ro
     std::fprintf(out, " FAILED: %s\n", row.error.c_str());
     return;
   }
+  if (!row.skipped.empty()) {
+    std::fprintf(out, " skipped: %s\n", row.skipped.c_str());
+    return;
+  }
   if (r.config.fwd) std::fprintf(out, " %s", pass_cells(row.fwd, r.copy).c_str());
   if (r.config.bwd) std::fprintf(out, "   %s", pass_cells(row.bwd, r.copy).c_str());
   std::fprintf(out, "\n");
@@ -148,6 +152,8 @@ void write_bench_json(std::ostream& file, const std::string& path, const BenchRe
     j.field("hidden", row.shape.hidden);
     if (!row.error.empty()) {
       j.field("error", row.error);
+    } else if (!row.skipped.empty()) {
+      j.field("skipped", row.skipped);
     } else {
       j.key("fwd");
       write_pass(j, row.fwd, r.copy);

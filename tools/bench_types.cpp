@@ -49,4 +49,12 @@ std::string bwd_bytes_formula(const BenchConfig& c) {
                     : "rows*hidden*(size(x)+size(dy)+size(dx)) + 2*hidden*size(w)";
 }
 
+std::string bench_skip_reason(const Shape& s, const BenchConfig& c) {
+  if (c.quant_block > 0 && s.hidden % c.quant_block != 0) {
+    return "hidden is not a multiple of the " + std::to_string(c.quant_block) +
+           "-element quantization block";
+  }
+  return "";
+}
+
 }  // namespace nktool

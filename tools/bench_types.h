@@ -62,8 +62,13 @@ struct PassTiming {
 struct ShapeResult {
   Shape shape;
   PassTiming fwd, bwd;
-  std::string error;  // non-empty when this shape could not be measured
+  std::string error;    // non-empty when this shape could not be measured
+  std::string skipped;  // non-empty when the configuration does not apply to this shape
 };
+
+// Why `c` does not apply to shape `s` (a block mode on a hidden size that is not a multiple of
+// the block), or "" when it does.
+std::string bench_skip_reason(const Shape& s, const BenchConfig& c);
 
 struct BenchReport {
   std::string backend;  // "cuda" or "cpu"

@@ -180,6 +180,20 @@ std::string LaunchConfig::describe() const {
 LaunchConfig plan_fwd_registers(int64_t rows, int64_t hidden, int vec, const KernelFacts& facts) {
   KernelFacts f = facts;
   f.max_cluster = facts.fwd_max_cluster;
+  // Measured on wide rows of 8- and 16-byte vectors (docs/notes.md v14): with many rows, one
+  // CTA per row at the large register budget beat a cluster of two at the small one (1024 x
+  // 32768: 59 vs 67 us); and rows that would need the large budget on the largest cluster ran
+  // faster on the two-pass streaming kernel, its second pass from L2 (512 x 262144: 284 vs 326).
+  const int64_t nvec = ceil_div(hidden, vec);
+  if (vec >= 4 && f.cluster_launch) {
+    const int64_t one_cta = int64_t(kFwdMaxThreadsPerRow) * fwd_items_max(vec);
+    const int64_t small_ctas = ceil_div(nvec, int64_t(kFwdMaxThreadsPerRow) * kSmallItems);
+    if (nvec <= one_cta && rows >= 4 * int64_t(f.sm_count)) {
+      f.cluster_launch = false;  // one CTA per row
+    } else if (small_ctas > f.max_cluster) {
+      f.max_cluster = 1;  // streaming
+    }
+  }
   return plan(rows, hidden, vec, f, fwd_items_max(vec), kFwdMaxThreadsPerRow, false);
 }
 

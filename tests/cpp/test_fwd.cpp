@@ -146,7 +146,10 @@ INSTANTIATE_TEST_SUITE_P(AllBackends, FwdLargeShapes,
                                                               RowsHidden{3, 1048576},
                                                               RowsHidden{100, 8192},
                                                               RowsHidden{300, 32768},
-                                                              RowsHidden{37, 65536})),
+                                                              RowsHidden{37, 65536},
+                                                              // one CTA per row, 8 vectors
+                                                              // per thread (rows >= 4 x SMs)
+                                                              RowsHidden{531, 32768})),
                          large_shape_name);
 
 // ---- layouts: strides, alignment, in place ----

@@ -201,12 +201,25 @@ TEST(LaunchConfig, PipelinesTheForwardOfAlignedRowsThatFitSharedMemory) {
   EXPECT_NE(normkit::cuda::plan_fwd(100, 4096, 8, f, 0).plan, RowPlan::kPipelined);
   EXPECT_NE(normkit::cuda::plan_fwd(100, 1 << 20, 8, f, 2).plan, RowPlan::kPipelined);
   // Wide rows go pipelined over a cluster only when asked (as the backward always does).
-  EXPECT_EQ(normkit::cuda::plan_fwd(1024, 32768, 8, f, 2).plan, RowPlan::kCluster);
+  EXPECT_EQ(normkit::cuda::plan_fwd(256, 32768, 8, f, 2).plan, RowPlan::kCluster);
   KernelFacts clusters = f;
   clusters.fwd_pipeline_clusters = 1;
-  const LaunchConfig w = normkit::cuda::plan_fwd(1024, 32768, 8, clusters, 2);
+  const LaunchConfig w = normkit::cuda::plan_fwd(256, 32768, 8, clusters, 2);
   EXPECT_EQ(w.plan, RowPlan::kPipelined) << w.describe();
   EXPECT_EQ(w.cluster_size, 4);
+}
+
+TEST(LaunchConfig, ForwardOfWideRowsAsMeasured) {
+  KernelFacts f;
+  // Many rows that fit one CTA at the large budget: no cluster.
+  const LaunchConfig one = normkit::cuda::plan_fwd(1024, 32768, 8, f, 2);
+  EXPECT_EQ(one.plan, RowPlan::kRegisters) << one.describe();
+  EXPECT_EQ(one.items, 8);
+  // Rows past 8 CTAs at the small budget: streaming (vectors of 8 bytes or more).
+  EXPECT_EQ(normkit::cuda::plan_fwd(512, 262144, 8, f, 2).plan, RowPlan::kStreaming);
+  EXPECT_EQ(normkit::cuda::plan_fwd(1024, 131072, 8, f, 2).plan, RowPlan::kCluster);
+  // Narrow vectors keep their clusters (their streaming loop is slow: 29 x 17389, 35 vs 13 us).
+  EXPECT_EQ(normkit::cuda::plan_fwd(29, 17389, 1, f, 0).plan, RowPlan::kCluster);
 }
 
 TEST(LaunchConfig, SplitsFewLongRowsOverClusters) {

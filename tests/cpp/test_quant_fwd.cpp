@@ -222,6 +222,21 @@ TEST_P(QuantRules, TransposedOutputWithPaddedStrides) {
   }
 }
 
+TEST_P(QuantRules, WideRowsInEveryMode) {
+  // Rows that the CUDA planner gives the streaming kernel (262144 columns) and one CTA per
+  // row at the large register budget (32768 columns with >= 4 x SMs rows).
+  Rng rng;
+  for (const auto& [rows, hidden] : {std::pair<int64_t, int64_t>{2, 262144},
+                                     std::pair<int64_t, int64_t>{531, 32768}}) {
+    if (backend() == NK_BACKEND_CPU && rows * hidden > (int64_t{1} << 20)) continue;
+    for (nk_quant_mode mode : {NK_QUANT_TENSOR, NK_QUANT_TOKEN, NK_QUANT_BLOCK, NK_QUANT_MXFP8}) {
+      SCOPED_TRACE(testing::Message() << rows << "x" << hidden << " mode " << int(mode));
+      QuantCase c = base_case(mode, NK_FLOAT8_E4M3, rows, hidden);
+      test_quant_case(backend(), c, rng);
+    }
+  }
+}
+
 TEST_P(QuantRules, MisalignedScalesAndOffsets) {
   Rng rng;
   for (nk_quant_mode mode : {NK_QUANT_TOKEN, NK_QUANT_BLOCK, NK_QUANT_MXFP8}) {

@@ -2,8 +2,8 @@
 # One call on the GPU machine: build for sm_90, run the C++ tests (CUDA ones included),
 # `normkit check`, `normkit bench`, the Python tests and benchmarks; logs (as logs.tar.gz) and
 # the JSON results go to $OUT (or ./device-out).
-# Usage: bench/device.sh [steps...]   steps: build test check bench quant python compare train
-# dtypes huge sanitize
+# Usage: bench/device.sh [steps...]   steps: build test check bench quant install python compare
+# train dtypes huge sanitize
 # (default: build test check bench)
 set -uo pipefail
 OUT=${OUT:-$PWD/device-out}
@@ -48,6 +48,9 @@ for step in "${steps[@]}"; do
         --normkit "token=$LOGS/bench_quant_token.json" \
         --normkit "block=$LOGS/bench_quant_block.json" \
         --normkit "mxfp8=$LOGS/bench_quant_mxfp8.json" ;;
+    install)  # the Python package alone (compare and train need it)
+      run pip_install env CMAKE_ARGS="-DNK_CUDA_ARCHITECTURES=90" python3 -m pip install \
+        --no-build-isolation --no-deps -v . ;;
     python)
       run pip_install env CMAKE_ARGS="-DNK_CUDA_ARCHITECTURES=90" python3 -m pip install \
         --no-build-isolation --no-deps -v . &&

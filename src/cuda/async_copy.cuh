@@ -50,18 +50,6 @@ __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(PENDING) : "memory");
 }
 
-// cp_async_wait with PENDING known only at run time (kPipelineStages - 1 .. 7).
-__device__ __forceinline__ void cp_async_wait_runtime(int pending) {
-  switch (pending) {
-    case 2: cp_async_wait<2>(); break;
-    case 3: cp_async_wait<3>(); break;
-    case 4: cp_async_wait<4>(); break;
-    case 5: cp_async_wait<5>(); break;
-    case 6: cp_async_wait<6>(); break;
-    default: cp_async_wait<7>(); break;
-  }
-}
-
 // Barrier `id` (1..15; 0 is __syncthreads) over `threads` threads (a multiple of 32): lets the
 // row groups of one block synchronize independently.
 __device__ __forceinline__ void named_barrier(int id, int threads) {

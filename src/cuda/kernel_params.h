@@ -13,7 +13,6 @@ struct RowShape {
   int items = 1;             // vectors per thread per row
   int cluster_size = 1;      // CTAs per row
   int64_t cols_per_cta = 0;  // columns per cluster CTA (multiple of the vector width)
-  int stages = 3;            // pipelined kernels: shared-memory stages per row group
 };
 
 // Quantized output (nk_quant_mode): the code format, and what each mode reads and writes.

@@ -51,7 +51,6 @@ inline RowShape row_shape(int64_t rows, int64_t hidden, const LaunchConfig& cfg)
   s.items = cfg.items;
   s.cluster_size = cfg.cluster_size;
   s.cols_per_cta = cfg.cols_per_cta;
-  s.stages = cfg.stages;
   return s;
 }
 

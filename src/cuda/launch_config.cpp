@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <string>
-#include <utility>
 
 namespace normkit::cuda {
 namespace {
@@ -102,12 +101,9 @@ LaunchConfig plan(int64_t rows, int64_t hidden, int vec, const KernelFacts& f, i
 // groups up to 256 threads per CTA while the stages of two CTAs fit one SM; up to
 // `ctas_per_sm` CTAs per SM and `max_grid` CTAs or clusters (persistent: rows are assigned
 // statically).
-// `stages`: (single CTA, cluster) stages wanted, lowered (not below kPipelineStages) until a row
-// group's stages fit shared memory.
 LaunchConfig plan_pipelined(int64_t rows, int64_t hidden, int vec, const KernelFacts& f,
                             int64_t staged_bytes_per_col, int items_target, int ctas_per_sm,
-                            int64_t max_grid, bool allow_cluster,
-                            std::pair<int, int> stages = {kPipelineStages, kPipelineStages}) {
+                            int64_t max_grid, bool allow_cluster) {
   LaunchConfig none;
   none.grid = 0;
   if (staged_bytes_per_col <= 0 || hidden % vec != 0) return none;
@@ -146,11 +142,7 @@ LaunchConfig plan_pipelined(int64_t rows, int64_t hidden, int vec, const KernelF
   c.items = items;
   c.cluster_size = cluster;
   c.cols_per_cta = static_cast<int64_t>(threads) * items * vec;
-  const int64_t stage_bytes = c.cols_per_cta * staged_bytes_per_col;
-  c.stages = std::clamp(cluster > 1 ? stages.second : stages.first, kPipelineStages,
-                        kPipelineMaxStages);
-  while (c.stages > kPipelineStages && c.stages * stage_bytes > f.smem_per_block) --c.stages;
-  const int64_t group_bytes = c.stages * stage_bytes;
+  const int64_t group_bytes = kPipelineStages * c.cols_per_cta * staged_bytes_per_col;
   if (group_bytes > f.smem_per_block) return none;
   int groups = cluster > 1 ? 1 : std::max(1, 256 / threads);
   while (groups > 1 && (2 * groups * group_bytes > f.smem_per_sm || groups > rows)) groups /= 2;
@@ -182,9 +174,6 @@ std::string LaunchConfig::describe() const {
                   " cols/cta=" + std::to_string(cols_per_cta) + " grid=" + std::to_string(grid);
   if (slots) s += " slots=" + std::to_string(slots);
   if (smem_bytes) s += " smem=" + std::to_string(smem_bytes);
-  if (plan == RowPlan::kPipelined && stages != kPipelineStages) {
-    s += " stages=" + std::to_string(stages);
-  }
   return s;
 }
 
@@ -263,8 +252,7 @@ LaunchConfig plan_bwd(int64_t rows, int64_t hidden, int vec, const KernelFacts& 
   // 1024 vectors get up to 4, since a row group has at most 512 threads).
   const int items_target = facts.bwd_items_target > 0 ? facts.bwd_items_target : 2;
   LaunchConfig c = plan_pipelined(rows, hidden, vec, facts, staged_bytes_per_col, items_target,
-                                  facts.bwd_ctas_per_sm, bwd_max_slots(rows, facts), true,
-                                  {facts.bwd_stages, facts.bwd_cluster_stages});
+                                  facts.bwd_ctas_per_sm, bwd_max_slots(rows, facts), true);
   if (c.grid > 0) {
     c.slots = c.grid / c.cluster_size;
     return c;

@@ -16,13 +16,6 @@ enum class RowPlan {
   kPipelined,  // persistent; rows copied into shared memory kPipelineStages - 1 rows ahead
 };
 
-// Pipelined kernels: shared-memory stages per row group (one row each; stages - 1 rows in
-// flight), vectors per thread per row (bound), and threads per row group (bound).
-constexpr int kPipelineStages = 3;
-constexpr int kPipelineMaxStages = 8;  // the pipelined backward's stages may go up to this
-constexpr int kPipelineItems = 4;
-constexpr int kPipelineMaxThreads = 512;
-
 struct KernelFacts {
   int sm_count = 132;
   bool cluster_launch = true;  // sm_90+
@@ -54,11 +47,6 @@ struct KernelFacts {
   // a non-portable size).
   int fwd_max_cluster = 8;
   int bwd_cluster_threads = 512;
-  // Shared-memory stages of the pipelined backward (rows in flight + 1), for rows split over a
-  // cluster and for the others (NK_TUNE_BWD_CLUSTER_STAGES, NK_TUNE_BWD_STAGES); fewer where
-  // shared memory does not hold them, never fewer than kPipelineStages.
-  int bwd_cluster_stages = kPipelineStages;
-  int bwd_stages = kPipelineStages;
 };
 
 struct LaunchConfig {
@@ -72,7 +60,6 @@ struct LaunchConfig {
   int64_t grid = 1;          // CTAs
   int64_t slots = 0;         // backward: rows of dweight/dbias partial sums (0 = none)
   int64_t smem_bytes = 0;    // dynamic shared memory per CTA (kPipelined: the stages)
-  int stages = 3;            // kPipelined: shared-memory stages per row group (rows in flight + 1)
 
   std::string describe() const;
 };
@@ -85,6 +72,11 @@ constexpr int kFwdMaxThreadsPerRow = 512;
 constexpr int kBwdMaxThreadsPerRow = 256;
 constexpr int kStreamingThreads = 512;
 
+// Pipelined kernels: shared-memory stages per row group (one row each; stages - 1 rows in
+// flight), vectors per thread per row (bound), and threads per row group (bound).
+constexpr int kPipelineStages = 3;
+constexpr int kPipelineItems = 4;
+constexpr int kPipelineMaxThreads = 512;
 
 // Vectors per thread per row that the register kernels hold (a compile-time bound). Narrow
 // vectors get fewer elements: each needs its own address arithmetic, which would spill.

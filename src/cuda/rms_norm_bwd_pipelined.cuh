@@ -1,5 +1,5 @@
 // RMSNorm backward, pipelined: a persistent CTA streams its rows of x, dy (and dresidual_out)
-// into shared memory with cp.async, shape.stages - 1 rows ahead per row group, so that loads
+// into shared memory with cp.async, kPipelineStages - 1 rows ahead per row group, so that loads
 // stay in flight while the current row is reduced and its dx stored (the registers kernel
 // serializes load -> reduce -> store per row and leaves HBM idle in between).
 //
@@ -36,8 +36,7 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_pipelined(BwdParams p) {
   const int64_t hidden = shape.hidden;
   const bool with_dres = p.dresidual_out != nullptr;
   // Stage operands: 0 x, 1 dy, 2 dresidual_out.
-  const int stages = shape.stages;  // kPipelineStages .. kPipelineMaxStages
-  const StageRing st(block_smem, stages, shape.cols_per_cta, sizeof(XT), sizeof(DYT),
+  const StageRing st(block_smem, shape.cols_per_cta, sizeof(XT), sizeof(DYT),
                      with_dres ? sizeof(XT) : 0);
   // A cluster splits each row: CTA `rank` covers columns [rank * cols_per_cta, ...) of the
   // rows of cluster `slot`, which are the same for all its CTAs (uniform trip counts).
@@ -78,9 +77,10 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_pipelined(BwdParams p) {
 
   const int64_t step = static_cast<int64_t>(CLUSTER ? gridDim.x / cluster : gridDim.x) * blockDim.y;
   int64_t row = slot * blockDim.y + threadIdx.y;
-  for (int s = 0; s < stages - 1; ++s) issue(row + s * step, s);
-  // rstd of this row and the next two (loaded two rows ahead whatever the stage count: a
-  // register ring of fixed length).
+  static_assert(kPipelineStages == 3, "the prologue and the rstd ring assume 3 stages");
+  issue(row, 0);
+  issue(row + step, 1);
+  // rstd of this row and the next two, loaded as early as their rows' copies are started.
   float rstd_ring[3] = {rstd_of(row), rstd_of(row + step), 0.0f};
   // The weight of this thread's columns is the same for every row: loaded once, while the
   // first rows are in flight.
@@ -96,9 +96,9 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_pipelined(BwdParams p) {
 
   int stage = 0, parity = 0;
   for (; row < shape.rows; row += step) {
-    issue(row + (stages - 1) * step, stage == 0 ? stages - 1 : stage - 1);
+    issue(row + 2 * step, stage == 0 ? 2 : stage - 1);
     rstd_ring[2] = rstd_of(row + 2 * step);
-    cp_async_wait_runtime(stages - 1);  // this row's copies (this thread's own) have landed
+    cp_async_wait<kPipelineStages - 1>();  // this row's copies (this thread's own) have landed
     const float rstd = rstd_ring[0];
 
     // dot = sum(dy * w * xhat) over the row; xhat = x * rstd.
@@ -147,7 +147,7 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_pipelined(BwdParams p) {
     }
     rstd_ring[0] = rstd_ring[1];
     rstd_ring[1] = rstd_ring[2];
-    stage = stage == stages - 1 ? 0 : stage + 1;
+    stage = stage == kPipelineStages - 1 ? 0 : stage + 1;
   }
   cp_async_wait<0>();  // only empty groups remain, but shared memory is reused below
   if constexpr (CLUSTER) cluster_sum_done();

@@ -30,8 +30,8 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_pipelined(FwdParams p) {
   const RowShape& shape = p.shape;
   const bool with_residual = p.residual != nullptr;
   // Stage operands: 0 x, 1 residual.
-  const StageRing st(block_smem, kPipelineStages, shape.cols_per_cta, sizeof(XT),
-                     with_residual ? sizeof(XT) : 0, 0);
+  const StageRing st(block_smem, shape.cols_per_cta, sizeof(XT), with_residual ? sizeof(XT) : 0,
+                     0);
   const int cluster = CLUSTER ? shape.cluster_size : 1;
   const int rank = CLUSTER ? static_cast<int>(blockIdx.x % cluster) : 0;
   const int64_t slot = CLUSTER ? blockIdx.x / cluster : blockIdx.x;

@@ -42,10 +42,6 @@ inline const KernelFacts& tuned_defaults() {
                                             1 << 30);
     k.fwd_cluster_threads =
         tuning_knob("NK_TUNE_FWD_CLUSTER_THREADS", k.fwd_cluster_threads, 32, 512);
-    k.bwd_cluster_stages = tuning_knob("NK_TUNE_BWD_CLUSTER_STAGES", k.bwd_cluster_stages,
-                                       kPipelineStages, kPipelineMaxStages);
-    k.bwd_stages =
-        tuning_knob("NK_TUNE_BWD_STAGES", k.bwd_stages, kPipelineStages, kPipelineMaxStages);
     k.fwd_max_cluster = tuning_knob("NK_TUNE_FWD_MAX_CLUSTER", k.fwd_max_cluster, 1, 16);
     k.bwd_cluster_threads =
         tuning_knob("NK_TUNE_BWD_CLUSTER_THREADS", k.bwd_cluster_threads, 32, 512);

@@ -122,39 +122,6 @@ TEST(LaunchConfig, CoversEveryShapeWithSmallerClusterCtas) {
   }
 }
 
-TEST(LaunchConfig, DeeperBackwardPipelinesWhereSharedMemoryHoldsThem) {
-  KernelFacts f;
-  f.bwd_cluster_stages = 6;
-  f.bwd_stages = 5;
-  // 256 x 65536 bf16: clusters of 8 CTAs with 8192 columns, x and dy: 32 KB per stage.
-  const LaunchConfig wide = normkit::cuda::plan_bwd(256, 65536, 8, f, 4);
-  EXPECT_EQ(wide.cluster_size, 8) << wide.describe();
-  EXPECT_EQ(wide.stages, 6);
-  EXPECT_EQ(wide.smem_bytes, 6 * 8192 * 4);
-  // 512 x 262144: 16384 columns per CTA, 64 KB per stage: only 3 fit.
-  EXPECT_EQ(normkit::cuda::plan_bwd(512, 262144, 8, f, 4).stages, 3);
-  // Unsplit rows take bwd_stages: 4096 columns, 16 KB per stage.
-  const LaunchConfig one = normkit::cuda::plan_bwd(4096, 4096, 8, f, 4);
-  EXPECT_EQ(one.cluster_size, 1);
-  EXPECT_EQ(one.stages, 5);
-  EXPECT_EQ(one.smem_bytes, one.rows_per_block * 5 * 4096 * 4);
-  // The forward keeps kPipelineStages.
-  EXPECT_EQ(normkit::cuda::plan_fwd(128, 4096, 8, f, 2).stages, normkit::cuda::kPipelineStages);
-  for (int64_t rows : {1, 29, 300, 4096}) {
-    for (int64_t hidden : {1024, 4096, 12288, 16384, 32768, 65536, 131072, 262144}) {
-      for (int64_t staged : {4, 6, 12, 24}) {
-        SCOPED_TRACE(testing::Message() << rows << "x" << hidden << " staged " << staged);
-        const LaunchConfig c = normkit::cuda::plan_bwd(rows, hidden, 8, f, staged);
-        expect_covers(c, rows, hidden, normkit::cuda::bwd_items_max(8), true, f);
-        if (c.plan == RowPlan::kPipelined) {
-          EXPECT_GE(c.stages, normkit::cuda::kPipelineStages);
-          EXPECT_EQ(c.smem_bytes, c.rows_per_block * c.stages * c.cols_per_cta * staged);
-        }
-      }
-    }
-  }
-}
-
 TEST(LaunchConfig, WorkspaceBoundsTheSlotsOfEveryVectorWidth) {
   KernelFacts f;
   for (int64_t rows : {1, 7, 300, 100000}) {

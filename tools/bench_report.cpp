@@ -57,10 +57,10 @@ void print_bench_header(std::FILE* out, const BenchReport& r) {
   std::fprintf(out, "normkit bench: normkit %s, backend %s\n", nk_version(), r.backend.c_str());
   std::fprintf(out, "device:  %s\n", r.device.c_str());
   std::fprintf(out, "date:    %s\n", r.date_utc.c_str());
-  std::fprintf(out, "inputs:  %s, random values, weight near 1, eps %g%s; backward computes dx "
-                    "and dweight\n",
+  std::fprintf(out, "inputs:  %s, random values, weight near 1, eps %g%s%s\n",
                short_name(r.config.dtype), static_cast<double>(r.config.eps),
-               r.config.residual ? ", fused residual add (dresidual_out in the backward)" : "");
+               r.config.residual ? ", fused residual add (dresidual_out in the backward)" : "",
+               r.config.bwd ? "; backward computes dx and dweight" : "");
   if (r.config.quant != NK_QUANT_NONE) {
     std::fprintf(out, "quant:   %s", nk_quant_mode_name(r.config.quant));
     if (r.config.quant == NK_QUANT_BLOCK) std::fprintf(out, " (blocks of %lld)", static_cast<long long>(r.config.quant_block));

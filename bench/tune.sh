@@ -44,9 +44,11 @@ sweep() {  # sweep PASS-OPTION KNOB VALUES [EXTRA-ENV...]
   fi
 } 2>&1 | tee "$OUT/tune.txt"
 if [ -n "${NCU_SHAPE:-}" ] && command -v ncu >/dev/null; then
+  # WarpStateStats with all details lists the stall reasons (barrier, long scoreboard, ...).
   ncu --kernel-name regex:'rms_norm|reduce_partials' --launch-skip "${NCU_SKIP:-4}" --launch-count 2 \
     --section SpeedOfLight --section LaunchStats --section Occupancy --section WarpStateStats \
-    "$tool" bench --reps 3 --shapes "$NCU_SHAPE" ${NCU_PASS:-} > "$OUT/ncu.txt" 2>&1
-  grep -E '  void|Duration|DRAM Throughput|Registers Per|Achieved Occupancy|Warp Cycles Per Issued' \
-    "$OUT/ncu.txt" | head -40
+    --print-details all "$tool" bench --reps 3 --shapes "$NCU_SHAPE" ${NCU_PASS:-} \
+    > "$OUT/ncu.txt" 2>&1
+  grep -iE '  void|Duration|DRAM Throughput|Registers Per|Achieved Occupancy|Warp Cycles Per Issued|stall' \
+    "$OUT/ncu.txt" | head -80
 fi

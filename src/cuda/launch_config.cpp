@@ -60,7 +60,8 @@ LaunchConfig plan(int64_t rows, int64_t hidden, int vec, const KernelFacts& f, i
   c.vec = vec;
   const int64_t nvec = ceil_div(hidden, vec);
   const int64_t capacity_vec = static_cast<int64_t>(max_threads) * items_max;
-  const int cluster_threads = persistent ? max_threads : std::min(max_threads, f.fwd_cluster_threads);
+  const int cluster_threads =
+      persistent ? max_threads : std::min(max_threads, f.fwd_cluster_threads);
   const int cluster =
       cluster_size_for(rows, nvec, rows * hidden, cluster_threads, capacity_vec, 128, f);
   const int64_t max_slots = bwd_max_slots(rows, f);

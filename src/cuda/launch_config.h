@@ -43,10 +43,10 @@ struct KernelFacts {
   // CTA size that rows split over a cluster aim for: the forward registers kernel
   // (NK_TUNE_FWD_CLUSTER_THREADS) and the pipelined backward (NK_TUNE_BWD_CLUSTER_THREADS).
   int fwd_cluster_threads = 512;
+  int bwd_cluster_threads = 512;
   // Most CTAs per cluster for the forward registers kernel (NK_TUNE_FWD_MAX_CLUSTER; over 8 is
   // a non-portable size).
   int fwd_max_cluster = 8;
-  int bwd_cluster_threads = 512;
 };
 
 struct LaunchConfig {

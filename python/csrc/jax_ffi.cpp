@@ -37,15 +37,7 @@ ffi::Error run_fwd(nk_backend backend, void* stream, ffi::AnyBuffer x, ffi::AnyB
   NK_FFI_TRY(require_count(*y, n, "y"));
   NK_FFI_TRY(require_count(*rstd, L.rows, "rstd"));
   if (rstd->element_type() != ffi::DataType::F32) return invalid("rstd must be float32");
-  const bool has_residual = present(residual);
-  if (has_residual) {
-    NK_FFI_TRY(require_count(residual, n, "residual"));
-    NK_FFI_TRY(require_count(*residual_out, n, "residual_out"));
-    if (residual.element_type() != x.element_type() ||
-        residual_out->element_type() != x.element_type()) {
-      return invalid("residual and residual_out must have x's dtype");
-    }
-  }
+  NK_FFI_TRY(check_residual(x, residual, *residual_out, n));
 
   nk_rms_norm_fwd_args a;
   nk_rms_norm_fwd_args_init(&a);
@@ -53,28 +45,15 @@ ffi::Error run_fwd(nk_backend backend, void* stream, ffi::AnyBuffer x, ffi::AnyB
   a.hidden = L.hidden;
   NK_FFI_TRY(require_dtype(x, &a.x_dtype, "x"));
   NK_FFI_TRY(require_dtype(*y, &a.y_dtype, "y"));
-  if (present(weight)) NK_FFI_TRY(require_dtype(weight, &a.weight_dtype, "weight"));
-  if (present(bias)) {
-    nk_dtype bias_dtype;
-    NK_FFI_TRY(require_dtype(bias, &bias_dtype, "bias"));
-    if (present(weight) && bias_dtype != a.weight_dtype)
-      return invalid("bias must have weight's dtype");
-    a.weight_dtype = bias_dtype;
-  }
+  NK_FFI_TRY(require_param_dtype(weight, bias, &a.weight_dtype));
   a.eps = eps;
   a.zero_centered = zero_centered ? 1 : 0;
 
   for (int64_t g = 0; g < L.groups; ++g) {
     const int64_t row0 = g * L.rows_per_group;
-    a.x = element_ptr(x, row0 * L.hidden);
+    set_fwd_inputs(&a, L, g, x, weight, bias, residual, *residual_out);
     a.y = element_ptr(*y, row0 * L.hidden);
     a.rstd = static_cast<float*>(element_ptr(*rstd, row0));
-    a.weight = present(weight) ? element_ptr(weight, g * L.hidden) : nullptr;
-    a.bias = present(bias) ? element_ptr(bias, g * L.hidden) : nullptr;
-    if (has_residual) {
-      a.residual = element_ptr(residual, row0 * L.hidden);
-      a.residual_out = element_ptr(*residual_out, row0 * L.hidden);
-    }
     NK_FFI_TRY(from_status(nk_rms_norm_fwd(&a, backend, stream), "nk_rms_norm_fwd"));
   }
   return ffi::Error::Success();

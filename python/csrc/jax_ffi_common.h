@@ -19,6 +19,13 @@
 #include "normkit/normkit.h"
 #include "xla/ffi/api/ffi.h"
 
+// Returns from the enclosing function with the error of `expr`, if any.
+#define NK_FFI_TRY(expr)                               \
+  do {                                                 \
+    ::xla::ffi::Error nk_ffi_error_ = (expr);          \
+    if (nk_ffi_error_.failure()) return nk_ffi_error_; \
+  } while (0)
+
 namespace normkit_py::jax_ffi {
 
 namespace ffi = xla::ffi;
@@ -117,10 +124,48 @@ inline ffi::Error require_dtype(const ffi::AnyBuffer& b, nk_dtype* out, const ch
   return ffi::Error::Success();
 }
 
+// The forwards' residual operand: when present, it and residual_out hold `n` elements of x's
+// dtype.
+inline ffi::Error check_residual(const ffi::AnyBuffer& x, const ffi::AnyBuffer& residual,
+                                 const ffi::AnyBuffer& residual_out, int64_t n) {
+  if (!present(residual)) return ffi::Error::Success();
+  NK_FFI_TRY(require_count(residual, n, "residual"));
+  NK_FFI_TRY(require_count(residual_out, n, "residual_out"));
+  if (residual.element_type() != x.element_type() ||
+      residual_out.element_type() != x.element_type()) {
+    return invalid("residual and residual_out must have x's dtype");
+  }
+  return ffi::Error::Success();
+}
+
+// The forwards' weight_dtype: that of weight and bias (which must agree), where present;
+// `out` is left alone when neither is.
+inline ffi::Error require_param_dtype(const ffi::AnyBuffer& weight, const ffi::AnyBuffer& bias,
+                                      nk_dtype* out) {
+  if (present(weight)) NK_FFI_TRY(require_dtype(weight, out, "weight"));
+  if (present(bias)) {
+    nk_dtype bias_dtype;
+    NK_FFI_TRY(require_dtype(bias, &bias_dtype, "bias"));
+    if (present(weight) && bias_dtype != *out) return invalid("bias must have weight's dtype");
+    *out = bias_dtype;
+  }
+  return ffi::Error::Success();
+}
+
+// The operands both forwards take, for group g: x, weight, bias, residual and residual_out.
+inline void set_fwd_inputs(nk_rms_norm_fwd_args* a, const Layout& L, int64_t g,
+                           const ffi::AnyBuffer& x, const ffi::AnyBuffer& weight,
+                           const ffi::AnyBuffer& bias, const ffi::AnyBuffer& residual,
+                           const ffi::AnyBuffer& residual_out) {
+  const int64_t row0 = g * L.rows_per_group;
+  a->x = element_ptr(x, row0 * L.hidden);
+  a->weight = present(weight) ? element_ptr(weight, g * L.hidden) : nullptr;
+  a->bias = present(bias) ? element_ptr(bias, g * L.hidden) : nullptr;
+  if (present(residual)) {
+    a->residual = element_ptr(residual, row0 * L.hidden);
+    a->residual_out = element_ptr(residual_out, row0 * L.hidden);
+  }
+}
+
 }  // namespace normkit_py::jax_ffi
 
-#define NK_FFI_TRY(expr)                               \
-  do {                                                 \
-    ::xla::ffi::Error nk_ffi_error_ = (expr);          \
-    if (nk_ffi_error_.failure()) return nk_ffi_error_; \
-  } while (0)

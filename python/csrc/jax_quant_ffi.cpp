@@ -77,23 +77,8 @@ ffi::Error run_fwd_quant(nk_backend backend, void* stream, ffi::AnyBuffer x,
     return invalid("y must be float8_e4m3fn, float8_e5m2 or int8");
   }
   NK_FFI_TRY(require_count(*y, n, "y"));
-  if (present(weight)) NK_FFI_TRY(require_dtype(weight, &a.weight_dtype, "weight"));
-  if (present(bias)) {
-    nk_dtype bias_dtype;
-    NK_FFI_TRY(require_dtype(bias, &bias_dtype, "bias"));
-    if (present(weight) && bias_dtype != a.weight_dtype)
-      return invalid("bias must have weight's dtype");
-    a.weight_dtype = bias_dtype;
-  }
-  const bool has_residual = present(residual);
-  if (has_residual) {
-    NK_FFI_TRY(require_count(residual, n, "residual"));
-    NK_FFI_TRY(require_count(*residual_out, n, "residual_out"));
-    if (residual.element_type() != x.element_type() ||
-        residual_out->element_type() != x.element_type()) {
-      return invalid("residual and residual_out must have x's dtype");
-    }
-  }
+  NK_FFI_TRY(require_param_dtype(weight, bias, &a.weight_dtype));
+  NK_FFI_TRY(check_residual(x, residual, *residual_out, n));
   for (const ffi::AnyBuffer* s : {&scale, &(*amax)}) {
     if (present(*s) && s->element_type() != ffi::DataType::F32) {
       return invalid("scale and amax must be float32");
@@ -114,14 +99,8 @@ ffi::Error run_fwd_quant(nk_backend backend, void* stream, ffi::AnyBuffer x,
 
   for (int64_t g = 0; g < L.groups; ++g) {
     const int64_t row0 = g * L.rows_per_group;
-    a.x = element_ptr(x, row0 * L.hidden);
+    set_fwd_inputs(&a, L, g, x, weight, bias, residual, *residual_out);
     a.y = element_ptr(*y, row0 * L.hidden);
-    a.weight = present(weight) ? element_ptr(weight, g * L.hidden) : nullptr;
-    a.bias = present(bias) ? element_ptr(bias, g * L.hidden) : nullptr;
-    if (has_residual) {
-      a.residual = element_ptr(residual, row0 * L.hidden);
-      a.residual_out = element_ptr(*residual_out, row0 * L.hidden);
-    }
     a.scale = present(scale) ? static_cast<const float*>(element_ptr(scale, g)) : nullptr;
     a.scales = present(*scales) ? element_ptr(*scales, row0 * scales_per_row) : nullptr;
     a.amax = present(*amax) ? static_cast<float*>(element_ptr(*amax, g)) : nullptr;

@@ -86,14 +86,15 @@ TEST(LaunchConfig, CoversEveryShapeWithAndWithoutClusters) {
             expect_covers(normkit::cuda::plan_fwd(rows, hidden, vec, f, staged), rows, hidden,
                           normkit::cuda::fwd_items_max(vec), false, f);
           }
-          KernelFacts huge_rows = f;
-          huge_rows.max_cluster_pipelined = clusters ? 16 : 0;
-          expect_covers(normkit::cuda::plan_bwd(rows, hidden, vec, huge_rows, 4), rows, hidden,
-                        normkit::cuda::bwd_items_max(vec), true, huge_rows);
           for (int64_t staged : {4, 6, 12, 24}) {  // bytes per column: bf16 x+dy ... fp32 x+dy+dres
             expect_covers(normkit::cuda::plan_bwd(rows, hidden, vec, f, staged), rows, hidden,
                           normkit::cuda::bwd_items_max(vec), true, f);
           }
+          // The huge-row clusters off (NK_TUNE_BWD_HUGE_ROW_CLUSTER=0): streaming past 64K.
+          KernelFacts no_huge_clusters = f;
+          no_huge_clusters.max_cluster_pipelined = 0;
+          expect_covers(normkit::cuda::plan_bwd(rows, hidden, vec, no_huge_clusters, 4), rows,
+                        hidden, normkit::cuda::bwd_items_max(vec), true, no_huge_clusters);
         }
       }
     }

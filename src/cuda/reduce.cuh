@@ -108,12 +108,7 @@ __device__ __forceinline__ float cluster_sum_alternating(float v, float* slots, 
   cg::cluster_group cluster = cg::this_cluster();
   float* slot = slots + parity;
   if (threadIdx.x == 0 && threadIdx.y == 0) *slot = v;
-  // EXPERIMENT (timing only, not correct): a relaxed arrive does not wait for this thread's
-  // earlier global stores (the previous row's dx) to become visible at cluster scope, as
-  // cluster.sync()'s release does; nor does it order the slot write. If the split-row
-  // backward gets much faster with this, the fix is st.async + mbarrier (docs/notes.md).
-  asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory");
-  asm volatile("barrier.cluster.wait.aligned;\n" ::: "memory");
+  cluster.sync();
   float total = 0.0f;
   const unsigned ranks = cluster.num_blocks();
   for (unsigned r = 0; r < ranks; ++r) total += *cluster.map_shared_rank(slot, r);
@@ -126,8 +121,99 @@ __device__ __forceinline__ float cluster_sum_alternating(float v, float* slots, 
 #endif
 }
 
+// Per-row sums over the CTAs of a cluster without a cluster barrier per row. A cluster
+// barrier's arrive has release semantics at cluster scope: it waits until this thread's earlier
+// global stores (the previous row's dx) are visible there. Instead, each CTA's thread 0 writes
+// its value into its own slot of every CTA's `slots[parity]` with st.async, whose bytes the
+// receiving CTA's mbarrier `bars[parity]` counts; the CTA's threads wait on that mbarrier
+// alone. Rows alternate between the two parities. A CTA writes slots[parity] of another CTA
+// again only after that CTA's value for the row in between reached it, which that CTA sends
+// only after its whole row group passed the block barrier of that row, i.e. after every one of
+// its threads finished reading slots[parity].
+constexpr int kMaxClusterRanks = 16;
+struct ClusterRowSums {
+  float slots[2][kMaxClusterRanks];
+  unsigned long long bars[2];
+};
+
+__device__ __forceinline__ unsigned shared_address(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
+// The address of `local` (this CTA's shared memory) in CTA `rank` of the cluster.
+__device__ __forceinline__ unsigned cluster_address(const void* local, unsigned rank) {
+  unsigned remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n"
+               : "=r"(remote)
+               : "r"(shared_address(local)), "r"(rank));
+  return remote;
+}
+
+// Every thread of every CTA of the cluster calls this once, before its first cluster_row_sum.
+__device__ __forceinline__ void cluster_row_sums_init(ClusterRowSums& s) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if (threadIdx.x == 0 && threadIdx.y == 0) {
+    for (int p = 0; p < 2; ++p) {
+      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(shared_address(&s.bars[p]))
+                   : "memory");
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  cooperative_groups::this_cluster().sync();  // every CTA's mbarriers exist before any st.async
+#else
+  (void)s;
+  __trap();  // the launcher never picks clusters below sm_90
+#endif
+}
+
+// The cluster sum of `v` (equal on every thread of this CTA) for a row of parity `parity`.
+// `phases` (each thread's own, starting at 0): bit p is the phase of bars[p] to wait for next.
+__device__ __forceinline__ float cluster_row_sum(float v, ClusterRowSums& s, int parity,
+                                                 unsigned& phases) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  namespace cg = cooperative_groups;
+  cg::cluster_group cluster = cg::this_cluster();
+  const unsigned ranks = cluster.num_blocks(), rank = cluster.block_rank();
+  const unsigned bar = shared_address(&s.bars[parity]);
+  if (threadIdx.x == 0 && threadIdx.y == 0) {
+    s.slots[parity][rank] = v;  // the arrive below (release, CTA scope) publishes it locally
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar),
+                 "r"((ranks - 1) * 4)
+                 : "memory");
+    for (unsigned r = 0; r < ranks; ++r) {
+      if (r == rank) continue;
+      asm volatile(
+          "st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];\n" ::"r"(
+              cluster_address(&s.slots[parity][rank], r)),
+          "r"(__float_as_uint(v)), "r"(cluster_address(&s.bars[parity], r))
+          : "memory");
+    }
+  }
+  const unsigned phase = (phases >> parity) & 1u;
+  asm volatile(
+      "{\n"
+      ".reg .pred done;\n"
+      "WAIT:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra WAIT;\n"
+      "}\n" ::"r"(bar),
+      "r"(phase)
+      : "memory");
+  phases ^= 1u << parity;
+  float total = 0.0f;
+  for (unsigned r = 0; r < ranks; ++r) total += s.slots[parity][r];  // rank order
+  return total;
+#else
+  (void)s;
+  (void)parity;
+  (void)phases;
+  __trap();  // the launcher never picks clusters below sm_90
+  return v;
+#endif
+}
+
 // Called once by every thread of every CTA of a cluster after its last
-// cluster_sum_alternating: no CTA may exit (its shared memory would go) while another may
+// cluster_sum_alternating or cluster_row_sum: no CTA may exit (its shared memory would go) while another may
 // still read its slot.
 __device__ __forceinline__ void cluster_sum_done() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900

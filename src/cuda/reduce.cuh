@@ -212,6 +212,72 @@ __device__ __forceinline__ float cluster_row_sum(float v, ClusterRowSums& s, int
 #endif
 }
 
+// One sum over the CTAs of a cluster, for a kernel that makes a single one (a row chunk per
+// CTA): cluster_push_init at the start, before the row's loads; cluster_push_sum when the
+// value is ready. As cluster_row_sum, values are pushed with st.async and counted by the
+// receiving CTA's mbarrier, so no cluster barrier follows the sum (a CTA leaves only after it
+// has received every value, and no value is sent to it after that). The one barrier left (every
+// CTA's mbarrier must exist before the first st.async) is split: arrive at init, wait at the
+// sum, so it overlaps the loads. cluster_sum's two full barriers release this CTA's earlier
+// global stores (residual_out) at cluster scope; these do not.
+struct ClusterPush {
+  float slots[kMaxClusterRanks];
+  unsigned long long bar;
+};
+
+__device__ __forceinline__ void cluster_push_init(ClusterPush& s) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if (threadIdx.x == 0 && threadIdx.y == 0) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(shared_address(&s.bar))
+                 : "memory");
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory");
+#else
+  (void)s;
+  __trap();  // the launcher never picks clusters below sm_90
+#endif
+}
+
+__device__ __forceinline__ float cluster_push_sum(float v, ClusterPush& s) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  namespace cg = cooperative_groups;
+  cg::cluster_group cluster = cg::this_cluster();
+  const unsigned ranks = cluster.num_blocks(), rank = cluster.block_rank();
+  asm volatile("barrier.cluster.wait.aligned;\n" ::: "memory");  // every CTA's mbarrier exists
+  const unsigned bar = shared_address(&s.bar);
+  if (threadIdx.x == 0 && threadIdx.y == 0) {
+    s.slots[rank] = v;
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar),
+                 "r"((ranks - 1) * 4)
+                 : "memory");
+    for (unsigned r = 0; r < ranks; ++r) {
+      if (r == rank) continue;
+      asm volatile(
+          "st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];\n" ::"r"(
+              cluster_address(&s.slots[rank], r)),
+          "r"(__float_as_uint(v)), "r"(cluster_address(&s.bar, r))
+          : "memory");
+    }
+  }
+  asm volatile(
+      "{\n"
+      ".reg .pred done;\n"
+      "WAIT:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], 0;\n"
+      "@!done bra WAIT;\n"
+      "}\n" ::"r"(bar)
+      : "memory");
+  float total = 0.0f;
+  for (unsigned r = 0; r < ranks; ++r) total += s.slots[r];  // rank order, as cluster_sum
+  return total;
+#else
+  (void)s;
+  __trap();  // the launcher never picks clusters below sm_90
+  return v;
+#endif
+}
+
 // Called once by every thread of every CTA of a cluster after its last
 // cluster_sum_alternating or cluster_row_sum: no CTA may exit (its shared memory would go) while another may
 // still read its slot.

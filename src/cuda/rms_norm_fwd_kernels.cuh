@@ -178,18 +178,20 @@ __device__ __forceinline__ float sum_of_squares(const Lanes<XT, VEC> (&s)[IMAX])
 template <typename XT, typename WT, typename YT, int VEC, int IMAX>
 __global__ void __launch_bounds__(512) rms_norm_fwd_registers(FwdParams p) {
   __shared__ float scratch[kMaxWarps];
-  __shared__ float cluster_slot;
+  __shared__ ClusterPush cluster_push;  // with clusters
   const RowShape& shape = p.shape;
   const RowChunk<VEC> c(shape);
   const int64_t row = c.row;
   const int64_t col_end = c.col_end;
 
+  if (shape.cluster_size > 1) cluster_push_init(cluster_push);
   Lanes<XT, VEC> s[IMAX];
   load_x_lanes(p, c, s);
   prefetch_row_params<WT>(p, c);
   add_residual_lanes(p, c, s);
   float sum_sq = sum_of_squares(s);
-  sum_sq = row_sum(sum_sq, shape, scratch, &cluster_slot);
+  sum_sq = blockDim.x <= 32 ? group_sum(sum_sq, blockDim.x) : block_sum(sum_sq, scratch);
+  if (shape.cluster_size > 1) sum_sq = cluster_push_sum(sum_sq, cluster_push);
   if (!c.valid) return;
   const float rstd = 1.0f / sqrtf(sum_sq * shape.inv_hidden + p.eps);
   if (p.rstd && c.rank == 0 && threadIdx.x == 0) p.rstd[row] = rstd;

@@ -48,9 +48,15 @@ void launch_fwd_quant_mode(const FwdParams& p, const LaunchConfig& cfg, cudaStre
       // per thread get the smaller one, and so more CTAs per SM.
       constexpr int IMAX = fwd_items_max(VEC);
       constexpr int IMAX_SMALL = kSmallItems < IMAX ? kSmallItems : IMAX;
-      auto kernel = cfg.items <= IMAX_SMALL
-                        ? rms_norm_fwd_quant_registers<XT, WT, MODE, VEC, IMAX_SMALL>
-                        : rms_norm_fwd_quant_registers<XT, WT, MODE, VEC, IMAX>;
+      const bool small = cfg.items <= IMAX_SMALL;
+      auto kernel = small ? rms_norm_fwd_quant_registers<XT, WT, MODE, VEC, IMAX_SMALL>
+                          : rms_norm_fwd_quant_registers<XT, WT, MODE, VEC, IMAX>;
+      if constexpr (MODE == NK_QUANT_TOKEN) {  // one row reduction without a bias
+        if (!p.bias) {
+          kernel = small ? rms_norm_fwd_quant_registers<XT, WT, MODE, VEC, IMAX_SMALL, true>
+                         : rms_norm_fwd_quant_registers<XT, WT, MODE, VEC, IMAX, true>;
+        }
+      }
       launch(kernel, cfg.grid, dim3(cfg.threads_per_row, cfg.rows_per_block), {cfg.cluster_size},
              stream, "rms_norm_fwd quantized (registers)", 0, p);
     }

@@ -75,16 +75,12 @@ __device__ __forceinline__ float token_factor(const FwdParams& p, int64_t row, b
 }
 
 // One HBM pass, as rms_norm_fwd_registers: the row (or the cluster CTA's chunk of it) stays in
-// registers, packed in x's type. TOKEN with a bias computes v twice (once for the row maximum,
-// once to store): arithmetic is cheap here, registers are not. FOLD (TOKEN without bias): v is
-// (s * w_eff) * rstd (nk_quant_mode), so the row maximum of |v| is (max |s * w_eff|) * rstd
-// exactly (rounding by a positive factor is monotonic) and one reduction of the sum of squares
-// and max |s * w_eff| together serves both.
-template <typename XT, typename WT, int MODE, int VEC, int IMAX, bool FOLD = false>
+// registers, packed in x's type. TOKEN computes v twice (once for the row maximum, once to
+// store): arithmetic is cheap here, registers are not.
+template <typename XT, typename WT, int MODE, int VEC, int IMAX>
 __global__ void __launch_bounds__(512) rms_norm_fwd_quant_registers(FwdParams p) {
-  static_assert(!FOLD || MODE == NK_QUANT_TOKEN, "FOLD is the bias-free TOKEN variant");
-  __shared__ float scratch[2 * kMaxWarps];
-  __shared__ float cluster_slots[2];
+  __shared__ float scratch[kMaxWarps];
+  __shared__ float cluster_slot;
   const RowShape& shape = p.shape;
   const RowChunk<VEC> c(shape);
   const int64_t row = c.row;
@@ -96,7 +92,7 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_quant_registers(FwdParams p)
   // latency is exposed once per CTA. Read-only, so these loads may run ahead of the
   // residual_out stores. TOKEN and BLOCK, which keep more values live, were slower with it
   // (the extra registers cost more CTAs per SM than the latency; docs/notes.md q3).
-  constexpr bool kPreloadWeight = MODE == NK_QUANT_TENSOR || MODE == NK_QUANT_MXFP8 || FOLD;
+  constexpr bool kPreloadWeight = MODE == NK_QUANT_TENSOR || MODE == NK_QUANT_MXFP8;
   Lanes<WT, VEC> w[IMAX];
 #pragma unroll
   for (int i = 0; i < IMAX; ++i) {
@@ -110,117 +106,123 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_quant_registers(FwdParams p)
   if constexpr (!kPreloadWeight) prefetch_row_params<WT>(p, c);
   add_residual_lanes(p, c, s);
   float sum_sq = sum_of_squares(s);
-  if constexpr (FOLD) {
-    // s * w_eff of vector i (zeros where inactive or past the row's end).
-    auto products = [&](int i, float* sw) {
-      const int64_t col = c.column(i);
-      const int64_t n = col_end - col;
+  sum_sq = row_sum(sum_sq, shape, scratch, &cluster_slot);
+  const float rstd = 1.0f / sqrtf(sum_sq * shape.inv_hidden + p.eps);
+  const bool row_writer = c.valid && c.rank == 0 && threadIdx.x == 0;
+  if (p.rstd && row_writer) p.rstd[row] = rstd;
+
+  // v of vector i (zeros where inactive).
+  auto values = [&](int i, float* v) {
+    const int64_t col = c.column(i);
 #pragma unroll
-      for (int k = 0; k < VEC; ++k) sw[k] = 0.0f;
-      if (!c.active(i)) return;
-      float w_eff[VEC];
-      if (n >= VEC && p.weight) {  // the weight is in w[i]
-#pragma unroll
-        for (int k = 0; k < VEC; ++k) {
-          w_eff[k] = to_float(w[i].get(k)) + (p.zero_centered ? 1.0f : 0.0f);
-        }
-      } else {
-        load_scale<WT, VEC>(p, col, n, w_eff);
-      }
+    for (int k = 0; k < VEC; ++k) v[k] = to_float(s[i].get(k));
+    if (kPreloadWeight && c.active(i) && col_end - col >= VEC) {  // the weight is in w[i]
 #pragma unroll
       for (int k = 0; k < VEC; ++k) {
-        if (k < n) sw[k] = to_float(s[i].get(k)) * w_eff[k];
+        const float scale = p.weight ? to_float(w[i].get(k)) + (p.zero_centered ? 1.0f : 0.0f)
+                                     : 1.0f;
+        v[k] = v[k] * rstd * scale;
       }
-    };
-    float largest = 0.0f;
+      if (p.bias) {
+        float b[VEC];
+        load_readonly_upto<WT, VEC>(static_cast<const WT*>(p.bias) + col, VEC, b);
 #pragma unroll
-    for (int i = 0; i < IMAX; ++i) {
-      float sw[VEC];
-      products(i, sw);
-      largest = fmaxf(largest, max_abs<VEC>(sw));
+        for (int k = 0; k < VEC; ++k) v[k] += b[k];
+      }
+    } else if (c.active(i)) {
+      scale_in_place<WT, VEC>(p, col, col_end - col, v, rstd);
+    } else {
+#pragma unroll
+      for (int k = 0; k < VEC; ++k) v[k] = 0.0f;
     }
-    row_sum_and_max(sum_sq, largest, shape, scratch, cluster_slots);
-    const float rstd = 1.0f / sqrtf(sum_sq * shape.inv_hidden + p.eps);
-    const bool row_writer = c.valid && c.rank == 0 && threadIdx.x == 0;
-    if (p.rstd && row_writer) p.rstd[row] = rstd;
-    const float row_amax = largest * rstd;  // = max |v| over the row, exactly
-    const float factor = token_factor<MODE>(p, row, row_writer, row_amax);
-    // Recompute s * w_eff below rather than keep it: the compiler would otherwise hold the
-    // VEC * IMAX products (or the widened weights) across the reduction (ptxas: 107-112
-    // registers instead of ~64 for IMAX 4, half the CTAs per SM). An empty asm that "changes"
-    // the packed x and weight stops that reuse.
-#pragma unroll
-    for (int i = 0; i < IMAX; ++i) {
-#pragma unroll
-      for (int j = 0; j < Lanes<XT, VEC>::kCount; ++j) asm volatile("" : "+r"(s[i].lane[j]));
-#pragma unroll
-      for (int j = 0; j < Lanes<WT, VEC>::kCount; ++j) asm volatile("" : "+r"(w[i].lane[j]));
-    }
-#pragma unroll
-    for (int i = 0; i < IMAX; ++i) {
-      if (i >= shape.items) break;  // uniform across the CTA
-      float v[VEC];
-      products(i, v);
-#pragma unroll
-      for (int k = 0; k < VEC; ++k) v[k] *= rstd;
-      const int64_t col = c.column(i);
-      quantize_vector<MODE, VEC>(p, row, col, col_end - col, c.active(i), v, factor);
-    }
-    if (p.quant.amax) cta_amax_to_global(c.valid ? row_amax : 0.0f, scratch, p.quant.amax);
-  } else {
-    sum_sq = row_sum(sum_sq, shape, scratch, cluster_slots);
-    const float rstd = 1.0f / sqrtf(sum_sq * shape.inv_hidden + p.eps);
-    const bool row_writer = c.valid && c.rank == 0 && threadIdx.x == 0;
-    if (p.rstd && row_writer) p.rstd[row] = rstd;
+  };
 
-    // v of vector i (zeros where inactive).
-    auto values = [&](int i, float* v) {
-      const int64_t col = c.column(i);
-#pragma unroll
-      for (int k = 0; k < VEC; ++k) v[k] = to_float(s[i].get(k));
-      if (kPreloadWeight && c.active(i) && col_end - col >= VEC) {  // the weight is in w[i]
-#pragma unroll
-        for (int k = 0; k < VEC; ++k) {
-          const float scale = p.weight ? to_float(w[i].get(k)) + (p.zero_centered ? 1.0f : 0.0f)
-                                       : 1.0f;
-          v[k] = v[k] * rstd * scale;
-        }
-        if (p.bias) {
-          float b[VEC];
-          load_readonly_upto<WT, VEC>(static_cast<const WT*>(p.bias) + col, VEC, b);
-#pragma unroll
-          for (int k = 0; k < VEC; ++k) v[k] += b[k];
-        }
-      } else if (c.active(i)) {
-        scale_in_place<WT, VEC>(p, col, col_end - col, v, rstd);
-      } else {
-#pragma unroll
-        for (int k = 0; k < VEC; ++k) v[k] = 0.0f;
-      }
-    };
-
-    float amax = 0.0f;
-    float factor = MODE == NK_QUANT_TENSOR ? __ldg(p.quant.scale) : 0.0f;
-    if constexpr (MODE == NK_QUANT_TOKEN) {
-#pragma unroll
-      for (int i = 0; i < IMAX; ++i) {
-        float v[VEC];
-        values(i, v);
-        amax = fmaxf(amax, max_abs<VEC>(v));
-      }
-      factor = token_factor<MODE>(p, row, row_writer, row_max(amax, shape, scratch, cluster_slots));
-    }
+  float amax = 0.0f;
+  float factor = MODE == NK_QUANT_TENSOR ? __ldg(p.quant.scale) : 0.0f;
+  if constexpr (MODE == NK_QUANT_TOKEN) {
 #pragma unroll
     for (int i = 0; i < IMAX; ++i) {
-      if (i >= shape.items) break;  // uniform across the CTA
       float v[VEC];
       values(i, v);
-      if constexpr (MODE != NK_QUANT_TOKEN) amax = fmaxf(amax, max_abs<VEC>(v));
-      const int64_t col = c.column(i);
-      quantize_vector<MODE, VEC>(p, row, col, col_end - col, c.active(i), v, factor);
+      amax = fmaxf(amax, max_abs<VEC>(v));
     }
-    if (p.quant.amax) cta_amax_to_global(amax, scratch, p.quant.amax);
+    factor = token_factor<MODE>(p, row, row_writer, row_max(amax, shape, scratch, &cluster_slot));
   }
+#pragma unroll
+  for (int i = 0; i < IMAX; ++i) {
+    if (i >= shape.items) break;  // uniform across the CTA
+    float v[VEC];
+    values(i, v);
+    if constexpr (MODE != NK_QUANT_TOKEN) amax = fmaxf(amax, max_abs<VEC>(v));
+    const int64_t col = c.column(i);
+    quantize_vector<MODE, VEC>(p, row, col, col_end - col, c.active(i), v, factor);
+  }
+  if (p.quant.amax) cta_amax_to_global(amax, scratch, p.quant.amax);
+}
+
+// NK_QUANT_TOKEN without bias, in one HBM pass and one row reduction: v is (s * w_eff) * rstd
+// (nk_quant_mode), so the row maximum of |v| is (max |s * w_eff|) * rstd exactly (rounding by
+// a positive factor is monotonic), and the sum of squares and max |s * w_eff| are reduced
+// together. The weight is loaded with x and held in registers (the launcher takes this kernel
+// where x and the weight take at most 64 bytes per thread each). A separate kernel, not a
+// flag of rms_norm_fwd_quant_registers: sharing its body moved ptxas's register count for the
+// other modes from 64 to 80.
+template <typename XT, typename WT, int VEC, int IMAX>
+__global__ void __launch_bounds__(512, 2) rms_norm_fwd_quant_token_folded(FwdParams p) {
+  static_assert(sizeof(WT) * VEC * IMAX <= 64 && sizeof(XT) * VEC * IMAX <= 64,
+                "x and the weight are held in registers");
+  __shared__ float scratch[2 * kMaxWarps];
+  __shared__ float cluster_slots[2];
+  const RowShape& shape = p.shape;
+  const RowChunk<VEC> c(shape);
+  const int64_t row = c.row;
+
+  Lanes<XT, VEC> s[IMAX];
+  load_x_lanes(p, c, s);
+  Lanes<WT, VEC> w[IMAX];  // zeros where inactive and past the row's end, as s
+#pragma unroll
+  for (int i = 0; i < IMAX; ++i) {
+    const int64_t col = c.column(i);
+    w[i] = p.weight && c.active(i)
+               ? load_lanes_upto<WT, VEC>(static_cast<const WT*>(p.weight) + col, c.col_end - col)
+               : Lanes<WT, VEC>{};
+  }
+  add_residual_lanes(p, c, s);
+  // s * w_eff of vector i; zero where s is. No branches: per-vector tests (active, partial)
+  // took the kernel to 112 registers (ptxas).
+  auto products = [&](int i, float* sw) {
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) {
+      const float w_eff =
+          p.weight ? to_float(w[i].get(k)) + (p.zero_centered ? 1.0f : 0.0f) : 1.0f;
+      sw[k] = to_float(s[i].get(k)) * w_eff;
+    }
+  };
+  float sum_sq = sum_of_squares(s);
+  float largest = 0.0f;
+#pragma unroll
+  for (int i = 0; i < IMAX; ++i) {
+    float sw[VEC];
+    products(i, sw);
+    largest = fmaxf(largest, max_abs<VEC>(sw));
+  }
+  row_sum_and_max(sum_sq, largest, shape, scratch, cluster_slots);
+  const float rstd = 1.0f / sqrtf(sum_sq * shape.inv_hidden + p.eps);
+  const bool row_writer = c.valid && c.rank == 0 && threadIdx.x == 0;
+  if (p.rstd && row_writer) p.rstd[row] = rstd;
+  const float row_amax = largest * rstd;  // = max |v| over the row, exactly
+  const float factor = token_factor<NK_QUANT_TOKEN>(p, row, row_writer, row_amax);
+#pragma unroll
+  for (int i = 0; i < IMAX; ++i) {
+    if (i >= shape.items) break;  // uniform across the CTA
+    float v[VEC];
+    products(i, v);
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) v[k] *= rstd;
+    const int64_t col = c.column(i);
+    quantize_vector<NK_QUANT_TOKEN, VEC>(p, row, col, c.col_end - col, c.active(i), v, factor);
+  }
+  if (p.quant.amax) cta_amax_to_global(c.valid ? row_amax : 0.0f, scratch, p.quant.amax);
 }
 
 // Any row length: one CTA per row (blockDim = (threads, 1)). Pass 1 sums squares (writing
@@ -246,7 +248,7 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_quant_streaming(FwdParams p)
   if (p.rstd && row_writer) p.rstd[row] = rstd;
   const XT* src = p.residual ? static_cast<const XT*>(p.residual_out) + row * p.residual_out_stride
                              : static_cast<const XT*>(p.x) + row * p.x_stride;
-  // TOKEN without bias rounds v as (s * w_eff) * rstd, as the registers kernel (FOLD) does.
+  // TOKEN without bias rounds v as (s * w_eff) * rstd, as rms_norm_fwd_quant_token_folded.
   const bool fold = MODE == NK_QUANT_TOKEN && !p.bias;
   auto values = [&](int64_t col, float* v) {
     if (col < shape.hidden) {

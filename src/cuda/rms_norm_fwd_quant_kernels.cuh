@@ -129,6 +129,13 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_quant_registers(FwdParams p)
 #pragma unroll
         for (int k = 0; k < VEC; ++k) v[k] += b[k];
       }
+    } else if (MODE == NK_QUANT_TOKEN && !p.bias && c.active(i)) {
+      // v = (s * w_eff) * rstd, as nk_quant_mode has it for TOKEN without bias (and
+      // rms_norm_fwd_quant_token_folded, which the launcher prefers where it fits).
+      float w_eff[VEC];
+      load_scale<WT, VEC>(p, col, col_end - col, w_eff);
+#pragma unroll
+      for (int k = 0; k < VEC; ++k) v[k] = v[k] * w_eff[k] * rstd;
     } else if (c.active(i)) {
       scale_in_place<WT, VEC>(p, col, col_end - col, v, rstd);
     } else {

@@ -55,6 +55,27 @@ __device__ __forceinline__ float block_sum(float v, float* scratch) {
   return block_reduce(v, scratch, SumOp{});
 }
 
+// block_sum of `sum` and the maximum of `max` (non-negative) together, behind the same two
+// barriers; `sum` comes out bit for bit as block_sum's. `scratch` holds 2 * kMaxWarps floats.
+__device__ __forceinline__ void block_sum_and_max(float& sum, float& max, float* scratch) {
+  const int warps = blockDim.x / 32;
+  sum = group_reduce(sum, 32, SumOp{});
+  max = group_reduce(max, 32, MaxOp{});
+  __syncthreads();
+  if (threadIdx.x % 32 == 0) {
+    scratch[threadIdx.y * warps + threadIdx.x / 32] = sum;
+    scratch[kMaxWarps + threadIdx.y * warps + threadIdx.x / 32] = max;
+  }
+  __syncthreads();
+  float total = SumOp::kIdentity, largest = MaxOp::kIdentity;
+  for (int w = 0; w < warps; ++w) {
+    total += scratch[threadIdx.y * warps + w];
+    largest = fmaxf(largest, scratch[kMaxWarps + threadIdx.y * warps + w]);
+  }
+  sum = total;
+  max = largest;
+}
+
 // Sum over the blockDim.x threads (a multiple of 32) of row group threadIdx.y only: the other
 // groups of the block go on independently (named barrier 1 + threadIdx.y; at most 15 groups).
 // `scratch` holds 2 * kMaxWarps floats; callers alternate `parity` between calls, so that one
@@ -95,6 +116,33 @@ __device__ __forceinline__ float cluster_reduce(float v, float* slot, Op op) {
 
 __device__ __forceinline__ float cluster_sum(float v, float* slot) {
   return cluster_reduce(v, slot, SumOp{});
+}
+
+// cluster_sum of `sum` and the cluster maximum of `max`, through one exchange; `slots` is two
+// floats of this CTA's shared memory. `sum` comes out bit for bit as cluster_sum's.
+__device__ __forceinline__ void cluster_sum_and_max(float& sum, float& max, float* slots) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  namespace cg = cooperative_groups;
+  cg::cluster_group cluster = cg::this_cluster();
+  if (threadIdx.x == 0 && threadIdx.y == 0) {
+    slots[0] = sum;
+    slots[1] = max;
+  }
+  cluster.sync();
+  float total = SumOp::kIdentity, largest = MaxOp::kIdentity;
+  const unsigned ranks = cluster.num_blocks();
+  for (unsigned r = 0; r < ranks; ++r) {
+    const float* remote = cluster.map_shared_rank(slots, r);
+    total += remote[0];
+    largest = fmaxf(largest, remote[1]);
+  }
+  cluster.sync();  // no CTA may overwrite or leave its slots while others still read them
+  sum = total;
+  max = largest;
+#else
+  (void)slots;
+  __trap();  // the launcher never picks clusters below sm_90
+#endif
 }
 
 // cluster_sum for a sequence of calls with alternating `parity` (0, 1, 0, ...), as the

@@ -65,7 +65,10 @@ typedef enum nk_dtype {
 
 /**
  * Quantized output of the forward (nk_rms_norm_fwd_args.quant). In every mode, v[r][j] is the
- * float32 value the unquantized forward would round to y_dtype, and Q(t) rounds t to y_dtype
+ * float32 value the unquantized forward would round to y_dtype (except the rounding order
+ * of NK_QUANT_TOKEN without bias: v = (s * w_eff) * rstd there, so that the row maximum
+ * a[r] = (max_j |s * w_eff|) * rstd exactly and a kernel needs one row reduction, not
+ * two), and Q(t) rounds t to y_dtype
  * to nearest even and saturates it to the finite range [-qmax, qmax] of y_dtype
  * (qmax = 448 for e4m3, 57344 for e5m2, 127 for int8, where -128 is never produced; NaN stays
  * NaN for FP8 and becomes 0 for int8). Scales are float32 unless stated, computed in float32.

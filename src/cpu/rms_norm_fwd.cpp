@@ -51,6 +51,9 @@ void rms_norm_fwd(const nk_rms_norm_fwd_args& a) {
   const int64_t n_tasks = (a.rows + rows_per_task - 1) / rows_per_task;
   const int threads = choose_threads(a.rows * H, n_tasks);
   const bool quantized = a.quant != NK_QUANT_NONE;
+  // The rounding order of v that nk_quant_mode documents for NK_QUANT_TOKEN without bias: its
+  // row maximum is then (max |s * w_eff|) * rstd, which the CUDA kernel reduces in one pass.
+  const bool fold_rstd_last = a.quant == NK_QUANT_TOKEN && !a.bias;
   std::unique_ptr<RowQuantizer> quantizer;
   if (quantized) quantizer = std::make_unique<RowQuantizer>(a);
   std::vector<float> task_amax(quantized ? static_cast<size_t>(n_tasks) : 0, 0.0f);
@@ -72,7 +75,11 @@ void rms_norm_fwd(const nk_rms_norm_fwd_args& a) {
         }
         const float mean_square = sum_squares(s.data(), H) / static_cast<float>(H);
         const float rstd = 1.0f / std::sqrt(mean_square + eps);
-        for (int64_t j = 0; j < H; ++j) t[j] = s[j] * rstd * w[j];
+        if (fold_rstd_last) {  // NK_QUANT_TOKEN without bias: v = (s * w_eff) * rstd
+          for (int64_t j = 0; j < H; ++j) t[j] = s[j] * w[j] * rstd;
+        } else {
+          for (int64_t j = 0; j < H; ++j) t[j] = s[j] * rstd * w[j];
+        }
         if (bias) {
           for (int64_t j = 0; j < H; ++j) t[j] += bias[j];
         }

@@ -48,9 +48,17 @@ void launch_fwd_quant_mode(const FwdParams& p, const LaunchConfig& cfg, cudaStre
       // per thread get the smaller one, and so more CTAs per SM.
       constexpr int IMAX = fwd_items_max(VEC);
       constexpr int IMAX_SMALL = kSmallItems < IMAX ? kSmallItems : IMAX;
-      auto kernel = cfg.items <= IMAX_SMALL
-                        ? rms_norm_fwd_quant_registers<XT, WT, MODE, VEC, IMAX_SMALL>
-                        : rms_norm_fwd_quant_registers<XT, WT, MODE, VEC, IMAX>;
+      const bool small = cfg.items <= IMAX_SMALL;
+      auto kernel = small ? rms_norm_fwd_quant_registers<XT, WT, MODE, VEC, IMAX_SMALL>
+                          : rms_norm_fwd_quant_registers<XT, WT, MODE, VEC, IMAX>;
+      // TOKEN without a bias: one row reduction (FOLD), where the thread's x and weight, held
+      // in registers through it, take at most 64 bytes each (more spilled, ptxas; so did
+      // 1-element vectors, which only misaligned rows use).
+      constexpr bool kFoldFits = sizeof(WT) * VEC * IMAX_SMALL <= 64 &&
+                                 sizeof(XT) * VEC * IMAX_SMALL <= 64 && VEC >= 2;
+      if constexpr (MODE == NK_QUANT_TOKEN && kFoldFits) {
+        if (!p.bias && small) kernel = rms_norm_fwd_quant_token_folded<XT, WT, VEC, IMAX_SMALL>;
+      }
       launch(kernel, cfg.grid, dim3(cfg.threads_per_row, cfg.rows_per_block), {cfg.cluster_size},
              stream, "rms_norm_fwd quantized (registers)", 0, p);
     }

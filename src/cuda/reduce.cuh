@@ -55,6 +55,27 @@ __device__ __forceinline__ float block_sum(float v, float* scratch) {
   return block_reduce(v, scratch, SumOp{});
 }
 
+// block_sum of `sum` and the maximum of `max` (non-negative) together, behind the same two
+// barriers; `sum` comes out bit for bit as block_sum's. `scratch` holds 2 * kMaxWarps floats.
+__device__ __forceinline__ void block_sum_and_max(float& sum, float& max, float* scratch) {
+  const int warps = blockDim.x / 32;
+  sum = group_reduce(sum, 32, SumOp{});
+  max = group_reduce(max, 32, MaxOp{});
+  __syncthreads();
+  if (threadIdx.x % 32 == 0) {
+    scratch[threadIdx.y * warps + threadIdx.x / 32] = sum;
+    scratch[kMaxWarps + threadIdx.y * warps + threadIdx.x / 32] = max;
+  }
+  __syncthreads();
+  float total = SumOp::kIdentity, largest = MaxOp::kIdentity;
+  for (int w = 0; w < warps; ++w) {
+    total += scratch[threadIdx.y * warps + w];
+    largest = fmaxf(largest, scratch[kMaxWarps + threadIdx.y * warps + w]);
+  }
+  sum = total;
+  max = largest;
+}
+
 // Sum over the blockDim.x threads (a multiple of 32) of row group threadIdx.y only: the other
 // groups of the block go on independently (named barrier 1 + threadIdx.y; at most 15 groups).
 // `scratch` holds 2 * kMaxWarps floats; callers alternate `parity` between calls, so that one
@@ -97,6 +118,33 @@ __device__ __forceinline__ float cluster_sum(float v, float* slot) {
   return cluster_reduce(v, slot, SumOp{});
 }
 
+// cluster_sum of `sum` and the cluster maximum of `max`, through one exchange; `slots` is two
+// floats of this CTA's shared memory. `sum` comes out bit for bit as cluster_sum's.
+__device__ __forceinline__ void cluster_sum_and_max(float& sum, float& max, float* slots) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  namespace cg = cooperative_groups;
+  cg::cluster_group cluster = cg::this_cluster();
+  if (threadIdx.x == 0 && threadIdx.y == 0) {
+    slots[0] = sum;
+    slots[1] = max;
+  }
+  cluster.sync();
+  float total = SumOp::kIdentity, largest = MaxOp::kIdentity;
+  const unsigned ranks = cluster.num_blocks();
+  for (unsigned r = 0; r < ranks; ++r) {
+    const float* remote = cluster.map_shared_rank(slots, r);
+    total += remote[0];
+    largest = fmaxf(largest, remote[1]);
+  }
+  cluster.sync();  // no CTA may overwrite or leave its slots while others still read them
+  sum = total;
+  max = largest;
+#else
+  (void)slots;
+  __trap();  // the launcher never picks clusters below sm_90
+#endif
+}
+
 // cluster_sum for a sequence of calls with alternating `parity` (0, 1, 0, ...), as the
 // pipelined kernels make one per row: `slots` holds two floats of this CTA's shared memory,
 // and one cluster barrier per call suffices. A CTA writes slots[parity] again only two calls
@@ -121,8 +169,165 @@ __device__ __forceinline__ float cluster_sum_alternating(float v, float* slots, 
 #endif
 }
 
+// Per-row sums over the CTAs of a cluster without a cluster barrier per row. A cluster
+// barrier's arrive has release semantics at cluster scope: it waits until this thread's earlier
+// global stores (the previous row's dx) are visible there. Instead, each CTA's thread 0 writes
+// its value into its own slot of every CTA's `slots[parity]` with st.async, whose bytes the
+// receiving CTA's mbarrier `bars[parity]` counts; the CTA's threads wait on that mbarrier
+// alone. Rows alternate between the two parities. A CTA writes slots[parity] of another CTA
+// again only after that CTA's value for the row in between reached it, which that CTA sends
+// only after its whole row group passed the block barrier of that row, i.e. after every one of
+// its threads finished reading slots[parity].
+constexpr int kMaxClusterRanks = 16;
+struct ClusterRowSums {
+  float slots[2][kMaxClusterRanks];
+  unsigned long long bars[2];
+};
+
+__device__ __forceinline__ unsigned shared_address(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
+// The address of `local` (this CTA's shared memory) in CTA `rank` of the cluster.
+__device__ __forceinline__ unsigned cluster_address(const void* local, unsigned rank) {
+  unsigned remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n"
+               : "=r"(remote)
+               : "r"(shared_address(local)), "r"(rank));
+  return remote;
+}
+
+// Every thread of every CTA of the cluster calls this once, before its first cluster_row_sum.
+__device__ __forceinline__ void cluster_row_sums_init(ClusterRowSums& s) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if (threadIdx.x == 0 && threadIdx.y == 0) {
+    for (int p = 0; p < 2; ++p) {
+      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(shared_address(&s.bars[p]))
+                   : "memory");
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  cooperative_groups::this_cluster().sync();  // every CTA's mbarriers exist before any st.async
+#else
+  (void)s;
+  __trap();  // the launcher never picks clusters below sm_90
+#endif
+}
+
+// The cluster sum of `v` (equal on every thread of this CTA) for a row of parity `parity`.
+// `phases` (each thread's own, starting at 0): bit p is the phase of bars[p] to wait for next.
+__device__ __forceinline__ float cluster_row_sum(float v, ClusterRowSums& s, int parity,
+                                                 unsigned& phases) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  namespace cg = cooperative_groups;
+  cg::cluster_group cluster = cg::this_cluster();
+  const unsigned ranks = cluster.num_blocks(), rank = cluster.block_rank();
+  const unsigned bar = shared_address(&s.bars[parity]);
+  if (threadIdx.x == 0 && threadIdx.y == 0) {
+    s.slots[parity][rank] = v;  // the arrive below (release, CTA scope) publishes it locally
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar),
+                 "r"((ranks - 1) * 4)
+                 : "memory");
+    for (unsigned r = 0; r < ranks; ++r) {
+      if (r == rank) continue;
+      asm volatile(
+          "st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];\n" ::"r"(
+              cluster_address(&s.slots[parity][rank], r)),
+          "r"(__float_as_uint(v)), "r"(cluster_address(&s.bars[parity], r))
+          : "memory");
+    }
+  }
+  const unsigned phase = (phases >> parity) & 1u;
+  asm volatile(
+      "{\n"
+      ".reg .pred done;\n"
+      "WAIT:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra WAIT;\n"
+      "}\n" ::"r"(bar),
+      "r"(phase)
+      : "memory");
+  phases ^= 1u << parity;
+  float total = 0.0f;
+  for (unsigned r = 0; r < ranks; ++r) total += s.slots[parity][r];  // rank order
+  return total;
+#else
+  (void)s;
+  (void)parity;
+  (void)phases;
+  __trap();  // the launcher never picks clusters below sm_90
+  return v;
+#endif
+}
+
+// One sum over the CTAs of a cluster, for a kernel that makes a single one (a row chunk per
+// CTA): cluster_push_init at the start, before the row's loads; cluster_push_sum when the
+// value is ready. As cluster_row_sum, values are pushed with st.async and counted by the
+// receiving CTA's mbarrier, so no cluster barrier follows the sum (a CTA leaves only after it
+// has received every value, and no value is sent to it after that). The one barrier left (every
+// CTA's mbarrier must exist before the first st.async) is split: arrive at init, wait at the
+// sum, so it overlaps the loads. cluster_sum's two full barriers release this CTA's earlier
+// global stores (residual_out) at cluster scope; these do not.
+struct ClusterPush {
+  float slots[kMaxClusterRanks];
+  unsigned long long bar;
+};
+
+__device__ __forceinline__ void cluster_push_init(ClusterPush& s) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if (threadIdx.x == 0 && threadIdx.y == 0) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(shared_address(&s.bar))
+                 : "memory");
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory");
+#else
+  (void)s;
+  __trap();  // the launcher never picks clusters below sm_90
+#endif
+}
+
+__device__ __forceinline__ float cluster_push_sum(float v, ClusterPush& s) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  namespace cg = cooperative_groups;
+  cg::cluster_group cluster = cg::this_cluster();
+  const unsigned ranks = cluster.num_blocks(), rank = cluster.block_rank();
+  asm volatile("barrier.cluster.wait.aligned;\n" ::: "memory");  // every CTA's mbarrier exists
+  const unsigned bar = shared_address(&s.bar);
+  if (threadIdx.x == 0 && threadIdx.y == 0) {
+    s.slots[rank] = v;
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar),
+                 "r"((ranks - 1) * 4)
+                 : "memory");
+    for (unsigned r = 0; r < ranks; ++r) {
+      if (r == rank) continue;
+      asm volatile(
+          "st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];\n" ::"r"(
+              cluster_address(&s.slots[rank], r)),
+          "r"(__float_as_uint(v)), "r"(cluster_address(&s.bar, r))
+          : "memory");
+    }
+  }
+  asm volatile(
+      "{\n"
+      ".reg .pred done;\n"
+      "WAIT:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], 0;\n"
+      "@!done bra WAIT;\n"
+      "}\n" ::"r"(bar)
+      : "memory");
+  float total = 0.0f;
+  for (unsigned r = 0; r < ranks; ++r) total += s.slots[r];  // rank order, as cluster_sum
+  return total;
+#else
+  (void)s;
+  __trap();  // the launcher never picks clusters below sm_90
+  return v;
+#endif
+}
+
 // Called once by every thread of every CTA of a cluster after its last
-// cluster_sum_alternating: no CTA may exit (its shared memory would go) while another may
+// cluster_sum_alternating or cluster_row_sum: no CTA may exit (its shared memory would go) while another may
 // still read its slot.
 __device__ __forceinline__ void cluster_sum_done() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900

@@ -31,7 +31,7 @@ template <typename XT, typename WT, typename DYT, int VEC, int IMAX, bool DBIAS,
 __global__ void __launch_bounds__(512) rms_norm_bwd_pipelined(BwdParams p) {
   extern __shared__ __align__(16) unsigned char block_smem[];
   __shared__ float scratch[2 * kMaxWarps];
-  __shared__ float cluster_slots[2];  // with CLUSTER (then one row group per CTA)
+  __shared__ ClusterRowSums cluster_sums;  // with CLUSTER (then one row group per CTA)
   const RowShape& shape = p.shape;
   const int64_t hidden = shape.hidden;
   const bool with_dres = p.dresidual_out != nullptr;
@@ -95,6 +95,8 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_pipelined(BwdParams p) {
   }
 
   int stage = 0, parity = 0;
+  unsigned sum_phases = 0;
+  if constexpr (CLUSTER) cluster_row_sums_init(cluster_sums);
   for (; row < shape.rows; row += step) {
     issue(row + 2 * step, stage == 0 ? 2 : stage - 1);
     rstd_ring[2] = rstd_of(row + 2 * step);
@@ -122,7 +124,7 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_pipelined(BwdParams p) {
       }
     }
     dot = row_group_sum(dot, scratch, parity);
-    if constexpr (CLUSTER) dot = cluster_sum_alternating(dot, cluster_slots, parity);
+    if constexpr (CLUSTER) dot = cluster_row_sum(dot, cluster_sums, parity, sum_phases);
     const float mean = dot * shape.inv_hidden;
     parity ^= 1;
     // dx = rstd * (dy * w - xhat * mean) = (rstd * dy) * w - (rstd^2 * mean) * x.

@@ -48,6 +48,19 @@ __device__ __forceinline__ float row_sum(float v, const RowShape& shape, float* 
   return v;
 }
 
+// row_sum of `sum` (bit for bit) and the row maximum of `max` (non-negative), sharing barriers.
+// `scratch` holds 2 * kMaxWarps floats, `cluster_slots` two.
+__device__ __forceinline__ void row_sum_and_max(float& sum, float& max, const RowShape& shape,
+                                                float* scratch, float* cluster_slots) {
+  if (blockDim.x <= 32) {
+    sum = group_sum(sum, blockDim.x);
+    max = group_reduce(max, blockDim.x, MaxOp{});
+  } else {
+    block_sum_and_max(sum, max, scratch);
+  }
+  if (shape.cluster_size > 1) cluster_sum_and_max(sum, max, cluster_slots);
+}
+
 // Scales s (VEC values at column col) into the output values, in place: s * rstd * w_eff + b.
 template <typename WT, int VEC>
 __device__ __forceinline__ void scale_in_place(const FwdParams& p, int64_t col, int64_t n, float* s,
@@ -178,18 +191,20 @@ __device__ __forceinline__ float sum_of_squares(const Lanes<XT, VEC> (&s)[IMAX])
 template <typename XT, typename WT, typename YT, int VEC, int IMAX>
 __global__ void __launch_bounds__(512) rms_norm_fwd_registers(FwdParams p) {
   __shared__ float scratch[kMaxWarps];
-  __shared__ float cluster_slot;
+  __shared__ ClusterPush cluster_push;  // with clusters
   const RowShape& shape = p.shape;
   const RowChunk<VEC> c(shape);
   const int64_t row = c.row;
   const int64_t col_end = c.col_end;
 
+  if (shape.cluster_size > 1) cluster_push_init(cluster_push);
   Lanes<XT, VEC> s[IMAX];
   load_x_lanes(p, c, s);
   prefetch_row_params<WT>(p, c);
   add_residual_lanes(p, c, s);
   float sum_sq = sum_of_squares(s);
-  sum_sq = row_sum(sum_sq, shape, scratch, &cluster_slot);
+  sum_sq = blockDim.x <= 32 ? group_sum(sum_sq, blockDim.x) : block_sum(sum_sq, scratch);
+  if (shape.cluster_size > 1) sum_sq = cluster_push_sum(sum_sq, cluster_push);
   if (!c.valid) return;
   const float rstd = 1.0f / sqrtf(sum_sq * shape.inv_hidden + p.eps);
   if (p.rstd && c.rank == 0 && threadIdx.x == 0) p.rstd[row] = rstd;

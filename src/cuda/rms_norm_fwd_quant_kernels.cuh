@@ -129,6 +129,13 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_quant_registers(FwdParams p)
 #pragma unroll
         for (int k = 0; k < VEC; ++k) v[k] += b[k];
       }
+    } else if (MODE == NK_QUANT_TOKEN && !p.bias && c.active(i)) {
+      // v = (s * w_eff) * rstd, as nk_quant_mode has it for TOKEN without bias (and
+      // rms_norm_fwd_quant_token_folded, which the launcher prefers where it fits).
+      float w_eff[VEC];
+      load_scale<WT, VEC>(p, col, col_end - col, w_eff);
+#pragma unroll
+      for (int k = 0; k < VEC; ++k) v[k] = v[k] * w_eff[k] * rstd;
     } else if (c.active(i)) {
       scale_in_place<WT, VEC>(p, col, col_end - col, v, rstd);
     } else {
@@ -160,6 +167,71 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_quant_registers(FwdParams p)
   if (p.quant.amax) cta_amax_to_global(amax, scratch, p.quant.amax);
 }
 
+// NK_QUANT_TOKEN without bias, in one HBM pass and one row reduction: v is (s * w_eff) * rstd
+// (nk_quant_mode), so the row maximum of |v| is (max |s * w_eff|) * rstd exactly (rounding by
+// a positive factor is monotonic), and the sum of squares and max |s * w_eff| are reduced
+// together. The weight is loaded with x and held in registers (the launcher takes this kernel
+// where x and the weight take at most 64 bytes per thread each). A separate kernel, not a
+// flag of rms_norm_fwd_quant_registers: sharing its body moved ptxas's register count for the
+// other modes from 64 to 80.
+template <typename XT, typename WT, int VEC, int IMAX>
+__global__ void __launch_bounds__(512, 2) rms_norm_fwd_quant_token_folded(FwdParams p) {
+  static_assert(sizeof(WT) * VEC * IMAX <= 64 && sizeof(XT) * VEC * IMAX <= 64,
+                "x and the weight are held in registers");
+  __shared__ float scratch[2 * kMaxWarps];
+  __shared__ float cluster_slots[2];
+  const RowShape& shape = p.shape;
+  const RowChunk<VEC> c(shape);
+  const int64_t row = c.row;
+
+  Lanes<XT, VEC> s[IMAX];
+  load_x_lanes(p, c, s);
+  Lanes<WT, VEC> w[IMAX];  // zeros where inactive and past the row's end, as s
+#pragma unroll
+  for (int i = 0; i < IMAX; ++i) {
+    const int64_t col = c.column(i);
+    w[i] = p.weight && c.active(i)
+               ? load_lanes_upto<WT, VEC>(static_cast<const WT*>(p.weight) + col, c.col_end - col)
+               : Lanes<WT, VEC>{};
+  }
+  add_residual_lanes(p, c, s);
+  // s * w_eff of vector i; zero where s is. No branches: per-vector tests (active, partial)
+  // took the kernel to 112 registers (ptxas).
+  auto products = [&](int i, float* sw) {
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) {
+      const float w_eff =
+          p.weight ? to_float(w[i].get(k)) + (p.zero_centered ? 1.0f : 0.0f) : 1.0f;
+      sw[k] = to_float(s[i].get(k)) * w_eff;
+    }
+  };
+  float sum_sq = sum_of_squares(s);
+  float largest = 0.0f;
+#pragma unroll
+  for (int i = 0; i < IMAX; ++i) {
+    float sw[VEC];
+    products(i, sw);
+    largest = fmaxf(largest, max_abs<VEC>(sw));
+  }
+  row_sum_and_max(sum_sq, largest, shape, scratch, cluster_slots);
+  const float rstd = 1.0f / sqrtf(sum_sq * shape.inv_hidden + p.eps);
+  const bool row_writer = c.valid && c.rank == 0 && threadIdx.x == 0;
+  if (p.rstd && row_writer) p.rstd[row] = rstd;
+  const float row_amax = largest * rstd;  // = max |v| over the row, exactly
+  const float factor = token_factor<NK_QUANT_TOKEN>(p, row, row_writer, row_amax);
+#pragma unroll
+  for (int i = 0; i < IMAX; ++i) {
+    if (i >= shape.items) break;  // uniform across the CTA
+    float v[VEC];
+    products(i, v);
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) v[k] *= rstd;
+    const int64_t col = c.column(i);
+    quantize_vector<NK_QUANT_TOKEN, VEC>(p, row, col, c.col_end - col, c.active(i), v, factor);
+  }
+  if (p.quant.amax) cta_amax_to_global(c.valid ? row_amax : 0.0f, scratch, p.quant.amax);
+}
+
 // Any row length: one CTA per row (blockDim = (threads, 1)). Pass 1 sums squares (writing
 // residual_out); TOKEN adds a pass for the row maximum; the last pass quantizes. Later passes
 // re-read the normalized input, mostly from L2. Loops run the same number of times on every
@@ -183,10 +255,19 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_quant_streaming(FwdParams p)
   if (p.rstd && row_writer) p.rstd[row] = rstd;
   const XT* src = p.residual ? static_cast<const XT*>(p.residual_out) + row * p.residual_out_stride
                              : static_cast<const XT*>(p.x) + row * p.x_stride;
+  // TOKEN without bias rounds v as (s * w_eff) * rstd, as rms_norm_fwd_quant_token_folded.
+  const bool fold = MODE == NK_QUANT_TOKEN && !p.bias;
   auto values = [&](int64_t col, float* v) {
     if (col < shape.hidden) {
       load_upto<XT, VEC>(src + col, shape.hidden - col, v);
-      scale_in_place<WT, VEC>(p, col, shape.hidden - col, v, rstd);
+      if (fold) {
+        float w_eff[VEC];
+        load_scale<WT, VEC>(p, col, shape.hidden - col, w_eff);
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) v[k] = v[k] * w_eff[k] * rstd;
+      } else {
+        scale_in_place<WT, VEC>(p, col, shape.hidden - col, v, rstd);
+      }
     } else {
 #pragma unroll
       for (int k = 0; k < VEC; ++k) v[k] = 0.0f;

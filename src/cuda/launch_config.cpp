@@ -117,7 +117,10 @@ LaunchConfig plan_pipelined(int64_t rows, int64_t hidden, int vec, const KernelF
   // f.bwd_cluster_threads below 512 makes clusters of smaller CTAs (more of them per SM, so
   // that one CTA's barriers overlap another's work).
   int cluster = 1;
-  if (nvec > int64_t(kPipelineMaxThreads) * kPipelineItems) {
+  const int64_t split_above = f.pipelined_split_vectors > 0
+                                  ? f.pipelined_split_vectors
+                                  : int64_t(kPipelineMaxThreads) * kPipelineItems;
+  if (nvec > split_above) {
     if (!allow_cluster || !f.cluster_launch || items_target > 2) return none;
     const int64_t cta_threads = std::clamp(f.bwd_cluster_threads, 32, kPipelineMaxThreads);
     int64_t c = ceil_div(nvec, cta_threads * items_target);

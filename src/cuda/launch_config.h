@@ -47,6 +47,9 @@ struct KernelFacts {
   // Most CTAs per cluster for the forward registers kernel (NK_TUNE_FWD_MAX_CLUSTER; over 8 is
   // a non-portable size).
   int fwd_max_cluster = 8;
+  // Pipelined kernels split a row over a cluster when it has more vectors than this (0: the
+  // most one CTA holds, kPipelineMaxThreads x kPipelineItems); NK_TUNE_PIPELINED_SPLIT_VECTORS.
+  int pipelined_split_vectors = 0;
 };
 
 struct LaunchConfig {

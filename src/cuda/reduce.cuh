@@ -145,30 +145,6 @@ __device__ __forceinline__ void cluster_sum_and_max(float& sum, float& max, floa
 #endif
 }
 
-// cluster_sum for a sequence of calls with alternating `parity` (0, 1, 0, ...), as the
-// pipelined kernels make one per row: `slots` holds two floats of this CTA's shared memory,
-// and one cluster barrier per call suffices. A CTA writes slots[parity] again only two calls
-// later, after the barrier of the call in between, which every CTA reaches only once done
-// reading slots[parity] of the call before.
-__device__ __forceinline__ float cluster_sum_alternating(float v, float* slots, int parity) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  namespace cg = cooperative_groups;
-  cg::cluster_group cluster = cg::this_cluster();
-  float* slot = slots + parity;
-  if (threadIdx.x == 0 && threadIdx.y == 0) *slot = v;
-  cluster.sync();
-  float total = 0.0f;
-  const unsigned ranks = cluster.num_blocks();
-  for (unsigned r = 0; r < ranks; ++r) total += *cluster.map_shared_rank(slot, r);
-  return total;
-#else
-  (void)slots;
-  (void)parity;
-  __trap();  // the launcher never picks clusters below sm_90
-  return v;
-#endif
-}
-
 // Per-row sums over the CTAs of a cluster without a cluster barrier per row. A cluster
 // barrier's arrive has release semantics at cluster scope: it waits until this thread's earlier
 // global stores (the previous row's dx) are visible there. Instead, each CTA's thread 0 writes
@@ -326,9 +302,8 @@ __device__ __forceinline__ float cluster_push_sum(float v, ClusterPush& s) {
 #endif
 }
 
-// Called once by every thread of every CTA of a cluster after its last
-// cluster_sum_alternating or cluster_row_sum: no CTA may exit (its shared memory would go) while another may
-// still read its slot.
+// Called once by every thread of every CTA of a cluster after its last cluster_row_sum: no CTA
+// may exit (its shared memory would go) while another may still write into it.
 __device__ __forceinline__ void cluster_sum_done() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   cooperative_groups::this_cluster().sync();

@@ -26,7 +26,7 @@ template <typename XT, typename WT, typename YT, int VEC, int IMAX, bool CLUSTER
 __global__ void __launch_bounds__(512) rms_norm_fwd_pipelined(FwdParams p) {
   extern __shared__ __align__(16) unsigned char block_smem[];
   __shared__ float scratch[2 * kMaxWarps];
-  __shared__ float cluster_slots[2];
+  __shared__ ClusterRowSums cluster_sums;  // with CLUSTER (then one row group per CTA)
   const RowShape& shape = p.shape;
   const bool with_residual = p.residual != nullptr;
   // Stage operands: 0 x, 1 residual.
@@ -72,6 +72,8 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_pipelined(FwdParams p) {
   if (p.bias) bias.load(p.bias, 0.0f, col, active);
 
   int stage = 0, parity = 0;
+  unsigned sum_phases = 0;
+  if constexpr (CLUSTER) cluster_row_sums_init(cluster_sums);
   for (; row < shape.rows; row += step) {
     issue(row + 2 * step, stage == 0 ? 2 : stage - 1);
     cp_async_wait<kPipelineStages - 1>();  // this row's copies (this thread's own) have landed
@@ -98,7 +100,7 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_pipelined(FwdParams p) {
       }
     }
     sum_sq = row_group_sum(sum_sq, scratch, parity);
-    if constexpr (CLUSTER) sum_sq = cluster_sum_alternating(sum_sq, cluster_slots, parity);
+    if constexpr (CLUSTER) sum_sq = cluster_row_sum(sum_sq, cluster_sums, parity, sum_phases);
     parity ^= 1;
     const float rstd = 1.0f / sqrtf(sum_sq * shape.inv_hidden + p.eps);
     if (p.rstd && rank == 0 && threadIdx.x == 0) p.rstd[row] = rstd;

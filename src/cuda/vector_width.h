@@ -45,6 +45,8 @@ inline const KernelFacts& tuned_defaults() {
     k.fwd_max_cluster = tuning_knob("NK_TUNE_FWD_MAX_CLUSTER", k.fwd_max_cluster, 1, 16);
     k.bwd_cluster_threads =
         tuning_knob("NK_TUNE_BWD_CLUSTER_THREADS", k.bwd_cluster_threads, 32, 512);
+    k.pipelined_split_vectors = tuning_knob("NK_TUNE_PIPELINED_SPLIT_VECTORS",
+                                            k.pipelined_split_vectors, 0, 1 << 20);
     return k;
   }();
   return tuned;

@@ -171,6 +171,21 @@ TEST(LaunchConfig, SplitsWideBackwardRowsOverPipelinedClusters) {
   EXPECT_NE(normkit::cuda::plan_bwd(1024, 32768, 8, no_clusters, 4).plan, RowPlan::kPipelined);
 }
 
+TEST(LaunchConfig, SplitsShorterRowsBelowTheSplitKnob) {
+  KernelFacts f;
+  EXPECT_EQ(normkit::cuda::plan_bwd(2048, 16384, 8, f, 4).cluster_size, 1);
+  f.pipelined_split_vectors = 1024;  // 16384 columns of 8-element vectors are 2048 vectors
+  const LaunchConfig c = normkit::cuda::plan_bwd(2048, 16384, 8, f, 4);
+  EXPECT_EQ(c.plan, RowPlan::kPipelined) << c.describe();
+  EXPECT_EQ(c.cluster_size, 2);
+  EXPECT_EQ(c.items, 2);
+  EXPECT_EQ(c.threads_per_row, 512);
+  const LaunchConfig odd = normkit::cuda::plan_bwd(4096, 12288, 8, f, 4);
+  EXPECT_EQ(odd.cluster_size, 2) << odd.describe();
+  EXPECT_EQ(odd.cols_per_cta * 2, 12288);
+  EXPECT_EQ(normkit::cuda::plan_bwd(8192, 8192, 8, f, 4).cluster_size, 1);
+}
+
 TEST(LaunchConfig, SplitsMisalignedBackwardRowsOverUpTo16Ctas) {
   // Odd hidden: 2-byte accesses, no cp.async. 17389 columns need 9 CTAs of 256 x 8: a cluster
   // of 9 rather than the two-pass streaming kernel; past 16 CTAs, streaming.

@@ -104,24 +104,23 @@ LaunchConfig plan(int64_t rows, int64_t hidden, int vec, const KernelFacts& f, i
 // statically).
 LaunchConfig plan_pipelined(int64_t rows, int64_t hidden, int vec, const KernelFacts& f,
                             int64_t staged_bytes_per_col, int items_target, int ctas_per_sm,
-                            int64_t max_grid, bool allow_cluster) {
+                            int64_t max_grid, bool allow_cluster, int64_t split_above) {
   LaunchConfig none;
   none.grid = 0;
   if (staged_bytes_per_col <= 0 || hidden % vec != 0) return none;
   const int64_t nvec = hidden / vec;
-  // Rows longer than 512 threads x kPipelineItems vectors: split over a cluster (the row sum
-  // then goes through distributed shared memory), with allow_cluster, at items_target vectors
-  // per thread. Up to that length one CTA per row measured faster (docs/notes.md v11).
-  // Rows too long for that (over 512 x 2 x 8 vectors) may take kPipelineItems vectors per
-  // thread on up to f.max_cluster_pipelined CTAs (16 is a non-portable size sm_90 allows).
-  // f.bwd_cluster_threads below 512 makes clusters of smaller CTAs (more of them per SM, so
-  // that one CTA's barriers overlap another's work).
+  // Rows of more than `split_above` vectors are split over a cluster (the row sum then goes
+  // through distributed shared memory), with allow_cluster, at items_target vectors per
+  // thread; rows of more than 512 threads x kPipelineItems vectors must be. The forward splits
+  // only those (one CTA per row measured faster, docs/notes.md v11); the backward from 1024
+  // vectors (v16). Rows too long for items_target (over 512 x 2 x 8 vectors) may take
+  // kPipelineItems vectors per thread on up to f.max_cluster_pipelined CTAs (16 is a
+  // non-portable size sm_90 allows). f.bwd_cluster_threads below 512 makes clusters of smaller
+  // CTAs (more of them per SM, so that one CTA's barriers overlap another's work).
   int cluster = 1;
-  const int64_t split_above = f.pipelined_split_vectors > 0
-                                  ? f.pipelined_split_vectors
-                                  : int64_t(kPipelineMaxThreads) * kPipelineItems;
-  if (nvec > split_above) {
-    if (!allow_cluster || !f.cluster_launch || items_target > 2) return none;
+  const bool may_split = allow_cluster && f.cluster_launch && items_target <= 2;
+  if (nvec > int64_t(kPipelineMaxThreads) * kPipelineItems && !may_split) return none;
+  if (may_split && nvec > split_above) {
     const int64_t cta_threads = std::clamp(f.bwd_cluster_threads, 32, kPipelineMaxThreads);
     int64_t c = ceil_div(nvec, cta_threads * items_target);
     if (c > f.max_cluster) {
@@ -195,7 +194,7 @@ LaunchConfig plan_fwd_registers(int64_t rows, int64_t hidden, int vec, const Ker
     if (nvec <= one_cta && rows >= 4 * int64_t(f.sm_count)) {
       f.cluster_launch = false;  // one CTA per row
     } else if (small_ctas > f.max_cluster) {
-      f.max_cluster = 1;  // streaming
+      f.max_cluster = small_ctas <= f.fwd_wide_row_cluster ? f.fwd_wide_row_cluster : 1;
     }
   }
   return plan(rows, hidden, vec, f, fwd_items_max(vec), kFwdMaxThreadsPerRow, false);
@@ -210,7 +209,8 @@ LaunchConfig plan_fwd(int64_t rows, int64_t hidden, int vec, const KernelFacts& 
   const bool split = registers.cluster_size > 1;
   if (split ? facts.fwd_pipeline_clusters : rows <= facts.fwd_pipeline_max_rows) {
     const LaunchConfig pipelined = plan_pipelined(rows, hidden, vec, facts, staged_bytes_per_col,
-                                                  2, facts.fwd_ctas_per_sm, rows, true);
+                                                  2, facts.fwd_ctas_per_sm, rows, true,
+                                                  int64_t(kPipelineMaxThreads) * kPipelineItems);
     // (Its cluster instantiation holds 2 vectors per thread.)
     if (pipelined.grid > 0 && (pipelined.cluster_size == 1 || pipelined.items <= 2)) {
       return pipelined;
@@ -256,7 +256,8 @@ LaunchConfig plan_bwd(int64_t rows, int64_t hidden, int vec, const KernelFacts& 
   // 1024 vectors get up to 4, since a row group has at most 512 threads).
   const int items_target = facts.bwd_items_target > 0 ? facts.bwd_items_target : 2;
   LaunchConfig c = plan_pipelined(rows, hidden, vec, facts, staged_bytes_per_col, items_target,
-                                  facts.bwd_ctas_per_sm, bwd_max_slots(rows, facts), true);
+                                  facts.bwd_ctas_per_sm, bwd_max_slots(rows, facts), true,
+                                  facts.bwd_split_vectors);
   if (c.grid > 0) {
     c.slots = c.grid / c.cluster_size;
     return c;

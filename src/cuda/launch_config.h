@@ -47,9 +47,17 @@ struct KernelFacts {
   // Most CTAs per cluster for the forward registers kernel (NK_TUNE_FWD_MAX_CLUSTER; over 8 is
   // a non-portable size).
   int fwd_max_cluster = 8;
-  // Pipelined kernels split a row over a cluster when it has more vectors than this (0: the
-  // most one CTA holds, kPipelineMaxThreads x kPipelineItems); NK_TUNE_PIPELINED_SPLIT_VECTORS.
-  int pipelined_split_vectors = 0;
+  // Forward rows of 8- or 16-byte vectors that need more than fwd_max_cluster CTAs at the small
+  // register budget take clusters of up to this many (non-portable past 8), else the streaming
+  // kernel (NK_TUNE_FWD_WIDE_ROW_CLUSTER; 0: streaming). Measured (docs/notes.md v16): 512 x
+  // 262144 in 245 us on 16 CTAs against 284 streaming, once the cluster sum stopped waiting on
+  // a cluster barrier.
+  int fwd_wide_row_cluster = 16;
+  // The pipelined backward splits a row over a cluster when it has more vectors than this
+  // (NK_TUNE_BWD_SPLIT_VECTORS). Measured (docs/notes.md v16): 12K-16K columns of 8-element
+  // vectors run faster on clusters of 2 CTAs at 2 vectors per thread (two CTAs per SM) than on
+  // one CTA at 3-4 (one per SM). The forward splits from kPipelineMaxThreads x kPipelineItems.
+  int bwd_split_vectors = 1024;
 };
 
 struct LaunchConfig {

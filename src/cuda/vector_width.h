@@ -43,10 +43,12 @@ inline const KernelFacts& tuned_defaults() {
     k.fwd_cluster_threads =
         tuning_knob("NK_TUNE_FWD_CLUSTER_THREADS", k.fwd_cluster_threads, 32, 512);
     k.fwd_max_cluster = tuning_knob("NK_TUNE_FWD_MAX_CLUSTER", k.fwd_max_cluster, 1, 16);
+    k.fwd_wide_row_cluster =
+        tuning_knob("NK_TUNE_FWD_WIDE_ROW_CLUSTER", k.fwd_wide_row_cluster, 0, 16);
     k.bwd_cluster_threads =
         tuning_knob("NK_TUNE_BWD_CLUSTER_THREADS", k.bwd_cluster_threads, 32, 512);
-    k.pipelined_split_vectors = tuning_knob("NK_TUNE_PIPELINED_SPLIT_VECTORS",
-                                            k.pipelined_split_vectors, 0, 1 << 20);
+    k.bwd_split_vectors =
+        tuning_knob("NK_TUNE_BWD_SPLIT_VECTORS", k.bwd_split_vectors, 32, 1 << 20);
     return k;
   }();
   return tuned;

@@ -43,7 +43,7 @@ void expect_covers(const LaunchConfig& c, int64_t rows, int64_t hidden, int item
     EXPECT_LE(c.items, items_max);
     // The backward (persistent) may take the non-portable cluster sizes for narrow vectors.
     const int most = persistent ? std::max(f.max_cluster, f.max_cluster_pipelined)
-                                : f.fwd_max_cluster;
+                                : std::max(f.fwd_max_cluster, f.fwd_wide_row_cluster);
     EXPECT_LE(c.cluster_size, f.cluster_launch ? most : 1);
     EXPECT_EQ(c.cols_per_cta % c.vec, 0);
     // Every column is covered: CTAs of the cluster x threads x items x vector width.
@@ -171,10 +171,9 @@ TEST(LaunchConfig, SplitsWideBackwardRowsOverPipelinedClusters) {
   EXPECT_NE(normkit::cuda::plan_bwd(1024, 32768, 8, no_clusters, 4).plan, RowPlan::kPipelined);
 }
 
-TEST(LaunchConfig, SplitsShorterRowsBelowTheSplitKnob) {
+TEST(LaunchConfig, SplitsBackwardRowsOfMoreThan1024VectorsOverClusters) {
   KernelFacts f;
-  EXPECT_EQ(normkit::cuda::plan_bwd(2048, 16384, 8, f, 4).cluster_size, 1);
-  f.pipelined_split_vectors = 1024;  // 16384 columns of 8-element vectors are 2048 vectors
+  // 16384 columns of 8-element vectors are 2048 vectors: 2 CTAs of 512 threads x 2.
   const LaunchConfig c = normkit::cuda::plan_bwd(2048, 16384, 8, f, 4);
   EXPECT_EQ(c.plan, RowPlan::kPipelined) << c.describe();
   EXPECT_EQ(c.cluster_size, 2);
@@ -184,6 +183,18 @@ TEST(LaunchConfig, SplitsShorterRowsBelowTheSplitKnob) {
   EXPECT_EQ(odd.cluster_size, 2) << odd.describe();
   EXPECT_EQ(odd.cols_per_cta * 2, 12288);
   EXPECT_EQ(normkit::cuda::plan_bwd(8192, 8192, 8, f, 4).cluster_size, 1);
+  // The knob at the one-CTA limit (2048 vectors) keeps such rows in one CTA; without cluster
+  // launches they stay there too.
+  KernelFacts one_cta = f;
+  one_cta.bwd_split_vectors = 2048;
+  const LaunchConfig whole = normkit::cuda::plan_bwd(2048, 16384, 8, one_cta, 4);
+  EXPECT_EQ(whole.cluster_size, 1);
+  EXPECT_EQ(whole.items, 4);
+  KernelFacts no_clusters = f;
+  no_clusters.cluster_launch = false;
+  const LaunchConfig alone = normkit::cuda::plan_bwd(2048, 16384, 8, no_clusters, 4);
+  EXPECT_EQ(alone.plan, RowPlan::kPipelined) << alone.describe();
+  EXPECT_EQ(alone.cluster_size, 1);
 }
 
 TEST(LaunchConfig, SplitsMisalignedBackwardRowsOverUpTo16Ctas) {
@@ -231,8 +242,15 @@ TEST(LaunchConfig, ForwardOfWideRowsAsMeasured) {
   const LaunchConfig one = normkit::cuda::plan_fwd(1024, 32768, 8, f, 2);
   EXPECT_EQ(one.plan, RowPlan::kRegisters) << one.describe();
   EXPECT_EQ(one.items, 8);
-  // Rows past 8 CTAs at the small budget: streaming (vectors of 8 bytes or more).
-  EXPECT_EQ(normkit::cuda::plan_fwd(512, 262144, 8, f, 2).plan, RowPlan::kStreaming);
+  // Rows past 8 CTAs at the small budget: clusters of up to 16, else streaming (vectors of 8
+  // bytes or more).
+  const LaunchConfig wide = normkit::cuda::plan_fwd(512, 262144, 8, f, 2);
+  EXPECT_EQ(wide.plan, RowPlan::kCluster) << wide.describe();
+  EXPECT_EQ(wide.cluster_size, 16);
+  KernelFacts streaming = f;
+  streaming.fwd_wide_row_cluster = 0;
+  EXPECT_EQ(normkit::cuda::plan_fwd(512, 262144, 8, streaming, 2).plan, RowPlan::kStreaming);
+  EXPECT_EQ(normkit::cuda::plan_fwd(512, 524288, 8, f, 2).plan, RowPlan::kStreaming);
   EXPECT_EQ(normkit::cuda::plan_fwd(1024, 131072, 8, f, 2).plan, RowPlan::kCluster);
   // Narrow vectors keep their clusters (their streaming loop is slow: 29 x 17389, 35 vs 13 us).
   EXPECT_EQ(normkit::cuda::plan_fwd(29, 17389, 1, f, 0).plan, RowPlan::kCluster);

@@ -96,7 +96,8 @@ LaunchConfig plan(int64_t rows, int64_t hidden, int vec, const KernelFacts& f, i
 
 // A pipelined plan (forward or backward), or grid 0 when it does not apply: hidden a multiple
 // of vec, accesses of 4 bytes or more (staged_bytes_per_col > 0), at most kPipelineItems vectors
-// per thread and kPipelineStages rows of a group in shared memory. About `items_target`
+// per thread and kPipelineStages rows of a group in shared memory (kClusterPipelineStages for
+// the backward's deferred cluster rows, deferred_clusters). About `items_target`
 // vectors per thread, T a multiple of 32 up to 512 (the row sum is per warp, then over warps, so
 // rows such as 7168 columns, 896 vectors, get 448 threads x 2 and leave no thread idle); row
 // groups up to 256 threads per CTA while the stages of two CTAs fit one SM; up to
@@ -104,7 +105,8 @@ LaunchConfig plan(int64_t rows, int64_t hidden, int vec, const KernelFacts& f, i
 // statically).
 LaunchConfig plan_pipelined(int64_t rows, int64_t hidden, int vec, const KernelFacts& f,
                             int64_t staged_bytes_per_col, int items_target, int ctas_per_sm,
-                            int64_t max_grid, bool allow_cluster, int64_t split_above) {
+                            int64_t max_grid, bool allow_cluster, int64_t split_above,
+                            bool deferred_clusters) {
   LaunchConfig none;
   none.grid = 0;
   if (staged_bytes_per_col <= 0 || hidden % vec != 0) return none;
@@ -145,7 +147,10 @@ LaunchConfig plan_pipelined(int64_t rows, int64_t hidden, int vec, const KernelF
   c.items = items;
   c.cluster_size = cluster;
   c.cols_per_cta = static_cast<int64_t>(threads) * items * vec;
-  const int64_t group_bytes = kPipelineStages * c.cols_per_cta * staged_bytes_per_col;
+  const int stages = deferred_clusters && cluster > 1 && items <= kBwdDeferMaxItems
+                         ? kClusterPipelineStages
+                         : kPipelineStages;
+  const int64_t group_bytes = stages * c.cols_per_cta * staged_bytes_per_col;
   if (group_bytes > f.smem_per_block) return none;
   int groups = cluster > 1 ? 1 : std::max(1, 256 / threads);
   while (groups > 1 && (2 * groups * group_bytes > f.smem_per_sm || groups > rows)) groups /= 2;
@@ -210,7 +215,8 @@ LaunchConfig plan_fwd(int64_t rows, int64_t hidden, int vec, const KernelFacts& 
   if (split ? facts.fwd_pipeline_clusters : rows <= facts.fwd_pipeline_max_rows) {
     const LaunchConfig pipelined = plan_pipelined(rows, hidden, vec, facts, staged_bytes_per_col,
                                                   2, facts.fwd_ctas_per_sm, rows, true,
-                                                  int64_t(kPipelineMaxThreads) * kPipelineItems);
+                                                  int64_t(kPipelineMaxThreads) * kPipelineItems,
+                                                  false);
     // (Its cluster instantiation holds 2 vectors per thread.)
     if (pipelined.grid > 0 && (pipelined.cluster_size == 1 || pipelined.items <= 2)) {
       return pipelined;
@@ -257,7 +263,7 @@ LaunchConfig plan_bwd(int64_t rows, int64_t hidden, int vec, const KernelFacts& 
   const int items_target = facts.bwd_items_target > 0 ? facts.bwd_items_target : 2;
   LaunchConfig c = plan_pipelined(rows, hidden, vec, facts, staged_bytes_per_col, items_target,
                                   facts.bwd_ctas_per_sm, bwd_max_slots(rows, facts), true,
-                                  facts.bwd_split_vectors);
+                                  facts.bwd_split_vectors, true);
   if (c.grid > 0) {
     c.slots = c.grid / c.cluster_size;
     return c;

@@ -148,16 +148,23 @@ __device__ __forceinline__ void cluster_sum_and_max(float& sum, float& max, floa
 // Per-row sums over the CTAs of a cluster without a cluster barrier per row. A cluster
 // barrier's arrive has release semantics at cluster scope: it waits until this thread's earlier
 // global stores (the previous row's dx) are visible there. Instead, each CTA's thread 0 writes
-// its value into its own slot of every CTA's `slots[parity]` with st.async, whose bytes the
-// receiving CTA's mbarrier `bars[parity]` counts; the CTA's threads wait on that mbarrier
-// alone. Rows alternate between the two parities. A CTA writes slots[parity] of another CTA
-// again only after that CTA's value for the row in between reached it, which that CTA sends
-// only after its whole row group passed the block barrier of that row, i.e. after every one of
-// its threads finished reading slots[parity].
+// its value into its own slot of every CTA's `slots[i]` with st.async, whose bytes the
+// receiving CTA's mbarrier `bars[i]` counts; the CTA's threads wait on that mbarrier alone.
+// Row r uses i = r % N. A CTA pushes row r only after its block barrier of row r (its
+// row_group_sum), and either
+//  - N = 2, push then wait in one call (cluster_row_sum): before pushing row r it received row
+//    r - 1 from every CTA, each sent after that CTA's block barrier of row r - 1, so after its
+//    threads finished reading slots[i] of row r - 2 and that phase of bars[i] completed; or
+//  - N = 4, the wait one row later (the deferred backward): before pushing row r it received
+//    row r - 2 from every CTA, each sent after that CTA's block barrier of row r - 2, which
+//    follows its wait and reads of row r - 4.
+// A value may land before its receiver's own arrive.expect_tx of that row: the phase cannot
+// complete without that arrive.
 constexpr int kMaxClusterRanks = 16;
+template <int N>
 struct ClusterRowSums {
-  float slots[2][kMaxClusterRanks];
-  unsigned long long bars[2];
+  float slots[N][kMaxClusterRanks];
+  unsigned long long bars[N];
 };
 
 __device__ __forceinline__ unsigned shared_address(const void* p) {
@@ -173,12 +180,13 @@ __device__ __forceinline__ unsigned cluster_address(const void* local, unsigned 
   return remote;
 }
 
-// Every thread of every CTA of the cluster calls this once, before its first cluster_row_sum.
-__device__ __forceinline__ void cluster_row_sums_init(ClusterRowSums& s) {
+// Every thread of every CTA of the cluster calls this once, before its first push.
+template <int N>
+__device__ __forceinline__ void cluster_row_sums_init(ClusterRowSums<N>& s) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   if (threadIdx.x == 0 && threadIdx.y == 0) {
-    for (int p = 0; p < 2; ++p) {
-      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(shared_address(&s.bars[p]))
+    for (int i = 0; i < N; ++i) {
+      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(shared_address(&s.bars[i]))
                    : "memory");
     }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
@@ -190,50 +198,70 @@ __device__ __forceinline__ void cluster_row_sums_init(ClusterRowSums& s) {
 #endif
 }
 
-// The cluster sum of `v` (equal on every thread of this CTA) for a row of parity `parity`.
-// `phases` (each thread's own, starting at 0): bit p is the phase of bars[p] to wait for next.
-__device__ __forceinline__ float cluster_row_sum(float v, ClusterRowSums& s, int parity,
-                                                 unsigned& phases) {
+// Sends `v` (this CTA's part of the row of slot index i; equal on every thread, thread 0 sends
+// it) to every CTA of the cluster, itself included.
+template <int N>
+__device__ __forceinline__ void cluster_row_push(float v, ClusterRowSums<N>& s, int i) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if (threadIdx.x != 0 || threadIdx.y != 0) return;
   namespace cg = cooperative_groups;
   cg::cluster_group cluster = cg::this_cluster();
   const unsigned ranks = cluster.num_blocks(), rank = cluster.block_rank();
-  const unsigned bar = shared_address(&s.bars[parity]);
-  if (threadIdx.x == 0 && threadIdx.y == 0) {
-    s.slots[parity][rank] = v;  // the arrive below (release, CTA scope) publishes it locally
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar),
-                 "r"((ranks - 1) * 4)
-                 : "memory");
-    for (unsigned r = 0; r < ranks; ++r) {
-      if (r == rank) continue;
-      asm volatile(
-          "st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];\n" ::"r"(
-              cluster_address(&s.slots[parity][rank], r)),
-          "r"(__float_as_uint(v)), "r"(cluster_address(&s.bars[parity], r))
-          : "memory");
-    }
+  s.slots[i][rank] = v;  // the arrive below (release, CTA scope) publishes it locally
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(
+                   shared_address(&s.bars[i])),
+               "r"((ranks - 1) * 4)
+               : "memory");
+  for (unsigned r = 0; r < ranks; ++r) {
+    if (r == rank) continue;
+    asm volatile(
+        "st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];\n" ::"r"(
+            cluster_address(&s.slots[i][rank], r)),
+        "r"(__float_as_uint(v)), "r"(cluster_address(&s.bars[i], r))
+        : "memory");
   }
-  const unsigned phase = (phases >> parity) & 1u;
+#else
+  (void)v;
+  (void)s;
+  (void)i;
+  __trap();  // the launcher never picks clusters below sm_90
+#endif
+}
+
+// The cluster sum of the row of slot index i, in rank order, once every CTA's part is in.
+// `phases` (each thread's own, starting at 0): bit i is the phase of bars[i] to wait for next.
+template <int N>
+__device__ __forceinline__ float cluster_row_wait(ClusterRowSums<N>& s, int i, unsigned& phases) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  const unsigned ranks = cooperative_groups::this_cluster().num_blocks();
+  const unsigned phase = (phases >> i) & 1u;
   asm volatile(
       "{\n"
       ".reg .pred done;\n"
       "WAIT:\n"
       "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
       "@!done bra WAIT;\n"
-      "}\n" ::"r"(bar),
+      "}\n" ::"r"(shared_address(&s.bars[i])),
       "r"(phase)
       : "memory");
-  phases ^= 1u << parity;
+  phases ^= 1u << i;
   float total = 0.0f;
-  for (unsigned r = 0; r < ranks; ++r) total += s.slots[parity][r];  // rank order
+  for (unsigned r = 0; r < ranks; ++r) total += s.slots[i][r];  // rank order
   return total;
 #else
   (void)s;
-  (void)parity;
+  (void)i;
   (void)phases;
   __trap();  // the launcher never picks clusters below sm_90
-  return v;
+  return 0.0f;
 #endif
+}
+
+// Push and wait: the cluster sum of `v` for a row of parity `parity` (rows alternate).
+__device__ __forceinline__ float cluster_row_sum(float v, ClusterRowSums<2>& s, int parity,
+                                                 unsigned& phases) {
+  cluster_row_push(v, s, parity);
+  return cluster_row_wait(s, parity, phases);
 }
 
 // One sum over the CTAs of a cluster, for a kernel that makes a single one (a row chunk per

@@ -27,11 +27,18 @@ namespace normkit::cuda {
 // DBIAS: dbias partial sums wanted (their registers are only allocated then). CLUSTER: rows
 // split over a cluster (a separate instantiation: the cluster code in the loop cost the
 // unsplit kernel registers, spills and 5-30% of its speed, docs/notes.md v11).
+//
+// Split rows of at most kSmallItems vectors per thread (DEFER) finish each row one row late:
+// a row's cluster sum needs every CTA's part, so rather than wait for it at once, a CTA goes on
+// to the next row's dot product and its push, and only then completes the row before, whose
+// sum had that much time to arrive. The pending row keeps its stage: these plans have
+// kClusterPipelineStages stages (two rows in flight, the current row, the pending one).
 template <typename XT, typename WT, typename DYT, int VEC, int IMAX, bool DBIAS, bool CLUSTER>
 __global__ void __launch_bounds__(512) rms_norm_bwd_pipelined(BwdParams p) {
+  constexpr bool DEFER = CLUSTER && IMAX <= kBwdDeferMaxItems;
   extern __shared__ __align__(16) unsigned char block_smem[];
   __shared__ float scratch[2 * kMaxWarps];
-  __shared__ ClusterRowSums cluster_sums;  // with CLUSTER (then one row group per CTA)
+  __shared__ ClusterRowSums<DEFER ? 4 : 2> cluster_sums;  // with CLUSTER (one row group per CTA)
   const RowShape& shape = p.shape;
   const int64_t hidden = shape.hidden;
   const bool with_dres = p.dresidual_out != nullptr;
@@ -94,24 +101,23 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_pipelined(BwdParams p) {
     for (int k = 0; k < VEC; ++k) acc_w[i][k] = acc_b[i][k] = 0.0f;
   }
 
-  int stage = 0, parity = 0;
-  unsigned sum_phases = 0;
-  if constexpr (CLUSTER) cluster_row_sums_init(cluster_sums);
-  for (; row < shape.rows; row += step) {
-    issue(row + 2 * step, stage == 0 ? 2 : stage - 1);
-    rstd_ring[2] = rstd_of(row + 2 * step);
-    cp_async_wait<kPipelineStages - 1>();  // this row's copies (this thread's own) have landed
-    const float rstd = rstd_ring[0];
-
-    // dot = sum(dy * w * xhat) over the row; xhat = x * rstd.
-    Lanes<XT, VEC> xs[IMAX];
-    Lanes<DYT, VEC> dys[IMAX];
+  // This thread's x and dy of the row in stage s.
+  auto load_row = [&](int s, Lanes<XT, VEC>(&xs)[IMAX], Lanes<DYT, VEC>(&dys)[IMAX]) {
+#pragma unroll
+    for (int i = 0; i < IMAX; ++i) {
+      if (!active[i]) continue;
+      xs[i].load(st.at<XT>(s, 0) + stage_col[i]);
+      dys[i].load(st.at<DYT>(s, 1) + stage_col[i]);
+    }
+  };
+  // dot = sum(dy * w * xhat) over this thread's columns of the row in stage s, xhat = x *
+  // rstd; adds dy * xhat (and dy) to the dweight (dbias) sums. xs and dys receive the row.
+  auto row_dot = [&](int s, float rstd, Lanes<XT, VEC>(&xs)[IMAX], Lanes<DYT, VEC>(&dys)[IMAX]) {
+    load_row(s, xs, dys);
     float dot = 0.0f;
 #pragma unroll
     for (int i = 0; i < IMAX; ++i) {
       if (!active[i]) continue;
-      xs[i].load(st.at<XT>(stage, 0) + stage_col[i]);
-      dys[i].load(st.at<DYT>(stage, 1) + stage_col[i]);
       float w[VEC];
       weight.get(i, w);
 #pragma unroll
@@ -123,12 +129,13 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_pipelined(BwdParams p) {
         dot = fmaf(dy * w[k], xhat, dot);
       }
     }
-    dot = row_group_sum(dot, scratch, parity);
-    if constexpr (CLUSTER) dot = cluster_row_sum(dot, cluster_sums, parity, sum_phases);
-    const float mean = dot * shape.inv_hidden;
-    parity ^= 1;
-    // dx = rstd * (dy * w - xhat * mean) = (rstd * dy) * w - (rstd^2 * mean) * x.
-    const float x_coef = rstd * rstd * mean;
+    return dot;
+  };
+  // dx = rstd * (dy * w - xhat * mean) = (rstd * dy) * w - (rstd^2 * mean) * x (+ the
+  // dresidual_out of stage s), mean = the row's dot / hidden.
+  auto store_row_dx = [&](int64_t row, int s, float rstd, float dot,
+                          const Lanes<XT, VEC>(&xs)[IMAX], const Lanes<DYT, VEC>(&dys)[IMAX]) {
+    const float x_coef = rstd * rstd * (dot * shape.inv_hidden);
     XT* dx_row = static_cast<XT*>(p.dx) + row * p.dx_stride;
 #pragma unroll
     for (int i = 0; i < IMAX; ++i) {
@@ -141,15 +148,73 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_pipelined(BwdParams p) {
       }
       if (with_dres) {
         Lanes<XT, VEC> d;
-        d.load(st.at<XT>(stage, 2) + stage_col[i]);
+        d.load(st.at<XT>(s, 2) + stage_col[i]);
 #pragma unroll
         for (int k = 0; k < VEC; ++k) dx[k] += to_float(d.get(k));
       }
       store_vec<XT, VEC>(dx_row + col[i], dx);
     }
-    rstd_ring[0] = rstd_ring[1];
-    rstd_ring[1] = rstd_ring[2];
-    stage = stage == kPipelineStages - 1 ? 0 : stage + 1;
+  };
+
+  int stage = 0, parity = 0;
+  unsigned sum_phases = 0;
+  if constexpr (DEFER) {
+    static_assert(kClusterPipelineStages == 4, "the pending row takes the fourth stage");
+    cluster_row_sums_init(cluster_sums);
+    // Row k is in stage k % 4 and cluster sum slot k % 4; it completes in iteration k + 1.
+    float rstd_pending = 0.0f;
+    int64_t pending = -1;
+    int k = 0;
+    // Completes the pending row k - 1 (its x and dy reloaded from its stage: registers for two
+    // rows would spill).
+    auto complete_pending = [&](Lanes<XT, VEC>(&xs)[IMAX], Lanes<DYT, VEC>(&dys)[IMAX]) {
+      const int s = (stage + kClusterPipelineStages - 1) % kClusterPipelineStages;
+      const float dot = cluster_row_wait(cluster_sums, (k - 1) % 4, sum_phases);
+      load_row(s, xs, dys);
+      store_row_dx(pending, s, rstd_pending, dot, xs, dys);
+    };
+    for (; row < shape.rows; row += step, ++k) {
+      issue(row + 2 * step, (stage + 2) % kClusterPipelineStages);
+      rstd_ring[2] = rstd_of(row + 2 * step);
+      cp_async_wait<kPipelineStages - 1>();  // this row's copies (this thread's own) have landed
+      const float rstd = rstd_ring[0];
+      Lanes<XT, VEC> xs[IMAX];
+      Lanes<DYT, VEC> dys[IMAX];
+      const float dot = row_group_sum(row_dot(stage, rstd, xs, dys), scratch, parity);
+      parity ^= 1;
+      cluster_row_push(dot, cluster_sums, k % 4);
+      if (pending >= 0) complete_pending(xs, dys);
+      pending = row;
+      rstd_pending = rstd;
+      rstd_ring[0] = rstd_ring[1];
+      rstd_ring[1] = rstd_ring[2];
+      stage = (stage + 1) % kClusterPipelineStages;
+    }
+    if (pending >= 0) {
+      Lanes<XT, VEC> xs[IMAX];
+      Lanes<DYT, VEC> dys[IMAX];
+      complete_pending(xs, dys);
+    }
+  } else {
+    if constexpr (CLUSTER) cluster_row_sums_init(cluster_sums);
+    for (; row < shape.rows; row += step) {
+      issue(row + 2 * step, stage == 0 ? 2 : stage - 1);
+      rstd_ring[2] = rstd_of(row + 2 * step);
+      cp_async_wait<kPipelineStages - 1>();  // this row's copies (this thread's own) have landed
+      const float rstd = rstd_ring[0];
+      Lanes<XT, VEC> xs[IMAX];
+      Lanes<DYT, VEC> dys[IMAX];
+      float dot = row_group_sum(row_dot(stage, rstd, xs, dys), scratch, parity);
+      if constexpr (CLUSTER) {
+        cluster_row_push(dot, cluster_sums, parity);
+        dot = cluster_row_wait(cluster_sums, parity, sum_phases);
+      }
+      parity ^= 1;
+      store_row_dx(row, stage, rstd, dot, xs, dys);
+      rstd_ring[0] = rstd_ring[1];
+      rstd_ring[1] = rstd_ring[2];
+      stage = stage == kPipelineStages - 1 ? 0 : stage + 1;
+    }
   }
   cp_async_wait<0>();  // only empty groups remain, but shared memory is reused below
   if constexpr (CLUSTER) cluster_sum_done();

@@ -26,7 +26,7 @@ template <typename XT, typename WT, typename YT, int VEC, int IMAX, bool CLUSTER
 __global__ void __launch_bounds__(512) rms_norm_fwd_pipelined(FwdParams p) {
   extern __shared__ __align__(16) unsigned char block_smem[];
   __shared__ float scratch[2 * kMaxWarps];
-  __shared__ ClusterRowSums cluster_sums;  // with CLUSTER (then one row group per CTA)
+  __shared__ ClusterRowSums<2> cluster_sums;  // with CLUSTER (then one row group per CTA)
   const RowShape& shape = p.shape;
   const bool with_residual = p.residual != nullptr;
   // Stage operands: 0 x, 1 residual.

@@ -150,6 +150,33 @@ INSTANTIATE_TEST_SUITE_P(
 
 // ---- layouts ----
 
+class BwdLargeSplitRows : public ::testing::TestWithParam<nk_backend> {};
+
+// Rows split over a cluster (16384 and 32768 columns on the GPU) complete one row late; every
+// row count (1 row, fewer rows than clusters, and a remainder), dresidual_out added in place of
+// dx, the zero-centered weight and dbias.
+TEST_P(BwdLargeSplitRows, DeferredRowsWithResidualInPlace) {
+  NK_SKIP_IF_UNAVAILABLE(GetParam());
+  if (GetParam() == NK_BACKEND_CPU) GTEST_SKIP() << "GPU launch plans; CPU covered by BwdShapes";
+  Rng rng;
+  for (const int64_t hidden : {int64_t{16384}, int64_t{32768}}) {
+    for (const int64_t rows : {int64_t{1}, int64_t{7}, int64_t{261}}) {
+      BwdCase c;
+      c.rows = rows;
+      c.hidden = hidden;
+      c.x = c.dy = NK_BFLOAT16;
+      c.w = NK_BFLOAT16;
+      c.dresidual = c.dweight = c.dbias = true;
+      c.dx_is_dresidual = rows == 7;
+      c.zero_centered = rows != 1;
+      test_bwd_case(GetParam(), c, rng);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllBackends, BwdLargeSplitRows, ::testing::ValuesIn(all_backends()),
+                         [](const auto& info) { return std::string(backend_label(info.param)); });
+
 class BwdLayouts : public ::testing::TestWithParam<nk_backend> {};
 
 BwdCase layout_case(nk_dtype x, nk_dtype w, nk_dtype dy, int64_t rows, int64_t hidden) {

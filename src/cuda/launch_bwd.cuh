@@ -46,7 +46,7 @@ void launch_bwd(const nk_rms_norm_bwd_args& a, const LaunchConfig& planned, cuda
         // Two register budgets: rows of at most 2 vectors per thread get the smaller one.
         constexpr int kSmall = 2;
         static_assert(kPipelineItems > kSmall, "the large budget must be the larger");
-        static_assert(kSmall == kBwdDeferMaxItems, "the planner gives these cluster plans 4 stages");
+        static_assert(kSmall == kClusterDeferMaxItems, "the planner gives these cluster plans 4 stages");
         const bool dbias = p.want_dbias(), small = cfg.items <= kSmall;
         constexpr int kLarge = kPipelineItems;
         auto kernel =

@@ -97,7 +97,7 @@ LaunchConfig plan(int64_t rows, int64_t hidden, int vec, const KernelFacts& f, i
 // A pipelined plan (forward or backward), or grid 0 when it does not apply: hidden a multiple
 // of vec, accesses of 4 bytes or more (staged_bytes_per_col > 0), at most kPipelineItems vectors
 // per thread and kPipelineStages rows of a group in shared memory (kClusterPipelineStages for
-// the backward's deferred cluster rows, deferred_clusters). About `items_target`
+// split rows of up to kClusterDeferMaxItems, which complete one row late). About `items_target`
 // vectors per thread, T a multiple of 32 up to 512 (the row sum is per warp, then over warps, so
 // rows such as 7168 columns, 896 vectors, get 448 threads x 2 and leave no thread idle); row
 // groups up to 256 threads per CTA while the stages of two CTAs fit one SM; up to
@@ -105,8 +105,7 @@ LaunchConfig plan(int64_t rows, int64_t hidden, int vec, const KernelFacts& f, i
 // statically).
 LaunchConfig plan_pipelined(int64_t rows, int64_t hidden, int vec, const KernelFacts& f,
                             int64_t staged_bytes_per_col, int items_target, int ctas_per_sm,
-                            int64_t max_grid, bool allow_cluster, int64_t split_above,
-                            bool deferred_clusters) {
+                            int64_t max_grid, bool allow_cluster, int64_t split_above) {
   LaunchConfig none;
   none.grid = 0;
   if (staged_bytes_per_col <= 0 || hidden % vec != 0) return none;
@@ -115,9 +114,9 @@ LaunchConfig plan_pipelined(int64_t rows, int64_t hidden, int vec, const KernelF
   // through distributed shared memory), with allow_cluster, at items_target vectors per
   // thread; rows of more than 512 threads x kPipelineItems vectors must be. The forward splits
   // only those (one CTA per row measured faster, docs/notes.md v11); the backward from 1024
-  // vectors (v16). Rows too long for items_target (over 512 x 2 x 8 vectors) may take
-  // kPipelineItems vectors per thread on up to f.max_cluster_pipelined CTAs (16 is a
-  // non-portable size sm_90 allows). f.bwd_cluster_threads below 512 makes clusters of smaller
+  // vectors (v16). Clusters may have up to f.max_cluster_pipelined CTAs (16 is a non-portable
+  // size sm_90 allows); rows too long for that at items_target (over 512 x 2 x 16 vectors) take
+  // kPipelineItems vectors per thread. f.bwd_cluster_threads below 512 makes clusters of smaller
   // CTAs (more of them per SM, so that one CTA's barriers overlap another's work).
   int cluster = 1;
   const bool may_split = allow_cluster && f.cluster_launch && items_target <= 2;
@@ -125,7 +124,7 @@ LaunchConfig plan_pipelined(int64_t rows, int64_t hidden, int vec, const KernelF
   if (may_split && nvec > split_above) {
     const int64_t cta_threads = std::clamp(f.bwd_cluster_threads, 32, kPipelineMaxThreads);
     int64_t c = ceil_div(nvec, cta_threads * items_target);
-    if (c > f.max_cluster) {
+    if (c > std::max(f.max_cluster, f.max_cluster_pipelined)) {
       items_target = kPipelineItems;
       c = ceil_div(nvec, cta_threads * items_target);
       if (c > f.max_cluster_pipelined) {
@@ -147,7 +146,7 @@ LaunchConfig plan_pipelined(int64_t rows, int64_t hidden, int vec, const KernelF
   c.items = items;
   c.cluster_size = cluster;
   c.cols_per_cta = static_cast<int64_t>(threads) * items * vec;
-  const int stages = deferred_clusters && cluster > 1 && items <= kBwdDeferMaxItems
+  const int stages = cluster > 1 && items <= kClusterDeferMaxItems
                          ? kClusterPipelineStages
                          : kPipelineStages;
   const int64_t group_bytes = stages * c.cols_per_cta * staged_bytes_per_col;
@@ -211,12 +210,12 @@ LaunchConfig plan_fwd(int64_t rows, int64_t hidden, int vec, const KernelFacts& 
   // overlaps x's) and loses 3-5% to the registers kernel on many rows that fit one CTA. Rows
   // the registers kernel splits over a cluster stay there unless fwd_pipeline_clusters (v12).
   const LaunchConfig registers = plan_fwd_registers(rows, hidden, vec, facts);
-  const bool split = registers.cluster_size > 1;
+  const bool split = registers.cluster_size > 1 ||
+                     ceil_div(hidden, vec) > int64_t(kPipelineMaxThreads) * kPipelineItems;
   if (split ? facts.fwd_pipeline_clusters : rows <= facts.fwd_pipeline_max_rows) {
     const LaunchConfig pipelined = plan_pipelined(rows, hidden, vec, facts, staged_bytes_per_col,
                                                   2, facts.fwd_ctas_per_sm, rows, true,
-                                                  int64_t(kPipelineMaxThreads) * kPipelineItems,
-                                                  false);
+                                                  int64_t(kPipelineMaxThreads) * kPipelineItems);
     // (Its cluster instantiation holds 2 vectors per thread.)
     if (pipelined.grid > 0 && (pipelined.cluster_size == 1 || pipelined.items <= 2)) {
       return pipelined;
@@ -263,7 +262,7 @@ LaunchConfig plan_bwd(int64_t rows, int64_t hidden, int vec, const KernelFacts& 
   const int items_target = facts.bwd_items_target > 0 ? facts.bwd_items_target : 2;
   LaunchConfig c = plan_pipelined(rows, hidden, vec, facts, staged_bytes_per_col, items_target,
                                   facts.bwd_ctas_per_sm, bwd_max_slots(rows, facts), true,
-                                  facts.bwd_split_vectors, true);
+                                  facts.bwd_split_vectors);
   if (c.grid > 0) {
     c.slots = c.grid / c.cluster_size;
     return c;

@@ -86,10 +86,10 @@ constexpr int kStreamingThreads = 512;
 // Pipelined kernels: shared-memory stages per row group (one row each; stages - 1 rows in
 // flight), vectors per thread per row (bound), and threads per row group (bound).
 constexpr int kPipelineStages = 3;
-// The backward's split rows of at most kBwdDeferMaxItems vectors per thread complete each row
-// one row late (its cluster sum arrives meanwhile): one more stage holds the pending row.
+// Pipelined split rows of at most kClusterDeferMaxItems vectors per thread complete each row one
+// row late (its cluster sum arrives meanwhile): one more stage holds the pending row.
 constexpr int kClusterPipelineStages = 4;
-constexpr int kBwdDeferMaxItems = 2;
+constexpr int kClusterDeferMaxItems = 2;
 constexpr int kPipelineItems = 4;
 constexpr int kPipelineMaxThreads = 512;
 

@@ -152,12 +152,13 @@ __device__ __forceinline__ void cluster_sum_and_max(float& sum, float& max, floa
 // receiving CTA's mbarrier `bars[i]` counts; the CTA's threads wait on that mbarrier alone.
 // Row r uses i = r % N. A CTA pushes row r only after its block barrier of row r (its
 // row_group_sum), and either
-//  - N = 2, push then wait in one call (cluster_row_sum): before pushing row r it received row
-//    r - 1 from every CTA, each sent after that CTA's block barrier of row r - 1, so after its
-//    threads finished reading slots[i] of row r - 2 and that phase of bars[i] completed; or
-//  - N = 4, the wait one row later (the deferred backward): before pushing row r it received
-//    row r - 2 from every CTA, each sent after that CTA's block barrier of row r - 2, which
-//    follows its wait and reads of row r - 4.
+//  - N = 2, each push followed by its wait: before pushing row r it received row r - 1 from
+//    every CTA, each sent after that CTA's block barrier of row r - 1, so after its threads
+//    finished reading slots[i] of row r - 2 and that phase of bars[i] completed; or
+//  - N = 4, each wait one row after its push (the pipelined kernels' split rows of up to
+//    kClusterDeferMaxItems): before pushing row r it received row r - 2 from every CTA, each
+//    sent after that CTA's block barrier of row r - 2, which follows its wait and reads of
+//    row r - 4.
 // A value may land before its receiver's own arrive.expect_tx of that row: the phase cannot
 // complete without that arrive.
 constexpr int kMaxClusterRanks = 16;
@@ -257,16 +258,9 @@ __device__ __forceinline__ float cluster_row_wait(ClusterRowSums<N>& s, int i, u
 #endif
 }
 
-// Push and wait: the cluster sum of `v` for a row of parity `parity` (rows alternate).
-__device__ __forceinline__ float cluster_row_sum(float v, ClusterRowSums<2>& s, int parity,
-                                                 unsigned& phases) {
-  cluster_row_push(v, s, parity);
-  return cluster_row_wait(s, parity, phases);
-}
-
 // One sum over the CTAs of a cluster, for a kernel that makes a single one (a row chunk per
 // CTA): cluster_push_init at the start, before the row's loads; cluster_push_sum when the
-// value is ready. As cluster_row_sum, values are pushed with st.async and counted by the
+// value is ready. As cluster_row_push, values are pushed with st.async and counted by the
 // receiving CTA's mbarrier, so no cluster barrier follows the sum (a CTA leaves only after it
 // has received every value, and no value is sent to it after that). The one barrier left (every
 // CTA's mbarrier must exist before the first st.async) is split: arrive at init, wait at the
@@ -330,7 +324,7 @@ __device__ __forceinline__ float cluster_push_sum(float v, ClusterPush& s) {
 #endif
 }
 
-// Called once by every thread of every CTA of a cluster after its last cluster_row_sum: no CTA
+// Called once by every thread of every CTA of a cluster after its last cluster_row_wait: no CTA
 // may exit (its shared memory would go) while another may still write into it.
 __device__ __forceinline__ void cluster_sum_done() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900

@@ -35,7 +35,7 @@ namespace normkit::cuda {
 // kClusterPipelineStages stages (two rows in flight, the current row, the pending one).
 template <typename XT, typename WT, typename DYT, int VEC, int IMAX, bool DBIAS, bool CLUSTER>
 __global__ void __launch_bounds__(512) rms_norm_bwd_pipelined(BwdParams p) {
-  constexpr bool DEFER = CLUSTER && IMAX <= kBwdDeferMaxItems;
+  constexpr bool DEFER = CLUSTER && IMAX <= kClusterDeferMaxItems;
   extern __shared__ __align__(16) unsigned char block_smem[];
   __shared__ float scratch[2 * kMaxWarps];
   __shared__ ClusterRowSums<DEFER ? 4 : 2> cluster_sums;  // with CLUSTER (one row group per CTA)

@@ -21,12 +21,13 @@
 
 namespace normkit::cuda {
 
-// CLUSTER: rows split over a cluster, as in the pipelined backward (one row group per CTA).
+// CLUSTER: rows split over a cluster, as in the pipelined backward (one row group per CTA),
+// each row completed one row late as there.
 template <typename XT, typename WT, typename YT, int VEC, int IMAX, bool CLUSTER>
 __global__ void __launch_bounds__(512) rms_norm_fwd_pipelined(FwdParams p) {
   extern __shared__ __align__(16) unsigned char block_smem[];
   __shared__ float scratch[2 * kMaxWarps];
-  __shared__ ClusterRowSums<2> cluster_sums;  // with CLUSTER (then one row group per CTA)
+  __shared__ ClusterRowSums<4> cluster_sums;  // with CLUSTER (then one row group per CTA)
   const RowShape& shape = p.shape;
   const bool with_residual = p.residual != nullptr;
   // Stage operands: 0 x, 1 residual.
@@ -71,37 +72,35 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_pipelined(FwdParams p) {
   weight.load(p.weight, weight_offset(p), col, active);
   if (p.bias) bias.load(p.bias, 0.0f, col, active);
 
-  int stage = 0, parity = 0;
-  unsigned sum_phases = 0;
-  if constexpr (CLUSTER) cluster_row_sums_init(cluster_sums);
-  for (; row < shape.rows; row += step) {
-    issue(row + 2 * step, stage == 0 ? 2 : stage - 1);
-    cp_async_wait<kPipelineStages - 1>();  // this row's copies (this thread's own) have landed
-
-    Lanes<XT, VEC> s[IMAX];
+  // This thread's x (plus residual, rounded to XT: what is normalized) of the row in stage s,
+  // and its sum of squares; with store_residual, the sum also goes to residual_out.
+  auto load_row = [&](int64_t row, int s, bool store_residual, Lanes<XT, VEC>(&xs)[IMAX]) {
     float sum_sq = 0.0f;
 #pragma unroll
     for (int i = 0; i < IMAX; ++i) {
       if (!active[i]) continue;
-      s[i].load(st.at<XT>(stage, 0) + stage_col[i]);
+      xs[i].load(st.at<XT>(s, 0) + stage_col[i]);
       if (with_residual) {
         Lanes<XT, VEC> r;
-        r.load(st.at<XT>(stage, 1) + stage_col[i]);
+        r.load(st.at<XT>(s, 1) + stage_col[i]);
         float sum[VEC];
 #pragma unroll
-        for (int k = 0; k < VEC; ++k) sum[k] = to_float(s[i].get(k)) + to_float(r.get(k));
-        s[i] = pack_lanes<XT, VEC>(sum);  // x + residual rounded to XT: what is normalized
-        s[i].store(static_cast<XT*>(p.residual_out) + row * p.residual_out_stride + col[i]);
+        for (int k = 0; k < VEC; ++k) sum[k] = to_float(xs[i].get(k)) + to_float(r.get(k));
+        xs[i] = pack_lanes<XT, VEC>(sum);
+        if (store_residual) {
+          xs[i].store(static_cast<XT*>(p.residual_out) + row * p.residual_out_stride + col[i]);
+        }
       }
 #pragma unroll
       for (int k = 0; k < VEC; ++k) {
-        const float v = to_float(s[i].get(k));
+        const float v = to_float(xs[i].get(k));
         sum_sq = fmaf(v, v, sum_sq);
       }
     }
-    sum_sq = row_group_sum(sum_sq, scratch, parity);
-    if constexpr (CLUSTER) sum_sq = cluster_row_sum(sum_sq, cluster_sums, parity, sum_phases);
-    parity ^= 1;
+    return sum_sq;
+  };
+  // y = xs * rstd * w (+ b), rstd from the row's total sum of squares.
+  auto store_row_y = [&](int64_t row, const Lanes<XT, VEC>(&xs)[IMAX], float sum_sq) {
     const float rstd = 1.0f / sqrtf(sum_sq * shape.inv_hidden + p.eps);
     if (p.rstd && rank == 0 && threadIdx.x == 0) p.rstd[row] = rstd;
     YT* y = static_cast<YT*>(p.y) + row * p.y_stride;
@@ -111,7 +110,7 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_pipelined(FwdParams p) {
       float w[VEC], out[VEC];
       weight.get(i, w);
 #pragma unroll
-      for (int k = 0; k < VEC; ++k) out[k] = to_float(s[i].get(k)) * rstd * w[k];
+      for (int k = 0; k < VEC; ++k) out[k] = to_float(xs[i].get(k)) * rstd * w[k];
       if (p.bias) {
         float b[VEC];
         bias.get(i, b);
@@ -120,7 +119,49 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_pipelined(FwdParams p) {
       }
       store_vec<YT, VEC>(y + col[i], out);
     }
-    stage = stage == kPipelineStages - 1 ? 0 : stage + 1;
+  };
+
+  int stage = 0, parity = 0;
+  if constexpr (CLUSTER) {
+    // As the split-row backward: row k (stage k % 4, cluster sum slot k % 4) completes in
+    // iteration k + 1, after the next row's push, so the wait for its cluster sum overlaps a
+    // row of work; its x is reloaded from its stage then.
+    static_assert(kClusterPipelineStages == 4, "the pending row takes the fourth stage");
+    cluster_row_sums_init(cluster_sums);
+    unsigned sum_phases = 0;
+    int64_t pending = -1;
+    int k = 0;
+    auto complete_pending = [&](Lanes<XT, VEC>(&xs)[IMAX]) {
+      const int s = (stage + kClusterPipelineStages - 1) % kClusterPipelineStages;
+      const float sum_sq = cluster_row_wait(cluster_sums, (k - 1) % 4, sum_phases);
+      load_row(pending, s, false, xs);
+      store_row_y(pending, xs, sum_sq);
+    };
+    for (; row < shape.rows; row += step, ++k) {
+      issue(row + 2 * step, (stage + 2) % kClusterPipelineStages);
+      cp_async_wait<kPipelineStages - 1>();  // this row's copies (this thread's own) have landed
+      Lanes<XT, VEC> xs[IMAX];
+      const float sum_sq = row_group_sum(load_row(row, stage, true, xs), scratch, parity);
+      parity ^= 1;
+      cluster_row_push(sum_sq, cluster_sums, k % 4);
+      if (pending >= 0) complete_pending(xs);
+      pending = row;
+      stage = (stage + 1) % kClusterPipelineStages;
+    }
+    if (pending >= 0) {
+      Lanes<XT, VEC> xs[IMAX];
+      complete_pending(xs);
+    }
+  } else {
+    for (; row < shape.rows; row += step) {
+      issue(row + 2 * step, stage == 0 ? 2 : stage - 1);
+      cp_async_wait<kPipelineStages - 1>();  // this row's copies (this thread's own) have landed
+      Lanes<XT, VEC> xs[IMAX];
+      const float sum_sq = row_group_sum(load_row(row, stage, true, xs), scratch, parity);
+      parity ^= 1;
+      store_row_y(row, xs, sum_sq);
+      stage = stage == kPipelineStages - 1 ? 0 : stage + 1;
+    }
   }
   cp_async_wait<0>();  // only empty groups remain; nothing may be in flight at exit
   if constexpr (CLUSTER) cluster_sum_done();

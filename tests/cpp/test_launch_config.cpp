@@ -155,7 +155,7 @@ TEST(LaunchConfig, SplitsWideBackwardRowsOverPipelinedClusters) {
   EXPECT_EQ(c.plan, RowPlan::kPipelined) << c.describe();
   EXPECT_EQ(c.cluster_size, 4);
   EXPECT_EQ(c.grid, c.slots * 4);
-  // 131072 and 262144 columns: 4 vectors per thread on 8 and 16 CTAs; the streaming kernel
+  // 131072 columns: 2 vectors per thread on 16 CTAs; 262144: 4 on 16; the streaming kernel
   // when the huge-row clusters are off.
   KernelFacts streaming = f;
   streaming.max_cluster_pipelined = 0;
@@ -165,7 +165,9 @@ TEST(LaunchConfig, SplitsWideBackwardRowsOverPipelinedClusters) {
   EXPECT_EQ(huge.plan, RowPlan::kPipelined) << huge.describe();
   EXPECT_EQ(huge.cluster_size, 16);
   EXPECT_EQ(huge.items, 4);
-  EXPECT_EQ(normkit::cuda::plan_bwd(1024, 131072, 8, huge_rows, 4).cluster_size, 8);
+  const LaunchConfig wide = normkit::cuda::plan_bwd(1024, 131072, 8, huge_rows, 4);
+  EXPECT_EQ(wide.cluster_size, 16) << wide.describe();
+  EXPECT_EQ(wide.items, 2);
   KernelFacts no_clusters = f;
   no_clusters.cluster_launch = false;
   EXPECT_NE(normkit::cuda::plan_bwd(1024, 32768, 8, no_clusters, 4).plan, RowPlan::kPipelined);

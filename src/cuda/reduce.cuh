@@ -150,22 +150,17 @@ __device__ __forceinline__ void cluster_sum_and_max(float& sum, float& max, floa
 // global stores (the previous row's dx) are visible there. Instead, each CTA's thread 0 writes
 // its value into its own slot of every CTA's `slots[i]` with st.async, whose bytes the
 // receiving CTA's mbarrier `bars[i]` counts; the CTA's threads wait on that mbarrier alone.
-// Row r uses i = r % N. A CTA pushes row r only after its block barrier of row r (its
-// row_group_sum), and either
-//  - N = 2, each push followed by its wait: before pushing row r it received row r - 1 from
-//    every CTA, each sent after that CTA's block barrier of row r - 1, so after its threads
-//    finished reading slots[i] of row r - 2 and that phase of bars[i] completed; or
-//  - N = 4, each wait one row after its push (the pipelined kernels' split rows of up to
-//    kClusterDeferMaxItems): before pushing row r it received row r - 2 from every CTA, each
-//    sent after that CTA's block barrier of row r - 2, which follows its wait and reads of
-//    row r - 4.
-// A value may land before its receiver's own arrive.expect_tx of that row: the phase cannot
-// complete without that arrive.
+// Row r uses i = r % kClusterRowSlots, and each CTA waits for row r's sum only after pushing
+// row r + 1 (the pipelined kernels complete split rows one row late). A CTA pushes row r only
+// after its block barrier of row r (its row_group_sum); before that it received row r - 2
+// from every CTA, each sent after that CTA's block barrier of row r - 2, which follows its
+// wait for and reads of row r - 4 (the same slot). A value may land before its receiver's own
+// arrive.expect_tx of that row: the phase cannot complete without that arrive.
 constexpr int kMaxClusterRanks = 16;
-template <int N>
+constexpr int kClusterRowSlots = 4;
 struct ClusterRowSums {
-  float slots[N][kMaxClusterRanks];
-  unsigned long long bars[N];
+  float slots[kClusterRowSlots][kMaxClusterRanks];
+  unsigned long long bars[kClusterRowSlots];
 };
 
 __device__ __forceinline__ unsigned shared_address(const void* p) {
@@ -182,11 +177,10 @@ __device__ __forceinline__ unsigned cluster_address(const void* local, unsigned 
 }
 
 // Every thread of every CTA of the cluster calls this once, before its first push.
-template <int N>
-__device__ __forceinline__ void cluster_row_sums_init(ClusterRowSums<N>& s) {
+__device__ __forceinline__ void cluster_row_sums_init(ClusterRowSums& s) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   if (threadIdx.x == 0 && threadIdx.y == 0) {
-    for (int i = 0; i < N; ++i) {
+    for (int i = 0; i < kClusterRowSlots; ++i) {
       asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(shared_address(&s.bars[i]))
                    : "memory");
     }
@@ -201,8 +195,7 @@ __device__ __forceinline__ void cluster_row_sums_init(ClusterRowSums<N>& s) {
 
 // Sends `v` (this CTA's part of the row of slot index i; equal on every thread, thread 0 sends
 // it) to every CTA of the cluster, itself included.
-template <int N>
-__device__ __forceinline__ void cluster_row_push(float v, ClusterRowSums<N>& s, int i) {
+__device__ __forceinline__ void cluster_row_push(float v, ClusterRowSums& s, int i) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   if (threadIdx.x != 0 || threadIdx.y != 0) return;
   namespace cg = cooperative_groups;
@@ -231,8 +224,7 @@ __device__ __forceinline__ void cluster_row_push(float v, ClusterRowSums<N>& s, 
 
 // The cluster sum of the row of slot index i, in rank order, once every CTA's part is in.
 // `phases` (each thread's own, starting at 0): bit i is the phase of bars[i] to wait for next.
-template <int N>
-__device__ __forceinline__ float cluster_row_wait(ClusterRowSums<N>& s, int i, unsigned& phases) {
+__device__ __forceinline__ float cluster_row_wait(ClusterRowSums& s, int i, unsigned& phases) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   const unsigned ranks = cooperative_groups::this_cluster().num_blocks();
   const unsigned phase = (phases >> i) & 1u;

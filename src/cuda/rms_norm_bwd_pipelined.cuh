@@ -28,17 +28,19 @@ namespace normkit::cuda {
 // split over a cluster (a separate instantiation: the cluster code in the loop cost the
 // unsplit kernel registers, spills and 5-30% of its speed, docs/notes.md v11).
 //
-// Split rows of at most kSmallItems vectors per thread (DEFER) finish each row one row late:
-// a row's cluster sum needs every CTA's part, so rather than wait for it at once, a CTA goes on
-// to the next row's dot product and its push, and only then completes the row before, whose
-// sum had that much time to arrive. The pending row keeps its stage: these plans have
-// kClusterPipelineStages stages (two rows in flight, the current row, the pending one).
+// Split rows complete one row late: a row's cluster sum needs every CTA's part, so rather than
+// wait for it at once, a CTA goes on to the next row's dot product and its push, and only then
+// completes the row before, whose sum had that much time to arrive. The pending row keeps its
+// stage: rows of up to kClusterDeferMaxItems vectors per thread have kClusterPipelineStages
+// stages (two rows in flight, the current row, the pending one); longer ones keep
+// kPipelineStages and one row in flight (a row of 16384 columns is 64 KB of x and dy per CTA).
 template <typename XT, typename WT, typename DYT, int VEC, int IMAX, bool DBIAS, bool CLUSTER>
 __global__ void __launch_bounds__(512) rms_norm_bwd_pipelined(BwdParams p) {
-  constexpr bool DEFER = CLUSTER && IMAX <= kClusterDeferMaxItems;
+  // Rows in flight ahead of the current one.
+  constexpr int kAhead = CLUSTER && IMAX > kClusterDeferMaxItems ? 1 : 2;
   extern __shared__ __align__(16) unsigned char block_smem[];
   __shared__ float scratch[2 * kMaxWarps];
-  __shared__ ClusterRowSums<DEFER ? 4 : 2> cluster_sums;  // with CLUSTER (one row group per CTA)
+  __shared__ ClusterRowSums cluster_sums;  // with CLUSTER (then one row group per CTA)
   const RowShape& shape = p.shape;
   const int64_t hidden = shape.hidden;
   const bool with_dres = p.dresidual_out != nullptr;
@@ -86,9 +88,9 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_pipelined(BwdParams p) {
   int64_t row = slot * blockDim.y + threadIdx.y;
   static_assert(kPipelineStages == 3, "the prologue and the rstd ring assume 3 stages");
   issue(row, 0);
-  issue(row + step, 1);
-  // rstd of this row and the next two, loaded as early as their rows' copies are started.
-  float rstd_ring[3] = {rstd_of(row), rstd_of(row + step), 0.0f};
+  if constexpr (kAhead == 2) issue(row + step, 1);
+  // rstd of this row and the next kAhead, loaded as early as their rows' copies are started.
+  float rstd_ring[3] = {rstd_of(row), kAhead == 2 ? rstd_of(row + step) : 0.0f, 0.0f};
   // The weight of this thread's columns is the same for every row: loaded once, while the
   // first rows are in flight.
   KeptColumns<WT, VEC, IMAX> weight;
@@ -158,37 +160,39 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_pipelined(BwdParams p) {
 
   int stage = 0, parity = 0;
   unsigned sum_phases = 0;
-  if constexpr (DEFER) {
-    static_assert(kClusterPipelineStages == 4, "the pending row takes the fourth stage");
+  if constexpr (CLUSTER) {
+    constexpr int kStages = kAhead + 2;  // the rows in flight, the current one, the pending one
+    static_assert(kAhead == 1 || kStages == kClusterPipelineStages, "as the planner sizes them");
     cluster_row_sums_init(cluster_sums);
-    // Row k is in stage k % 4 and cluster sum slot k % 4; it completes in iteration k + 1.
+    // Row k is in stage k % kStages and cluster sum slot k % kClusterRowSlots; it completes in
+    // iteration k + 1.
     float rstd_pending = 0.0f;
     int64_t pending = -1;
     int k = 0;
     // Completes the pending row k - 1 (its x and dy reloaded from its stage: registers for two
     // rows would spill).
     auto complete_pending = [&](Lanes<XT, VEC>(&xs)[IMAX], Lanes<DYT, VEC>(&dys)[IMAX]) {
-      const int s = (stage + kClusterPipelineStages - 1) % kClusterPipelineStages;
-      const float dot = cluster_row_wait(cluster_sums, (k - 1) % 4, sum_phases);
+      const int s = (stage + kStages - 1) % kStages;
+      const float dot = cluster_row_wait(cluster_sums, (k - 1) % kClusterRowSlots, sum_phases);
       load_row(s, xs, dys);
       store_row_dx(pending, s, rstd_pending, dot, xs, dys);
     };
     for (; row < shape.rows; row += step, ++k) {
-      issue(row + 2 * step, (stage + 2) % kClusterPipelineStages);
-      rstd_ring[2] = rstd_of(row + 2 * step);
-      cp_async_wait<kPipelineStages - 1>();  // this row's copies (this thread's own) have landed
+      issue(row + kAhead * step, (stage + kAhead) % kStages);
+      rstd_ring[kAhead] = rstd_of(row + kAhead * step);
+      cp_async_wait<kAhead>();  // this row's copies (this thread's own) have landed
       const float rstd = rstd_ring[0];
       Lanes<XT, VEC> xs[IMAX];
       Lanes<DYT, VEC> dys[IMAX];
       const float dot = row_group_sum(row_dot(stage, rstd, xs, dys), scratch, parity);
       parity ^= 1;
-      cluster_row_push(dot, cluster_sums, k % 4);
+      cluster_row_push(dot, cluster_sums, k % kClusterRowSlots);
       if (pending >= 0) complete_pending(xs, dys);
       pending = row;
       rstd_pending = rstd;
       rstd_ring[0] = rstd_ring[1];
       rstd_ring[1] = rstd_ring[2];
-      stage = (stage + 1) % kClusterPipelineStages;
+      stage = (stage + 1) % kStages;
     }
     if (pending >= 0) {
       Lanes<XT, VEC> xs[IMAX];
@@ -196,7 +200,6 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_pipelined(BwdParams p) {
       complete_pending(xs, dys);
     }
   } else {
-    if constexpr (CLUSTER) cluster_row_sums_init(cluster_sums);
     for (; row < shape.rows; row += step) {
       issue(row + 2 * step, stage == 0 ? 2 : stage - 1);
       rstd_ring[2] = rstd_of(row + 2 * step);
@@ -204,11 +207,7 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_pipelined(BwdParams p) {
       const float rstd = rstd_ring[0];
       Lanes<XT, VEC> xs[IMAX];
       Lanes<DYT, VEC> dys[IMAX];
-      float dot = row_group_sum(row_dot(stage, rstd, xs, dys), scratch, parity);
-      if constexpr (CLUSTER) {
-        cluster_row_push(dot, cluster_sums, parity);
-        dot = cluster_row_wait(cluster_sums, parity, sum_phases);
-      }
+      const float dot = row_group_sum(row_dot(stage, rstd, xs, dys), scratch, parity);
       parity ^= 1;
       store_row_dx(row, stage, rstd, dot, xs, dys);
       rstd_ring[0] = rstd_ring[1];

@@ -27,7 +27,7 @@ template <typename XT, typename WT, typename YT, int VEC, int IMAX, bool CLUSTER
 __global__ void __launch_bounds__(512) rms_norm_fwd_pipelined(FwdParams p) {
   extern __shared__ __align__(16) unsigned char block_smem[];
   __shared__ float scratch[2 * kMaxWarps];
-  __shared__ ClusterRowSums<4> cluster_sums;  // with CLUSTER (then one row group per CTA)
+  __shared__ ClusterRowSums cluster_sums;  // with CLUSTER (then one row group per CTA)
   const RowShape& shape = p.shape;
   const bool with_residual = p.residual != nullptr;
   // Stage operands: 0 x, 1 residual.
@@ -127,13 +127,14 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_pipelined(FwdParams p) {
     // iteration k + 1, after the next row's push, so the wait for its cluster sum overlaps a
     // row of work; its x is reloaded from its stage then.
     static_assert(kClusterPipelineStages == 4, "the pending row takes the fourth stage");
+    static_assert(IMAX <= kClusterDeferMaxItems, "as the planner sizes the stages");
     cluster_row_sums_init(cluster_sums);
     unsigned sum_phases = 0;
     int64_t pending = -1;
     int k = 0;
     auto complete_pending = [&](Lanes<XT, VEC>(&xs)[IMAX]) {
       const int s = (stage + kClusterPipelineStages - 1) % kClusterPipelineStages;
-      const float sum_sq = cluster_row_wait(cluster_sums, (k - 1) % 4, sum_phases);
+      const float sum_sq = cluster_row_wait(cluster_sums, (k - 1) % kClusterRowSlots, sum_phases);
       load_row(pending, s, false, xs);
       store_row_y(pending, xs, sum_sq);
     };
@@ -143,7 +144,7 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_pipelined(FwdParams p) {
       Lanes<XT, VEC> xs[IMAX];
       const float sum_sq = row_group_sum(load_row(row, stage, true, xs), scratch, parity);
       parity ^= 1;
-      cluster_row_push(sum_sq, cluster_sums, k % 4);
+      cluster_row_push(sum_sq, cluster_sums, k % kClusterRowSlots);
       if (pending >= 0) complete_pending(xs);
       pending = row;
       stage = (stage + 1) % kClusterPipelineStages;

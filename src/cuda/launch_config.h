@@ -20,9 +20,11 @@ struct KernelFacts {
   int sm_count = 132;
   bool cluster_launch = true;  // sm_90+
   int max_cluster = 8;         // 8 portable; 16 where the device allows non-portable sizes
-  // The pipelined backward's cluster for rows over 512 x 2 x 8 vectors (4 vectors per thread,
-  // up to 16 CTAs, non-portable on sm_90); 0 = off (the streaming kernel). Measured 3x faster
-  // than streaming past 64K columns (docs/notes.md v13); NK_TUNE_BWD_HUGE_ROW_CLUSTER overrides.
+  // The largest cluster of the pipelined kernels, for rows that need more than max_cluster
+  // CTAs (non-portable on sm_90): 2 vectors per thread up to this many CTAs, then 4; 0 = off
+  // (such rows take the streaming kernel). Measured 3x faster than streaming past 64K columns
+  // (docs/notes.md v13), and 16 x 2 faster than 8 x 4 at 131072 (v19: 426 -> 319 us);
+  // NK_TUNE_BWD_HUGE_ROW_CLUSTER overrides.
   int max_cluster_pipelined = 16;
   int64_t smem_per_block = 227 * 1024;  // opt-in maximum of dynamic shared memory per CTA
   int64_t smem_per_sm = 228 * 1024;
@@ -54,9 +56,10 @@ struct KernelFacts {
   // a cluster barrier.
   int fwd_wide_row_cluster = 16;
   // The pipelined backward splits a row over a cluster when it has more vectors than this
-  // (NK_TUNE_BWD_SPLIT_VECTORS). Measured (docs/notes.md v16): 12K-16K columns of 8-element
-  // vectors run faster on clusters of 2 CTAs at 2 vectors per thread (two CTAs per SM) than on
-  // one CTA at 3-4 (one per SM). The forward splits from kPipelineMaxThreads x kPipelineItems.
+  // (NK_TUNE_BWD_SPLIT_VECTORS). Measured (docs/notes.md v16-v17): 12K-16K columns of 8-element
+  // vectors run faster on clusters of 2 CTAs at 2 vectors per thread than on one CTA at 3-4
+  // (2048 x 16384: 94.5 -> 88.3 us), and float32 rows of 12K-16K columns 64% -> 82-85% of copy.
+  // The forward splits from kPipelineMaxThreads x kPipelineItems.
   int bwd_split_vectors = 1024;
 };
 

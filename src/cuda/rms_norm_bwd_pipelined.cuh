@@ -159,11 +159,11 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_pipelined(BwdParams p) {
   };
 
   int stage = 0, parity = 0;
-  unsigned sum_phases = 0;
   if constexpr (CLUSTER) {
     constexpr int kStages = kAhead + 2;  // the rows in flight, the current one, the pending one
     static_assert(kAhead == 1 || kStages == kClusterPipelineStages, "as the planner sizes them");
     cluster_row_sums_init(cluster_sums);
+    unsigned sum_phases = 0;
     // Row k is in stage k % kStages and cluster sum slot k % kClusterRowSlots; it completes in
     // iteration k + 1.
     float rstd_pending = 0.0f;

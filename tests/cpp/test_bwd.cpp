@@ -148,8 +148,6 @@ INSTANTIATE_TEST_SUITE_P(
              std::to_string(shape.first) + "_hidden" + std::to_string(shape.second);
     });
 
-// ---- layouts ----
-
 class BwdLargeSplitRows : public ::testing::TestWithParam<nk_backend> {};
 
 // Rows split over a cluster (16384 and 32768 columns on the GPU) complete one row late; every
@@ -176,6 +174,8 @@ TEST_P(BwdLargeSplitRows, DeferredRowsWithResidualInPlace) {
 
 INSTANTIATE_TEST_SUITE_P(AllBackends, BwdLargeSplitRows, ::testing::ValuesIn(all_backends()),
                          [](const auto& info) { return std::string(backend_label(info.param)); });
+
+// ---- layouts ----
 
 class BwdLayouts : public ::testing::TestWithParam<nk_backend> {};
 

@@ -40,10 +40,15 @@ __device__ __forceinline__ void load_input(const FwdParams& p, int64_t row, int6
   }
 }
 
+// Sum over the threads of this CTA that share a row.
+__device__ __forceinline__ float cta_row_sum(float v, float* scratch) {
+  return blockDim.x <= 32 ? group_sum(v, blockDim.x) : block_sum(v, scratch);
+}
+
 // Sum over the threads (and CTAs) that share a row.
 __device__ __forceinline__ float row_sum(float v, const RowShape& shape, float* scratch,
                                          float* cluster_slot) {
-  v = blockDim.x <= 32 ? group_sum(v, blockDim.x) : block_sum(v, scratch);
+  v = cta_row_sum(v, scratch);
   if (shape.cluster_size > 1) v = cluster_sum(v, cluster_slot);
   return v;
 }
@@ -203,7 +208,7 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_registers(FwdParams p) {
   prefetch_row_params<WT>(p, c);
   add_residual_lanes(p, c, s);
   float sum_sq = sum_of_squares(s);
-  sum_sq = blockDim.x <= 32 ? group_sum(sum_sq, blockDim.x) : block_sum(sum_sq, scratch);
+  sum_sq = cta_row_sum(sum_sq, scratch);
   if (shape.cluster_size > 1) sum_sq = cluster_push_sum(sum_sq, cluster_push);
   if (!c.valid) return;
   const float rstd = 1.0f / sqrtf(sum_sq * shape.inv_hidden + p.eps);

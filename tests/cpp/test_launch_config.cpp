@@ -160,12 +160,11 @@ TEST(LaunchConfig, SplitsWideBackwardRowsOverPipelinedClusters) {
   KernelFacts streaming = f;
   streaming.max_cluster_pipelined = 0;
   EXPECT_NE(normkit::cuda::plan_bwd(512, 262144, 8, streaming, 4).plan, RowPlan::kPipelined);
-  const KernelFacts& huge_rows = f;
-  const LaunchConfig huge = normkit::cuda::plan_bwd(512, 262144, 8, huge_rows, 4);
+  const LaunchConfig huge = normkit::cuda::plan_bwd(512, 262144, 8, f, 4);
   EXPECT_EQ(huge.plan, RowPlan::kPipelined) << huge.describe();
   EXPECT_EQ(huge.cluster_size, 16);
   EXPECT_EQ(huge.items, 4);
-  const LaunchConfig wide = normkit::cuda::plan_bwd(1024, 131072, 8, huge_rows, 4);
+  const LaunchConfig wide = normkit::cuda::plan_bwd(1024, 131072, 8, f, 4);
   EXPECT_EQ(wide.cluster_size, 16) << wide.describe();
   EXPECT_EQ(wide.items, 2);
   KernelFacts no_clusters = f;

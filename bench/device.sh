@@ -3,8 +3,10 @@
 # `normkit check`, `normkit bench`, the Python tests and benchmarks; logs (as logs.tar.gz) and
 # the JSON results go to $OUT (or ./device-out).
 # Usage: bench/device.sh [steps...]   steps: build test check bench quant install python compare
-# train dtypes huge sanitize
+# train dtypes huge sanitize profile
 # (default: build test check bench)
+# BUILD=dir names the build tree (default build-device); a tree built elsewhere for sm_90 and
+# carried with the call skips the `build` step.
 set -uo pipefail
 OUT=${OUT:-$PWD/device-out}
 mkdir -p "$OUT"
@@ -24,6 +26,12 @@ run() {  # run NAME CMD...: tee output to $OUT/NAME.log, remember failures
   echo "=== $name: exit $rc after $((SECONDS - start)) s"
   [ "$rc" -ne 0 ] && status=1
   return "$rc"
+}
+install_package() {  # links the library that `build` made, when there is one
+  local prebuilt=""
+  [ -f "$BUILD/src/libnormkit.a" ] && prebuilt="-DNK_PREBUILT_STATIC=$PWD/$BUILD/src/libnormkit.a"
+  run pip_install env CMAKE_ARGS="-DNK_CUDA_ARCHITECTURES=90 $prebuilt" python3 -m pip install \
+    --no-build-isolation --no-deps -v .
 }
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader > "$LOGS/gpu.txt" 2>&1
 for step in "${steps[@]}"; do
@@ -48,12 +56,9 @@ for step in "${steps[@]}"; do
         --normkit "token=$LOGS/bench_quant_token.json" \
         --normkit "block=$LOGS/bench_quant_block.json" \
         --normkit "mxfp8=$LOGS/bench_quant_mxfp8.json" ;;
-    install)  # the Python package alone (compare and train need it)
-      run pip_install env CMAKE_ARGS="-DNK_CUDA_ARCHITECTURES=90" python3 -m pip install \
-        --no-build-isolation --no-deps -v . ;;
+    install) install_package ;;  # the Python package alone (compare and train need it)
     python)
-      run pip_install env CMAKE_ARGS="-DNK_CUDA_ARCHITECTURES=90" python3 -m pip install \
-        --no-build-isolation --no-deps -v . &&
+      install_package &&
       # One process per file: a crash in one file cannot hide the others' results.
       for f in tests/python/test_*.py; do
         run "pytest_$(basename "$f" .py)" env PYTHONUNBUFFERED=1 NK_REQUIRE_CUDA=1 \
@@ -72,6 +77,11 @@ for step in "${steps[@]}"; do
         --output-on-failure -R 'Large|LaunchConfig'
       run bench_huge_cluster env NK_TUNE_BWD_HUGE_ROW_CLUSTER=16 "$BUILD/tools/normkit" bench \
         --bwd-only --explain --shapes 512x262144,1024x131072 --json "$LOGS/bench_huge_cluster.json" ;;
+    profile)  # per-kernel GPU time (Nsight Compute) of PROFILE_SHAPES, forward and backward
+      run profile ncu --kernel-name regex:'rms_norm|reduce_partials|quant' --csv \
+        --metrics gpu__time_duration.sum,launch__registers_per_thread,launch__grid_size,launch__block_size,dram__throughput.avg.pct_of_peak_sustained_elapsed \
+        "$BUILD/tools/normkit" bench --reps 2 --shapes "${PROFILE_SHAPES:-29x17389,4096x1024,128x4096,8192x2048}" \
+        ${PROFILE_ARGS:-} ;;
     sanitize)
       run sanitize compute-sanitizer --tool memcheck --error-exitcode 1 \
         "$BUILD/tools/normkit" check --quick --backend cuda ;;

@@ -164,6 +164,19 @@ __device__ __forceinline__ Lanes<T, VEC> load_lanes_upto(const T* p, int64_t n) 
   return lanes;
 }
 
+// load_lanes_upto through the read-only data path (ld.global.nc): for weight and bias.
+template <typename T, int VEC>
+__device__ __forceinline__ Lanes<T, VEC> load_readonly_lanes_upto(const T* p, int64_t n) {
+  Lanes<T, VEC> lanes;
+  if (n >= VEC) {
+    lanes.load_readonly(p);
+  } else {
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) lanes.set(k, k < n ? __ldg(p + k) : from_float<T>(0.0f));
+  }
+  return lanes;
+}
+
 // Like load_upto, through the read-only data path (ld.global.nc): for operands that no thread
 // writes during the kernel (weight, bias). Such loads may be issued ahead of earlier stores.
 template <typename T, int VEC>

@@ -136,6 +136,60 @@ __device__ __forceinline__ void prefetch_row_params(const FwdParams& p, const Ro
   }
 }
 
+// Rows misaligned for 16-byte vectors give a thread many narrow items. Loaded one item at a
+// time after the row reduction, each weight load waits for the previous item's store (the
+// compiler keeps them in order): one L2 round trip per item, 12 at 29 x 17389. Such kernels
+// load the weight of every item with x instead, when that is at most 16 elements per thread
+// (ptxas: 75 -> 108 registers at 2-byte vectors, still one 512-thread CTA per SM). Aligned rows
+// keep the L2 prefetch: on the large shapes the registers would cost CTAs per SM.
+template <typename XT, int VEC, int IMAX>
+constexpr bool kWeightWithX = sizeof(XT) * VEC < 16 && VEC * IMAX <= 16;
+
+// This thread's weight lanes (left as they are without a weight).
+template <typename WT, int VEC, int IMAX>
+__device__ __forceinline__ void load_weight_lanes(const FwdParams& p, const RowChunk<VEC>& c,
+                                                  Lanes<WT, VEC> (&w)[IMAX]) {
+  if (!p.weight) return;
+#pragma unroll
+  for (int i = 0; i < IMAX; ++i) {
+    const int64_t col = c.column(i);
+    if (c.active(i)) {
+      w[i] = load_readonly_lanes_upto<WT, VEC>(static_cast<const WT*>(p.weight) + col,
+                                              c.col_end - col);
+    }
+  }
+}
+
+// load_scale from weight lanes already in registers (unused without a weight).
+template <typename WT, int VEC, typename Params>
+__device__ __forceinline__ void weight_scale(const Params& p, const Lanes<WT, VEC>& lanes,
+                                             float* w) {
+#pragma unroll
+  for (int k = 0; k < VEC; ++k) {
+    w[k] = 1.0f;
+    if (p.weight) {
+      w[k] = to_float(lanes.get(k));
+      if (p.zero_centered) w[k] += 1.0f;
+    }
+  }
+}
+
+// scale_in_place with the weight already in registers (bit for bit the same arithmetic).
+template <typename WT, int VEC>
+__device__ __forceinline__ void scale_with_weight(const FwdParams& p, const Lanes<WT, VEC>& lanes,
+                                                  int64_t col, int64_t n, float* s, float rstd) {
+  float w[VEC];
+  weight_scale<WT, VEC>(p, lanes, w);
+#pragma unroll
+  for (int k = 0; k < VEC; ++k) s[k] = s[k] * rstd * w[k];
+  if (p.bias) {
+    float b[VEC];
+    load_readonly_upto<WT, VEC>(static_cast<const WT*>(p.bias) + col, n, b);
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) s[k] += b[k];
+  }
+}
+
 // With a residual: s = x + residual rounded to XT, stored to residual_out. All residual loads
 // come before the first store (a store between two loads would keep the compiler from issuing
 // the loads together: they might alias).
@@ -205,7 +259,13 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_registers(FwdParams p) {
   if (shape.cluster_size > 1) cluster_push_init(cluster_push);
   Lanes<XT, VEC> s[IMAX];
   load_x_lanes(p, c, s);
-  prefetch_row_params<WT>(p, c);
+  constexpr bool kWeightFirst = kWeightWithX<XT, VEC, IMAX>;
+  [[maybe_unused]] Lanes<WT, VEC> w[kWeightFirst ? IMAX : 1];
+  if constexpr (kWeightFirst) {
+    load_weight_lanes(p, c, w);
+  } else {
+    prefetch_row_params<WT>(p, c);
+  }
   add_residual_lanes(p, c, s);
   float sum_sq = sum_of_squares(s);
   sum_sq = cta_row_sum(sum_sq, scratch);
@@ -220,7 +280,11 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_registers(FwdParams p) {
       float out[VEC];
 #pragma unroll
       for (int k = 0; k < VEC; ++k) out[k] = to_float(s[i].get(k));
-      scale_in_place<WT, VEC>(p, col, col_end - col, out, rstd);
+      if constexpr (kWeightFirst) {
+        scale_with_weight<WT, VEC>(p, w[i], col, col_end - col, out, rstd);
+      } else {
+        scale_in_place<WT, VEC>(p, col, col_end - col, out, rstd);
+      }
       store_upto<YT, VEC>(static_cast<YT*>(p.y) + row * p.y_stride + col, col_end - col, out);
     }
   }

@@ -86,9 +86,8 @@ void launch_bwd(const nk_rms_norm_bwd_args& a, const LaunchConfig& planned, cuda
   });
   if (!p.partial_dweight && !p.partial_dbias) return;
   // One launch reduces both: blockIdx.y = 0 dweight (or dbias alone), 1 dbias. Wide rows
-  // take 4 columns per thread where the partial sums allow 16-byte loads, narrow rows 8
-  // columns per CTA with up to 64 lanes of about kReduceChains slots each; few slots take fewer
-  // lanes (idle lanes would only add zeros).
+  // take 4 columns per thread where the partial sums allow 16-byte loads; few slots take
+  // fewer lanes (idle lanes would only add zeros).
   LaunchOptions dependent;
   dependent.dependent = true;
   const auto aligned16 = [](const float* q) {
@@ -96,20 +95,13 @@ void launch_bwd(const nk_rms_norm_bwd_args& a, const LaunchConfig& planned, cuda
   };
   const bool wide = a.hidden >= kReduceVectorFromColumns && a.hidden % 4 == 0 &&
                     aligned16(p.partial_dweight) && aligned16(p.partial_dbias);
-  const bool narrow = a.hidden <= kReduceNarrowColumns;
-  const int64_t cols_per_block = wide ? 128 : narrow ? 8 : 32;
-  const int64_t col_blocks = (a.hidden + cols_per_block - 1) / cols_per_block;
+  const int64_t col_blocks = (a.hidden + (wide ? 127 : 31)) / (wide ? 128 : 32);
   const unsigned outputs = (p.partial_dweight && p.partial_dbias) ? 2 : 1;
-  const int64_t lanes = narrow ? std::min<int64_t>(kReduceThreads / 8,
-                                                   (cfg.slots + kReduceChains - 1) / kReduceChains)
-                               : std::min<int64_t>(kReduceLanes, cfg.slots);
+  const unsigned lanes = static_cast<unsigned>(std::min<int64_t>(kReduceLanes, cfg.slots));
   if (col_blocks > 0x7fffffff) throw Error(NK_ERROR_UNSUPPORTED, "rms_norm_bwd: hidden too large");
-  auto reduce = wide     ? reduce_partials<WT, 4, 32>
-                : narrow ? reduce_partials<WT, 1, 8>
-                         : reduce_partials<WT, 1, 32>;
-  launch(reduce, dim3(static_cast<unsigned>(col_blocks), outputs),
-         dim3(static_cast<unsigned>(cols_per_block / (wide ? 4 : 1)), static_cast<unsigned>(lanes)),
-         dependent, stream, "rms_norm_bwd (dweight/dbias reduction)", 0,
+  launch(wide ? reduce_partials<WT, 4> : reduce_partials<WT, 1>,
+         dim3(static_cast<unsigned>(col_blocks), outputs), dim3(32, lanes), dependent, stream,
+         "rms_norm_bwd (dweight/dbias reduction)", 0,
          static_cast<const float*>(p.partial_dweight), static_cast<WT*>(a.dweight),
          static_cast<const float*>(p.partial_dbias), static_cast<WT*>(a.dbias), cfg.slots,
          a.hidden);

@@ -280,29 +280,21 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_streaming(BwdParams p) {
   }
 }
 
-// Sums over the slots of a column, [slots, hidden] float32 -> [hidden] WT. blockDim = (CX,
-// lanes), lanes <= kReduceThreads / CX: thread (c, l) owns VEC consecutive columns and adds
-// slots l, l + lanes, l + 2 lanes, ... into kReduceChains independent running sums (loads of
-// several slots in flight, not one dependent chain), which are then combined in chain order and
-// the lanes in lane order: a fixed order for a given (slots, lanes), the same for any VEC and
-// CX, so the result is bitwise reproducible.
-// - CX = 32, VEC = 1: the default, 32 columns per CTA and up to 16 lanes.
-// - VEC = 4 (16-byte loads; hidden % 4 == 0 and the partial sums 16-byte aligned) takes wide
-//   rows in a quarter of the CTAs: with one column per thread, 65536 columns took four waves
-//   of CTAs that each wait one load (ncu: 10.5 us, 11% of DRAM).
-// - CX = 8 (one 32-byte sector per thread and slot) takes narrow rows, up to
-//   kReduceNarrowColumns: 32 columns per CTA gave them fewer CTAs than SMs, each thread adding
-//   up to 17 slots in turn (ncu: 5.5 us for 264 x 1024 floats at 6% of DRAM).
+// Sums over the slots of a column, [slots, hidden] float32 -> [hidden] WT. blockDim = (32,
+// lanes), lanes <= kReduceLanes: thread (c, l) owns VEC consecutive columns and adds slots l,
+// l + lanes, l + 2 lanes, ... into kReduceChains independent running sums (loads of several
+// slots in flight, not one dependent chain), which are then combined in chain order and the
+// lanes in lane order: a fixed order for a given (slots, lanes), the same for either VEC, so
+// the result is bitwise reproducible. VEC = 4 (16-byte loads; hidden % 4 == 0 and the partial
+// sums 16-byte aligned) takes wide rows in a quarter of the CTAs: with one column per thread,
+// 65536 columns took four waves of CTAs that each wait one load (ncu: 10.5 us, 11% of DRAM).
 // blockIdx.y selects dweight (0) or dbias (1) when both are wanted.
 // Launched as a programmatic dependent of the main kernel: its launch overlaps the main
 // kernel's tail, and it waits for the main kernel's results before reading them.
-constexpr int kReduceThreads = 512;
-constexpr int kReduceLanes = 16;  // with CX = 32
+constexpr int kReduceLanes = 16;
 constexpr int kReduceChains = 4;
 // From this many columns (128 CTAs of 128 columns: about one per SM) the launcher takes VEC = 4.
 constexpr int64_t kReduceVectorFromColumns = 16384;
-// Up to this many columns (128 CTAs of 32 columns) it takes CX = 8.
-constexpr int64_t kReduceNarrowColumns = 4096;
 
 template <int VEC>
 __device__ __forceinline__ void add_columns(float (&sum)[VEC], const float* src) {
@@ -318,18 +310,18 @@ __device__ __forceinline__ void add_columns(float (&sum)[VEC], const float* src)
   }
 }
 
-template <typename WT, int VEC, int CX>
-__global__ void __launch_bounds__(kReduceThreads)
+template <typename WT, int VEC>
+__global__ void __launch_bounds__(32 * kReduceLanes)
     reduce_partials(const float* partial_w, WT* out_w, const float* partial_b, WT* out_b,
                     int64_t slots, int64_t hidden) {
-  __shared__ float lane_sums[kReduceThreads / CX][CX * VEC + 1];
+  __shared__ float lane_sums[kReduceLanes][32 * VEC + 1];
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   cudaGridDependencySynchronize();
 #endif
   const float* partial = blockIdx.y == 0 && partial_w ? partial_w : partial_b;
   WT* out = blockIdx.y == 0 && partial_w ? out_w : out_b;
   const int lanes = static_cast<int>(blockDim.y);
-  const int64_t col = (static_cast<int64_t>(blockIdx.x) * CX + threadIdx.x) * VEC;
+  const int64_t col = (static_cast<int64_t>(blockIdx.x) * 32 + threadIdx.x) * VEC;
   float chain[kReduceChains][VEC] = {};
   if (col < hidden) {  // VEC > 1 only where hidden % VEC == 0: all VEC columns exist
     const int64_t step = int64_t(lanes) * kReduceChains;

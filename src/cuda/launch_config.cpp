@@ -179,6 +179,7 @@ std::string LaunchConfig::describe() const {
                   " rows/block=" + std::to_string(rows_per_block) +
                   " items=" + std::to_string(items) + " cluster=" + std::to_string(cluster_size) +
                   " cols/cta=" + std::to_string(cols_per_cta) + " grid=" + std::to_string(grid);
+  if (realigned) s += " realigned";
   if (slots) s += " slots=" + std::to_string(slots);
   if (smem_bytes) s += " smem=" + std::to_string(smem_bytes);
   return s;
@@ -202,6 +203,17 @@ LaunchConfig plan_fwd_registers(int64_t rows, int64_t hidden, int vec, const Ker
     }
   }
   return plan(rows, hidden, vec, f, fwd_items_max(vec), kFwdMaxThreadsPerRow, false);
+}
+
+LaunchConfig plan_fwd_realigned(int64_t rows, int64_t hidden, const KernelFacts& facts) {
+  constexpr int kVec = 8;
+  LaunchConfig c = plan_fwd_registers(rows, hidden, kVec, facts);
+  if (hidden < 2 * kVec || c.plan == RowPlan::kStreaming || c.items > kSmallItems) {
+    c.grid = 0;
+    return c;
+  }
+  c.realigned = true;
+  return c;
 }
 
 LaunchConfig plan_fwd(int64_t rows, int64_t hidden, int vec, const KernelFacts& facts,

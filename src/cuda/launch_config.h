@@ -61,6 +61,9 @@ struct KernelFacts {
   // (2048 x 16384: 94.5 -> 88.3 us), and float32 rows of 12K-16K columns 64% -> 82-85% of copy.
   // The forward splits from kPipelineMaxThreads x kPipelineItems.
   int bwd_split_vectors = 1024;
+  // Whether the forward takes 16-bit rows misaligned alike for x and y as a head and aligned
+  // 8-element vectors (plan_fwd_realigned; NK_TUNE_FWD_REALIGN=0: element by element).
+  int fwd_realign = 1;
 };
 
 struct LaunchConfig {
@@ -74,6 +77,9 @@ struct LaunchConfig {
   int64_t grid = 1;          // CTAs
   int64_t slots = 0;         // backward: rows of dweight/dbias partial sums (0 = none)
   int64_t smem_bytes = 0;    // dynamic shared memory per CTA (kPipelined: the stages)
+  // Forward registers/cluster plans of 8-element vectors over rows misaligned for them: each
+  // row's body from its first 16-byte boundary (rms_norm_fwd_realigned).
+  bool realigned = false;
 
   std::string describe() const;
 };
@@ -111,6 +117,11 @@ constexpr int bwd_items_max(int vec) { return vec >= 4 ? kBwdElemsPerThread / ve
 LaunchConfig plan_fwd(int64_t rows, int64_t hidden, int vec, const KernelFacts& facts,
                       int64_t staged_bytes_per_col = 0);
 LaunchConfig plan_fwd_registers(int64_t rows, int64_t hidden, int vec, const KernelFacts& facts);
+// Rows of 16-bit elements misaligned for 16-byte vectors whose x and y share the misalignment
+// (the launcher checks the pointers; no residual): plan_fwd_registers at 8-element vectors,
+// realigned; grid 0 where that plan would stream or hold more than kSmallItems vectors per
+// thread (weight and bias lanes beside x's would spill), or the row is under 2 vectors.
+LaunchConfig plan_fwd_realigned(int64_t rows, int64_t hidden, const KernelFacts& facts);
 // staged_bytes_per_col: bytes per column of one row that the pipelined backward copies into
 // shared memory (x, dy and dresidual_out); 0 when the operands don't allow cp.async (accesses
 // under 4 bytes). The pipelined plan is taken when hidden is a multiple of vec, a row group

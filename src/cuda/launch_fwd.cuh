@@ -5,6 +5,7 @@
 #include "cuda/launchers.h"
 #include "cuda/rms_norm_fwd_kernels.cuh"
 #include "cuda/rms_norm_fwd_pipelined.cuh"
+#include "cuda/rms_norm_fwd_realigned.cuh"
 
 namespace normkit::cuda {
 
@@ -30,6 +31,19 @@ inline FwdParams fwd_params(const nk_rms_norm_fwd_args& a, const LaunchConfig& c
 template <typename XT, typename WT, typename YT>
 void launch_fwd(const nk_rms_norm_fwd_args& a, const LaunchConfig& cfg, cudaStream_t stream) {
   const FwdParams p = fwd_params(a, cfg);
+  if (cfg.realigned) {
+    if constexpr (sizeof(XT) == 2 && sizeof(WT) == 2 && sizeof(YT) == 2) {
+      if (cfg.items > kSmallItems) {
+        throw Error(NK_ERROR_INTERNAL, "rms_norm_fwd: realigned plan with items > 4");
+      }
+      launch(rms_norm_fwd_realigned<XT, WT, YT, kSmallItems>, cfg.grid,
+             dim3(cfg.threads_per_row, cfg.rows_per_block), {cfg.cluster_size}, stream,
+             "rms_norm_fwd (realigned)", 0, p);
+      return;
+    } else {
+      throw Error(NK_ERROR_INTERNAL, "rms_norm_fwd: realigned plan for types other than 16-bit");
+    }
+  }
   dispatch_vec(cfg.vec, "rms_norm_fwd", [&](auto vec_constant) {
     constexpr int VEC = decltype(vec_constant)::value;
     if (cfg.plan == RowPlan::kPipelined) {

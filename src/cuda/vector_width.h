@@ -49,6 +49,7 @@ inline const KernelFacts& tuned_defaults() {
         tuning_knob("NK_TUNE_BWD_CLUSTER_THREADS", k.bwd_cluster_threads, 32, 512);
     k.bwd_split_vectors =
         tuning_knob("NK_TUNE_BWD_SPLIT_VECTORS", k.bwd_split_vectors, 32, 1 << 20);
+    k.fwd_realign = tuning_knob("NK_TUNE_FWD_REALIGN", k.fwd_realign, 0, 1);
     return k;
   }();
   return tuned;

@@ -257,6 +257,30 @@ TEST(LaunchConfig, ForwardOfWideRowsAsMeasured) {
   EXPECT_EQ(normkit::cuda::plan_fwd(29, 17389, 1, f, 0).plan, RowPlan::kCluster);
 }
 
+TEST(LaunchConfig, RealignsMisalignedForwardRowsToSixteenByteVectors) {
+  KernelFacts f;
+  // 29 x 17389: 2174 vectors of 8 after each row's head, 2 CTAs of 512 x 3.
+  const LaunchConfig c = normkit::cuda::plan_fwd_realigned(29, 17389, f);
+  EXPECT_TRUE(c.realigned);
+  EXPECT_EQ(c.vec, 8);
+  EXPECT_EQ(c.plan, RowPlan::kCluster) << c.describe();
+  EXPECT_EQ(c.cluster_size, 2);
+  EXPECT_EQ(c.grid, 58);
+  EXPECT_NE(c.describe().find("realigned"), std::string::npos);
+  // The registers plan at 8-element vectors, whatever it is.
+  const LaunchConfig many = normkit::cuda::plan_fwd_realigned(4096, 4095, f);
+  const LaunchConfig aligned = normkit::cuda::plan_fwd_registers(4096, 4095, 8, f);
+  EXPECT_EQ(many.grid, aligned.grid);
+  EXPECT_EQ(many.items, aligned.items);
+  EXPECT_FALSE(aligned.realigned);
+  // None for rows under two vectors, rows of more than 4 vectors per thread (one CTA of 512
+  // per row: 4096 x 32767), or rows that plan would stream.
+  EXPECT_EQ(normkit::cuda::plan_fwd_realigned(4096, 32767, f).grid, 0);
+  EXPECT_EQ(normkit::cuda::plan_fwd_realigned(8, 15, f).grid, 0);
+  EXPECT_GT(normkit::cuda::plan_fwd_realigned(8, 16, f).grid, 0);
+  EXPECT_EQ(normkit::cuda::plan_fwd_realigned(512, 524289, f).grid, 0);
+}
+
 TEST(LaunchConfig, SplitsFewLongRowsOverClusters) {
   KernelFacts f;
   const LaunchConfig c = normkit::cuda::plan_fwd(29, 65536, 8, f);

@@ -208,7 +208,8 @@ LaunchConfig plan_fwd_registers(int64_t rows, int64_t hidden, int vec, const Ker
 LaunchConfig plan_fwd_realigned(int64_t rows, int64_t hidden, const KernelFacts& facts) {
   constexpr int kVec = 8;
   LaunchConfig c = plan_fwd_registers(rows, hidden, kVec, facts);
-  if (hidden < 2 * kVec || c.plan == RowPlan::kStreaming || c.items > kSmallItems) {
+  if (hidden < 2 * kVec || rows * hidden < facts.fwd_realign_min_elements ||
+      c.plan == RowPlan::kStreaming || c.items > kSmallItems) {
     c.grid = 0;
     return c;
   }

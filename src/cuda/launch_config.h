@@ -62,8 +62,12 @@ struct KernelFacts {
   // The forward splits from kPipelineMaxThreads x kPipelineItems.
   int bwd_split_vectors = 1024;
   // Whether the forward takes 16-bit rows misaligned alike for x and y as a head and aligned
-  // 8-element vectors (plan_fwd_realigned; NK_TUNE_FWD_REALIGN=0: element by element).
+  // 8-element vectors (plan_fwd_realigned; NK_TUNE_FWD_REALIGN=0: element by element), from
+  // this many elements (NK_TUNE_FWD_REALIGN_MIN_ELEMENTS). Measured (docs/notes.md v22): 1.5-2x
+  // faster from 16M elements (4096 x 4095: 80 -> 52 us), slower on small launches (29 x 17389:
+  // 9.3 vs 8.8 us, 64 x 1001: 8.6 vs 5.5).
   int fwd_realign = 1;
+  int64_t fwd_realign_min_elements = int64_t(1) << 20;
 };
 
 struct LaunchConfig {
@@ -120,7 +124,8 @@ LaunchConfig plan_fwd_registers(int64_t rows, int64_t hidden, int vec, const Ker
 // Rows of 16-bit elements misaligned for 16-byte vectors whose x and y share the misalignment
 // (the launcher checks the pointers; no residual): plan_fwd_registers at 8-element vectors,
 // realigned; grid 0 where that plan would stream or hold more than kSmallItems vectors per
-// thread (weight and bias lanes beside x's would spill), or the row is under 2 vectors.
+// thread (weight and bias lanes beside x's would spill), for rows under 2 vectors, and under
+// facts.fwd_realign_min_elements elements.
 LaunchConfig plan_fwd_realigned(int64_t rows, int64_t hidden, const KernelFacts& facts);
 // staged_bytes_per_col: bytes per column of one row that the pipelined backward copies into
 // shared memory (x, dy and dresidual_out); 0 when the operands don't allow cp.async (accesses

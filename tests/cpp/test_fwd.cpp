@@ -212,9 +212,9 @@ TEST_P(FwdLayouts, PointersOneElementOffSixteenByteAlignment) {
 }
 
 // Rows misaligned for 16-byte vectors whose x and y share the misalignment: 16-bit types take
-// the realigned kernel (a head of up to 7 elements, then aligned vectors), with the weight and
-// bias shifted into place; rows misaligned differently for x and y, or with a residual, take the
-// element-wise kernels.
+// the realigned kernel from 1M elements (a head of up to 7 elements, then aligned vectors), with
+// the weight and bias shifted into place; smaller launches, rows misaligned differently for x and
+// y, or with a residual, take the element-wise kernels. Each shape here has over 1M elements.
 TEST_P(FwdLayouts, RowsMisalignedAlikeForXAndY) {
   NK_SKIP_IF_UNAVAILABLE(GetParam());
   Rng rng;
@@ -222,7 +222,7 @@ TEST_P(FwdLayouts, RowsMisalignedAlikeForXAndY) {
     const nk_dtype other = d == NK_BFLOAT16 ? NK_FLOAT16 : NK_BFLOAT16;
     for (int64_t hidden : {16, 23, 71, 4096, 17389}) {
       for (int64_t offset : {0, 1, 3, 6, 7}) {
-        FwdCase c = layout_case(d, other, d, 5, hidden);
+        FwdCase c = layout_case(d, other, d, (int64_t(1) << 20) / hidden + 3, hidden);
         c.residual = false;
         c.bias = offset % 2 == 1;
         c.zero_centered = offset == 3;
@@ -230,16 +230,16 @@ TEST_P(FwdLayouts, RowsMisalignedAlikeForXAndY) {
         test_fwd_case(GetParam(), c, rng);
       }
     }
-    FwdCase in_place = layout_case(d, d, d, 29, 17389);
+    FwdCase in_place = layout_case(d, d, d, 61, 17389);
     in_place.residual = false;
     in_place.y_is_x = true;
     test_fwd_case(GetParam(), in_place, rng);
-    FwdCase padded = layout_case(d, d, other, 9, 1001);  // row strides of 1001 + 3 elements
+    FwdCase padded = layout_case(d, d, other, 1050, 1001);  // row strides of 1001 + 3
     padded.residual = false;
     padded.x_pad = padded.y_pad = 3;
     padded.x_offset = padded.y_offset = 5;
     test_fwd_case(GetParam(), padded, rng);
-    FwdCase apart = layout_case(d, d, d, 7, 17389);  // x and y misaligned differently
+    FwdCase apart = layout_case(d, d, d, 61, 17389);  // x and y misaligned differently
     apart.residual = false;
     apart.x_offset = 1;
     apart.y_offset = 2;

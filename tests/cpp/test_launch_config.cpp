@@ -259,6 +259,10 @@ TEST(LaunchConfig, ForwardOfWideRowsAsMeasured) {
 
 TEST(LaunchConfig, RealignsMisalignedForwardRowsToSixteenByteVectors) {
   KernelFacts f;
+  // Not below 1M elements (slower there, as measured): 29 x 17389 stays element by element.
+  EXPECT_EQ(normkit::cuda::plan_fwd_realigned(29, 17389, f).grid, 0);
+  EXPECT_GT(normkit::cuda::plan_fwd_realigned(61, 17389, f).grid, 0);
+  f.fwd_realign_min_elements = 0;
   // 29 x 17389: 2174 vectors of 8 after each row's head, 2 CTAs of 512 x 3.
   const LaunchConfig c = normkit::cuda::plan_fwd_realigned(29, 17389, f);
   EXPECT_TRUE(c.realigned);

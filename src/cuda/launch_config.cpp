@@ -222,10 +222,14 @@ LaunchConfig plan_fwd(int64_t rows, int64_t hidden, int vec, const KernelFacts& 
   // Measured (docs/notes.md, v10): the pipelined forward wins on few rows (its weight load
   // overlaps x's) and loses 3-5% to the registers kernel on many rows that fit one CTA. Rows
   // the registers kernel splits over a cluster stay there unless fwd_pipeline_clusters (v12).
+  // Rows it gives one CTA of more than kFwdHeavyItems vectors per thread (float32 rows of 16K-32K
+  // columns: 64 registers of x) go to the pipelined clusters (v23: 1024 x 32768 float32 127 ->
+  // 107 us; bf16 rows, at most 8 vectors per thread, measured slower there: v19).
   const LaunchConfig registers = plan_fwd_registers(rows, hidden, vec, facts);
   const bool split = registers.cluster_size > 1 ||
                      ceil_div(hidden, vec) > int64_t(kPipelineMaxThreads) * kPipelineItems;
-  if (split ? facts.fwd_pipeline_clusters : rows <= facts.fwd_pipeline_max_rows) {
+  const bool heavy = registers.cluster_size == 1 && registers.items > kFwdHeavyItems;
+  if (split ? (facts.fwd_pipeline_clusters || heavy) : rows <= facts.fwd_pipeline_max_rows) {
     const LaunchConfig pipelined = plan_pipelined(rows, hidden, vec, facts, staged_bytes_per_col,
                                                   2, facts.fwd_ctas_per_sm, rows, true,
                                                   int64_t(kPipelineMaxThreads) * kPipelineItems);

@@ -95,6 +95,9 @@ constexpr int kBwdElemsPerThread = 32;
 constexpr int kFwdMaxThreadsPerRow = 512;
 constexpr int kBwdMaxThreadsPerRow = 256;
 constexpr int kStreamingThreads = 512;
+// Vectors per thread past which the forward prefers the pipelined clusters to one CTA per row
+// (plan_fwd).
+constexpr int kFwdHeavyItems = 8;
 
 // Pipelined kernels: shared-memory stages per row group (one row each; stages - 1 rows in
 // flight), vectors per thread per row (bound), and threads per row group (bound).

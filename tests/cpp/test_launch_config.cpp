@@ -257,6 +257,23 @@ TEST(LaunchConfig, ForwardOfWideRowsAsMeasured) {
   EXPECT_EQ(normkit::cuda::plan_fwd(29, 17389, 1, f, 0).plan, RowPlan::kCluster);
 }
 
+TEST(LaunchConfig, ForwardOfLongFloat32RowsTakesPipelinedClusters) {
+  KernelFacts f;
+  // float32, 4-element vectors: one CTA per row would hold 16 vectors per thread.
+  const LaunchConfig heavy = normkit::cuda::plan_fwd(1024, 32768, 4, f, 4);
+  EXPECT_EQ(heavy.plan, RowPlan::kPipelined) << heavy.describe();
+  EXPECT_EQ(heavy.cluster_size, 8);
+  EXPECT_EQ(heavy.items, 2);
+  // Without cp.async (staged bytes 0) the registers kernel keeps them.
+  EXPECT_EQ(normkit::cuda::plan_fwd(1024, 32768, 4, f, 0).plan, RowPlan::kRegisters);
+  // bf16 rows of the same length: 8 vectors per thread, one CTA per row, as measured.
+  const LaunchConfig bf16 = normkit::cuda::plan_fwd(1024, 32768, 8, f, 2);
+  EXPECT_EQ(bf16.plan, RowPlan::kRegisters) << bf16.describe();
+  EXPECT_EQ(bf16.items, 8);
+  // float32 rows of 12288 columns: 6 vectors per thread, one CTA per row still.
+  EXPECT_EQ(normkit::cuda::plan_fwd(4096, 12288, 4, f, 4).plan, RowPlan::kRegisters);
+}
+
 TEST(LaunchConfig, RealignsMisalignedForwardRowsToSixteenByteVectors) {
   KernelFacts f;
   // Not below 1M elements (slower there, as measured): 29 x 17389 stays element by element.

@@ -35,7 +35,7 @@ namespace normkit::cuda {
 // stages (two rows in flight, the current row, the pending one); longer ones keep
 // kPipelineStages and one row in flight (a row of 16384 columns is 64 KB of x and dy per CTA).
 template <typename XT, typename WT, typename DYT, int VEC, int IMAX, bool DBIAS, bool CLUSTER>
-__global__ void __launch_bounds__(512, (!CLUSTER && IMAX <= 2) ? 2 : 1) rms_norm_bwd_pipelined(BwdParams p) {
+__global__ void __launch_bounds__(512) rms_norm_bwd_pipelined(BwdParams p) {
   // Rows in flight ahead of the current one.
   constexpr int kAhead = CLUSTER && IMAX > kClusterDeferMaxItems ? 1 : 2;
   extern __shared__ __align__(16) unsigned char block_smem[];

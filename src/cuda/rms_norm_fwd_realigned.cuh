@@ -1,9 +1,10 @@
 // The forward on rows misaligned for 16-byte vectors (odd hidden sizes, where every row starts
-// somewhere else), 16-bit types only. Each row is a head of h < 8 elements, then 8-element vectors
-// from column h, which are 16-byte aligned whenever x and y rows are misaligned alike (the launcher
-// checks). The weight and bias, aligned at column 0, are shifted into place in registers from two
-// aligned loads. Element by element, such a row took 12 loads per thread and one L2 round trip per
-// item for its weight (29 x 17389: 11.6 us, docs/notes.md).
+// somewhere else), 16-bit types only. Each row is a head of h < 8 elements, then 8-element
+// vectors from column h, which are 16-byte aligned whenever x and y rows are misaligned alike
+// (the launcher checks). The weight and bias, aligned at column 0, are shifted into place in
+// registers from two aligned loads. Element by element, a thread issues 8 times the loads:
+// 4096 x 4095 ran at 28% of copy, 43% realigned (docs/notes.md v22). Small launches, where that
+// does not matter and fewer threads cost more, stay element by element (plan_fwd_realigned).
 #pragma once
 
 #include "cuda/element.cuh"

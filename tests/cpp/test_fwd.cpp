@@ -239,6 +239,10 @@ TEST_P(FwdLayouts, RowsMisalignedAlikeForXAndY) {
     padded.x_pad = padded.y_pad = 3;
     padded.x_offset = padded.y_offset = 5;
     test_fwd_case(GetParam(), padded, rng);
+    FwdCase bias_only = layout_case(d, d, d, 61, 17389);  // no weight: bias shifted alone
+    bias_only.residual = bias_only.weight = false;
+    bias_only.x_offset = bias_only.y_offset = 5;
+    test_fwd_case(GetParam(), bias_only, rng);
     FwdCase apart = layout_case(d, d, d, 61, 17389);  // x and y misaligned differently
     apart.residual = false;
     apart.x_offset = 1;

@@ -5,8 +5,8 @@
 # Usage: bench/device.sh [steps...]   steps: build test check bench quant install python compare
 # train dtypes huge sanitize profile
 # (default: build test check bench)
-# BUILD=dir names the build tree (default build-device); a tree built elsewhere for sm_90 and
-# carried with the call skips the `build` step.
+# BUILD=dir names the build tree (default build-device). (A tree built on the CPU machine cannot
+# travel instead: its binaries are over 64 MiB each.) `install` links that tree's libnormkit.a.
 set -uo pipefail
 OUT=${OUT:-$PWD/device-out}
 mkdir -p "$OUT"

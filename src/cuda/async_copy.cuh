@@ -7,6 +7,11 @@
 
 namespace normkit::cuda {
 
+// The shared-state-space address of a pointer into this CTA's shared memory.
+__device__ __forceinline__ unsigned shared_address(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
 // Starts copying BYTES (4, 8 or 16; both addresses aligned to it) from global to shared memory.
 // 16-byte copies bypass L1 (.cg): the data is read once.
 template <int BYTES>

@@ -86,6 +86,21 @@ LaunchConfig plan_fwd_for(const nk_rms_norm_fwd_args& a, const KernelFacts& fact
                   fwd_staged_bytes(vec, a.x_dtype, a.residual != nullptr));
 }
 
+// The column-owning backward where it applies (few rows), else plan_bwd. That kernel stages x,
+// dy and dresidual_out whatever their alignment, so only dx's rows set its vector width.
+LaunchConfig plan_bwd_for(const nk_rms_norm_bwd_args& a, const KernelFacts& facts) {
+  const size_t xs = nk_dtype_size(a.x_dtype), dys = nk_dtype_size(a.dy_dtype);
+  const int64_t staged[3] = {int64_t(xs), int64_t(dys), a.dresidual_out ? int64_t(xs) : 0};
+  const int outputs = (a.dweight ? 1 : 0) + (a.dbias ? 1 : 0);
+  const LaunchConfig columns =
+      plan_bwd_columns(a.rows, a.hidden, vector_width(a.rows, {{a.dx, xs, a.dx_row_stride}}),
+                       facts, staged, outputs);
+  if (columns.grid > 0) return columns;
+  const int vec = bwd_vector_width(a);
+  return plan_bwd(a.rows, a.hidden, vec, facts,
+                  bwd_staged_bytes(vec, a.x_dtype, a.dy_dtype, a.dresidual_out != nullptr));
+}
+
 int natural_vec(nk_dtype a, nk_dtype b, nk_dtype c) {
   const size_t smallest = std::min({nk_dtype_size(a), nk_dtype_size(b), nk_dtype_size(c)});
   return static_cast<int>(16 / smallest);
@@ -151,10 +166,7 @@ size_t rms_norm_bwd_workspace_bytes(int64_t rows, int64_t hidden, bool want_dwei
 }
 
 void rms_norm_bwd(const nk_rms_norm_bwd_args& a, void* stream) {
-  const int vec = bwd_vector_width(a);
-  const LaunchConfig cfg =
-      plan_bwd(a.rows, a.hidden, vec, kernel_facts(current_device_facts()),
-               bwd_staged_bytes(vec, a.x_dtype, a.dy_dtype, a.dresidual_out != nullptr));
+  const LaunchConfig cfg = plan_bwd_for(a, kernel_facts(current_device_facts()));
   const auto s = static_cast<cudaStream_t>(stream);
   try {
     dispatch_dtype(a.x_dtype, "rms_norm_bwd x",
@@ -182,9 +194,13 @@ std::string explain_fwd(int64_t rows, int64_t hidden, nk_dtype x, nk_dtype w, nk
 std::string explain_bwd(int64_t rows, int64_t hidden, nk_dtype x, nk_dtype w, nk_dtype dy) {
   const int nat = natural_vec(x, w, dy);
   const int vec = hidden % nat == 0 ? nat : 1;
-  return plan_bwd(rows, hidden, vec, kernel_facts(current_device_facts()),
-                  bwd_staged_bytes(vec, x, dy, false))
-      .describe();
+  const KernelFacts facts = kernel_facts(current_device_facts());
+  // As `normkit bench` calls it: dweight wanted, no dbias or dresidual_out.
+  const int64_t xs = nk_dtype_size(x), staged[3] = {xs, int64_t(nk_dtype_size(dy)), 0};
+  const int dx_vec = hidden % (16 / xs) == 0 ? int(16 / xs) : 1;
+  const LaunchConfig columns = plan_bwd_columns(rows, hidden, dx_vec, facts, staged, 1);
+  if (columns.grid > 0) return columns.describe();
+  return plan_bwd(rows, hidden, vec, facts, bwd_staged_bytes(vec, x, dy, false)).describe();
 }
 
 }  // namespace normkit::cuda

@@ -3,6 +3,7 @@
 
 #include "cuda/launch_common.cuh"
 #include "cuda/launchers.h"
+#include "cuda/rms_norm_bwd_columns.cuh"
 #include "cuda/rms_norm_bwd_kernels.cuh"
 #include "cuda/rms_norm_bwd_pipelined.cuh"
 
@@ -38,6 +39,16 @@ void launch_bwd(const nk_rms_norm_bwd_args& a, const LaunchConfig& planned, cuda
   p.partial_dweight = p.partial_dbias = nullptr;
   p.dweight = a.dweight;  // for want_dbias()/want_dweight() until set_outputs
   p.dbias = a.dbias;
+  if (cfg.plan == RowPlan::kColumns) {  // writes dweight/dbias itself: no workspace, one launch
+    dispatch_vec(cfg.vec, "rms_norm_bwd (columns)", [&](auto vec_constant) {
+      constexpr int VEC = decltype(vec_constant)::value;
+      auto kernel = rms_norm_bwd_columns<XT, WT, DYT, VEC>;
+      cfg = fit_resident_clusters(cfg, kernel, "rms_norm_bwd (columns)");
+      launch(kernel, cfg.grid, dim3(cfg.threads_per_row), {cfg.cluster_size}, stream,
+             "rms_norm_bwd (columns)", static_cast<size_t>(cfg.smem_bytes), p);
+    });
+    return;
+  }
   dispatch_vec(cfg.vec, "rms_norm_bwd", [&](auto vec_constant) {
     constexpr int VEC = decltype(vec_constant)::value;
     if (cfg.plan == RowPlan::kPipelined) {

@@ -1,5 +1,7 @@
 #include "cuda/launch_config.h"
 
+#include "cuda/columns_layout.h"
+
 #include <algorithm>
 #include <string>
 
@@ -173,6 +175,7 @@ std::string LaunchConfig::describe() const {
   const char* name = plan == RowPlan::kRegisters ? "registers"
                      : plan == RowPlan::kCluster ? "cluster"
                      : plan == RowPlan::kPipelined ? "pipelined"
+                     : plan == RowPlan::kColumns   ? "columns"
                                                  : "streaming";
   std::string s = std::string(name) + " vec=" + std::to_string(vec) +
                   " threads/row=" + std::to_string(threads_per_row) +
@@ -290,6 +293,45 @@ LaunchConfig plan_bwd(int64_t rows, int64_t hidden, int vec, const KernelFacts& 
   KernelFacts wide = facts;
   wide.max_cluster = std::max(facts.max_cluster, facts.max_cluster_pipelined);
   return plan(rows, hidden, vec, wide, bwd_items_max(vec), kBwdMaxThreadsPerRow, true);
+}
+
+LaunchConfig plan_bwd_columns(int64_t rows, int64_t hidden, int vec, const KernelFacts& f,
+                              const int64_t (&element_bytes)[3], int outputs) {
+  LaunchConfig none;
+  none.grid = 0;
+  if (!f.cluster_launch || rows * hidden > f.bwd_columns_max_elements) return none;
+  // As many CTAs as the largest cluster allows (each SM adds load bandwidth to a latency-bound
+  // launch), each owning at least kMinCols columns.
+  constexpr int64_t kMinCols = 64;
+  const int64_t max_cluster = std::max(f.max_cluster, f.max_cluster_pipelined);
+  const int64_t cluster = std::clamp<int64_t>(ceil_div(hidden, kMinCols), 1, max_cluster);
+  const int64_t cols = ceil_div(ceil_div(hidden, cluster), 8) * 8;
+  const int64_t nvec = ceil_div(cols, vec);
+  // Row groups of the dx pass: the fewest rounds (rows per group x vectors per thread) among
+  // the group counts whose partial sums still fit.
+  int groups = 0;
+  int64_t best_rounds = 0, smem = 0;
+  for (int g = 1; g <= kColumnsThreads / 32 && g <= rows; g *= 2) {
+    const ColumnsLayout layout(rows, cols, g, outputs, element_bytes);
+    if (layout.total > f.smem_per_block) break;
+    const int64_t rounds = ceil_div(rows, g) * ceil_div(nvec, kColumnsThreads / g);
+    if (groups == 0 || rounds < best_rounds) {
+      groups = g;
+      best_rounds = rounds;
+      smem = layout.total;
+    }
+  }
+  if (groups == 0) return none;
+  LaunchConfig c;
+  c.plan = RowPlan::kColumns;
+  c.vec = vec;
+  c.threads_per_row = kColumnsThreads;
+  c.items = groups;
+  c.cluster_size = static_cast<int>(ceil_div(hidden, cols));
+  c.cols_per_cta = cols;
+  c.grid = c.cluster_size;
+  c.smem_bytes = smem;
+  return c;
 }
 
 int64_t bwd_max_slots(int64_t rows, const KernelFacts& facts) {

@@ -14,6 +14,7 @@ enum class RowPlan {
   kCluster,    // kRegisters with each row split over the CTAs of a thread-block cluster
   kStreaming,  // rows too long for on-chip storage: two passes, the second mostly from L2
   kPipelined,  // persistent; rows copied into shared memory kPipelineStages - 1 rows ahead
+  kColumns,    // backward of few rows: one cluster, each CTA owning columns of every row
 };
 
 struct KernelFacts {
@@ -68,6 +69,10 @@ struct KernelFacts {
   // 9.3 vs 8.8 us, 64 x 1001: 8.6 vs 5.5).
   int fwd_realign = 1;
   int64_t fwd_realign_min_elements = int64_t(1) << 20;
+  // The backward of at most this many elements takes one cluster whose CTAs own columns of
+  // every row (plan_bwd_columns) where the rows fit its shared memory
+  // (NK_TUNE_BWD_COLUMNS_MAX_ELEMENTS; 0: never).
+  int64_t bwd_columns_max_elements = int64_t(1) << 20;
 };
 
 struct LaunchConfig {
@@ -75,7 +80,7 @@ struct LaunchConfig {
   int vec = 1;               // elements per vector access
   int threads_per_row = 32;  // blockDim.x
   int rows_per_block = 1;    // blockDim.y
-  int items = 1;             // vectors per thread per row (<= items_max(vec))
+  int items = 1;             // vectors per thread per row (<= items_max(vec)); kColumns: row groups
   int cluster_size = 1;      // CTAs per row
   int64_t cols_per_cta = 0;  // columns each CTA of a cluster covers (multiple of vec)
   int64_t grid = 1;          // CTAs
@@ -145,6 +150,18 @@ LaunchConfig plan_bwd(int64_t rows, int64_t hidden, int vec, const KernelFacts& 
 // element (rms_norm_fwd_quant_blocks_unaligned).
 LaunchConfig plan_fwd_quant(int64_t rows, int64_t hidden, int vec, int block,
                             const KernelFacts& facts);
+
+// The backward of few rows in one kernel (rms_norm_bwd_columns): one cluster of up to
+// max(max_cluster, max_cluster_pipelined) CTAs of kColumnsThreads threads, CTA r owning columns
+// [r * cols_per_cta, (r + 1) * cols_per_cta) of every row (cols_per_cta a multiple of 8), its
+// rows staged in shared memory; items = row groups of its dx pass. grid 0 where it does not
+// apply: no clusters, more than facts.bwd_columns_max_elements elements, or rows that do not fit
+// shared memory. vec: the vector width that dx's rows allow (the other operands are staged
+// whatever their alignment). element_bytes: x, dy and dresidual_out (0 without it); outputs:
+// how many of dweight and dbias are wanted.
+constexpr int kColumnsThreads = 1024;
+LaunchConfig plan_bwd_columns(int64_t rows, int64_t hidden, int vec, const KernelFacts& facts,
+                              const int64_t (&element_bytes)[3], int outputs);
 
 // Upper bound on plan_bwd(...).slots for any vec: the workspace query cannot know the
 // alignment of the pointers that a later call will pass.

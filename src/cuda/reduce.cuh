@@ -163,10 +163,6 @@ struct ClusterRowSums {
   unsigned long long bars[kClusterRowSlots];
 };
 
-__device__ __forceinline__ unsigned shared_address(const void* p) {
-  return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
-
 // The address of `local` (this CTA's shared memory) in CTA `rank` of the cluster.
 __device__ __forceinline__ unsigned cluster_address(const void* local, unsigned rank) {
   unsigned remote;

@@ -53,6 +53,9 @@ inline const KernelFacts& tuned_defaults() {
     k.fwd_realign_min_elements = tuning_knob("NK_TUNE_FWD_REALIGN_MIN_ELEMENTS",
                                              static_cast<int>(k.fwd_realign_min_elements), 0,
                                              1 << 30);
+    k.bwd_columns_max_elements = tuning_knob("NK_TUNE_BWD_COLUMNS_MAX_ELEMENTS",
+                                             static_cast<int>(k.bwd_columns_max_elements), 0,
+                                             1 << 30);
     return k;
   }();
   return tuned;

@@ -139,8 +139,9 @@ INSTANTIATE_TEST_SUITE_P(
                                          RowsHidden{3, 1048576}, RowsHidden{16384, 128},
                                          RowsHidden{1000, 1000}, RowsHidden{65536, 64},
                                          RowsHidden{300, 32768}, RowsHidden{37, 65536},
-                                         // odd hidden (2-byte accesses): clusters of 9 and
-                                         // 15 CTAs, more rows than slots in the second
+                                         // odd hidden (2-byte accesses): on the GPU one
+                                         // column-owning cluster, then clusters of 15 CTAs
+                                         // with more rows than slots
                                          RowsHidden{29, 17389}, RowsHidden{601, 30001})),
     [](const auto& info) {
       const RowsHidden shape = std::get<1>(info.param);
@@ -260,6 +261,52 @@ TEST_P(BwdLayouts, InPlaceDxIsDresidualOut) {
 INSTANTIATE_TEST_SUITE_P(AllBackends, BwdLayouts, ::testing::ValuesIn(all_backends()),
                          [](const auto& info) { return std::string(backend_label(info.param)); });
 
+// ---- few rows: on the GPU, one cluster whose CTAs own columns of every row ----
+
+// Shapes at the edges of that plan: one row, a CTA per 64 columns, rows whose segments start
+// at every offset modulo 16, the most row groups, and 31 x 32768, past its shared memory (the
+// other kernels); with every optional operand, misaligned or strided, and in place.
+class BwdFewRows : public ::testing::TestWithParam<std::tuple<nk_backend, RowsHidden>> {};
+
+TEST_P(BwdFewRows, EveryOperandAndLayout) {
+  const nk_backend backend = std::get<0>(GetParam());
+  const auto [rows, hidden] = std::get<1>(GetParam());
+  NK_SKIP_IF_UNAVAILABLE(backend);
+  Rng rng;
+  for (int variant = 0; variant < 4; ++variant) {
+    BwdCase c = layout_case(NK_BFLOAT16, NK_BFLOAT16, NK_BFLOAT16, rows, hidden);
+    c.eps = eps_for(hidden);
+    c.zero_centered = variant == 1;
+    c.dresidual = variant != 2;
+    c.dbias = variant != 3;
+    if (variant == 2) {  // float32 x and dy (4-byte elements), dy strided and misaligned
+      c.x = c.dy = NK_FLOAT32;
+      c.dy_pad = 5;
+      c.dy_offset = 1;
+      c.weight = false;
+      c.dweight = false;
+    }
+    if (variant == 3) {  // every operand one element off 16-byte alignment, dx in place of dy
+      c.x_offset = c.dy_offset = c.dresidual_offset = c.weight_offset = 1;
+      c.dx_is_dy = true;
+    }
+    test_bwd_case(backend, c, rng);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    AllBackends, BwdFewRows,
+    ::testing::Combine(::testing::ValuesIn(all_backends()),
+                       ::testing::Values(RowsHidden{1, 4096}, RowsHidden{1, 1}, RowsHidden{2, 65},
+                                         RowsHidden{128, 4096}, RowsHidden{29, 17389},
+                                         RowsHidden{9, 1003}, RowsHidden{150, 3000},
+                                         RowsHidden{31, 32768})),
+    [](const auto& info) {
+      const RowsHidden shape = std::get<1>(info.param);
+      return std::string(backend_label(std::get<0>(info.param))) + "_rows" +
+             std::to_string(shape.first) + "_hidden" + std::to_string(shape.second);
+    });
+
 // ---- semantics and determinism ----
 
 class BwdProperties : public ::testing::TestWithParam<nk_backend> {};
@@ -303,7 +350,8 @@ TEST_P(BwdProperties, TwoRunsGiveBitwiseIdenticalResults) {
   NK_SKIP_IF_UNAVAILABLE(backend);
   Rng rng;
   NK_SEED_TRACE(rng);
-  for (const RowsHidden& shape : {RowsHidden{3000, 1000}, RowsHidden{64, 17389}}) {
+  for (const RowsHidden& shape : {RowsHidden{3000, 1000}, RowsHidden{64, 17389},
+                                  RowsHidden{29, 17389}, RowsHidden{128, 4096}}) {
     BwdCase c = layout_case(NK_BFLOAT16, NK_FLOAT32, NK_BFLOAT16, shape.first, shape.second);
     SCOPED_TRACE(c.describe());
     const BwdInputs in = make_bwd_inputs(c, rng);

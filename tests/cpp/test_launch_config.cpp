@@ -312,4 +312,43 @@ TEST(LaunchConfig, SplitsFewLongRowsOverClusters) {
   EXPECT_EQ(normkit::cuda::plan_fwd(29, 65536, 8, f).cluster_size, 1);
 }
 
+TEST(LaunchConfig, BackwardOfFewRowsTakesOneColumnOwningCluster) {
+  KernelFacts f;
+  const int64_t bf16[3] = {2, 2, 0}, with_dresidual[3] = {2, 2, 2}, fp32[3] = {4, 4, 4};
+  for (const auto& [rows, hidden] : {std::pair<int64_t, int64_t>{1, 1}, {1, 4096}, {2, 65},
+                                     {29, 17389}, {128, 4096}, {9, 1003}, {150, 3000}}) {
+    for (const int vec : {1, 8}) {
+      const LaunchConfig c = normkit::cuda::plan_bwd_columns(rows, hidden, vec, f, bf16, 2);
+      SCOPED_TRACE(c.describe());
+      ASSERT_EQ(c.plan, RowPlan::kColumns);
+      EXPECT_EQ(c.grid, c.cluster_size);  // one cluster
+      EXPECT_LE(c.cluster_size, 16);
+      EXPECT_EQ(c.cols_per_cta % 8, 0);  // every CTA's columns start aligned for any vec
+      EXPECT_GE(c.cols_per_cta * c.cluster_size, hidden);
+      EXPECT_LT(c.cols_per_cta * (c.cluster_size - 1), hidden);  // no CTA without columns
+      EXPECT_EQ(c.threads_per_row, normkit::cuda::kColumnsThreads);
+      EXPECT_GE(c.items, 1);
+      EXPECT_LE(c.items, std::min<int64_t>(rows, 32));
+      EXPECT_EQ(c.items & (c.items - 1), 0);  // row groups divide the CTA's threads
+      EXPECT_GT(c.smem_bytes, 0);
+      EXPECT_LE(c.smem_bytes, f.smem_per_block);
+    }
+  }
+  // More columns per CTA for the most CTAs: 29 x 17389 on 16 CTAs of 1088 columns.
+  const LaunchConfig odd = normkit::cuda::plan_bwd_columns(29, 17389, 1, f, bf16, 1);
+  EXPECT_EQ(odd.cluster_size, 16);
+  EXPECT_EQ(odd.cols_per_cta, 1088);
+  // Rows that do not fit shared memory, too many elements, no clusters: the other plans.
+  EXPECT_EQ(normkit::cuda::plan_bwd_columns(200, 3000, 1, f, with_dresidual, 2).grid, 0);
+  EXPECT_EQ(normkit::cuda::plan_bwd_columns(1024, 1024, 8, f, bf16, 1).grid, 0);
+  EXPECT_EQ(normkit::cuda::plan_bwd_columns(128, 4096, 4, f, fp32, 2).grid, 0);
+  EXPECT_EQ(normkit::cuda::plan_bwd_columns(2048, 1024, 8, f, bf16, 1).grid, 0);
+  KernelFacts off = f;
+  off.bwd_columns_max_elements = 0;
+  EXPECT_EQ(normkit::cuda::plan_bwd_columns(1, 4096, 8, off, bf16, 1).grid, 0);
+  off = f;
+  off.cluster_launch = false;
+  EXPECT_EQ(normkit::cuda::plan_bwd_columns(1, 4096, 8, off, bf16, 1).grid, 0);
+}
+
 }  // namespace

@@ -1,0 +1,94 @@
+// Bulk global -> shared copies through the Tensor Memory Accelerator (cp.async.bulk, sm_90),
+// completed on a shared-memory mbarrier, and the split arrive/wait of the cluster barrier.
+// One thread can put a whole row segment in flight with one instruction and no registers:
+// the way to keep a small grid's loads all in flight at once.
+#pragma once
+
+#include <cstdint>
+
+#include "cuda/async_copy.cuh"
+
+namespace normkit::cuda {
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define NK_HAS_BULK_COPY 1
+#else
+#define NK_HAS_BULK_COPY 0
+#endif
+
+// Initializes an mbarrier that completes its phase after `arrivals` arrivals and all expected
+// bytes; then makes the initialization visible to the async proxy (the copy engine).
+__device__ __forceinline__ void mbarrier_init(uint64_t* bar, unsigned arrivals) {
+#if NK_HAS_BULK_COPY
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(shared_address(bar)),
+               "r"(arrivals)
+               : "memory");
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+#endif
+}
+
+// Adds `bytes` to the transaction count that the current phase waits for.
+__device__ __forceinline__ void mbarrier_expect_bytes(uint64_t* bar, unsigned bytes) {
+#if NK_HAS_BULK_COPY
+  asm volatile("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;\n" ::"r"(
+                   shared_address(bar)),
+               "r"(bytes)
+               : "memory");
+#endif
+}
+
+__device__ __forceinline__ void mbarrier_arrive(uint64_t* bar) {
+#if NK_HAS_BULK_COPY
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(shared_address(bar))
+               : "memory");
+#endif
+}
+
+// Waits until the phase of parity `parity` has completed.
+__device__ __forceinline__ void mbarrier_wait(uint64_t* bar, unsigned parity) {
+#if NK_HAS_BULK_COPY
+  unsigned done = 0;
+  do {
+    asm volatile(
+        "{\n"
+        ".reg .pred p;\n"
+        "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+        "selp.u32 %0, 1, 0, p;\n"
+        "}\n"
+        : "=r"(done)
+        : "r"(shared_address(bar)), "r"(parity)
+        : "memory");
+  } while (!done);
+#endif
+}
+
+// Copies `bytes` (a multiple of 16; both addresses 16-byte aligned) from global to this CTA's
+// shared memory; completion is counted on `bar` (whose expected bytes must include them).
+__device__ __forceinline__ void bulk_copy_to_shared(void* smem, const void* gmem, unsigned bytes,
+                                                    uint64_t* bar) {
+#if NK_HAS_BULK_COPY
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::
+          "r"(shared_address(smem)),
+      "l"(gmem), "r"(bytes), "r"(shared_address(bar))
+      : "memory");
+#endif
+}
+
+// The cluster barrier in two halves: arrive (releasing this thread's prior writes) and wait
+// (acquiring the others'). Every thread of every CTA of the cluster takes part; between the
+// two, a CTA may work on while the others catch up.
+__device__ __forceinline__ void cluster_arrive() {
+#if NK_HAS_BULK_COPY
+  asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void cluster_wait() {
+#if NK_HAS_BULK_COPY
+  asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+#endif
+}
+
+}  // namespace normkit::cuda

@@ -239,7 +239,8 @@ def op_fwd(x, weight, bias, residual, eps, zero_centered, out_dtype):
     tensors, mixed devices, a CUDA tensor off the current device).
 
     Runs inside the op's real implementation, so no context checks: the dispatcher has already
-    routed tracers, modes and fake tensors elsewhere. The caller has validated the arguments.
+    routed tracers, modes and fake tensors elsewhere. A plan exists only for arguments that pass
+    the op's checks (_ops._check_fwd_args), so the op runs those only when this returns None.
     """
     if type(x) not in _PLAIN_TYPES:
         return None
@@ -254,7 +255,7 @@ def op_fwd(x, weight, bias, residual, eps, zero_centered, out_dtype):
     rstd_shape = plan[3] if len(shape) == 2 else tuple(shape[:-1])  # an int is cheaper to parse
     y, residual_out, rstd = _launch_fwd(x, weight, bias, residual, plan, rstd_shape)
     if residual_out is None:
-        residual_out = _empty(0, dtype=x.dtype, device=x.device)
+        residual_out = x.new_empty(0)  # x's dtype and device
     return y, residual_out, rstd
 
 
@@ -275,52 +276,42 @@ class _Fn(torch.autograd.Function):
     def backward(ctx, dy, dresidual_out=None):
         s, rstd, weight = ctx.saved_tensors
         plan = ctx.plan
-        has_bias, has_residual = plan[12], plan[13]
-        need = ctx.needs_input_grad
-        want_dweight = weight is not None and need[1]
-        want_dbias = has_bias and need[2]
-        dres = dresidual_out if has_residual else None
-        dx, dweight, dbias = _bwd(dy, s, rstd, weight, dres, plan, want_dweight, want_dbias)
-        return (
-            dx,
-            dweight,  # None unless wanted
-            dbias,
-            dx if has_residual else None,  # x + residual: both get dx
-            None,
-        )
+        backend, dev, _, rows, hidden, x_code, w_code, _, _, _, zc, param_dtype, _, has_res = plan
+        # needs_input_grad is False for inputs that were None (no weight, no bias).
+        _, want_dweight, want_dbias, _, _ = ctx.needs_input_grad
+        if (
+            _is_compiling()
+            or _grad_enabled()
+            or type(dy) not in _PLAIN_TYPES
+            or (has_res and type(dresidual_out) not in _PLAIN_TYPES)
+            or _dispatch_modes()
+            or _function_modes()
+            or _functorch_active()
+            or _jit_tracing()
+            or (dev >= 0 and _cuda_device() != dev)
+        ):
+            # Compiled autograd, double backward (create_graph), a mode watching, a subclass
+            # gradient, another current device: the custom op.
+            dx, dweight, dbias = torch.ops.normkit.rms_norm_bwd(
+                dy, s, rstd, weight, dresidual_out if has_res else None, zc, want_dweight,
+                want_dbias, param_dtype,
+            )  # fmt: skip
+            dweight = dweight if want_dweight else None
+            dbias = dbias if want_dbias else None
+        else:
+            # The engine hands dy (and dresidual_out) in the shape, dtype and device of y (and
+            # residual_out), so only their layout remains to be looked at (_matrix).
+            dx, dweight, dbias = _launch_bwd(
+                dy, s, rstd, weight, dresidual_out if has_res else None, backend, dev, rows,
+                hidden, x_code, w_code, zc, param_dtype, want_dweight, want_dbias,
+            )  # fmt: skip
+        # x + residual: both get dx.
+        return dx, dweight, dbias, (dx if has_res else None), None
 
 
 # Function.apply's Python wrapper exists for functorch transforms (excluded above); the C apply
 # under it does the autograd work.
 _apply = super(torch.autograd.Function, _Fn).apply
-
-
-def _bwd_fast_ok(dy, s, dres, dev) -> bool:
-    """The backward's version of fwd's checks (autograd hands dy and dres in s's shape)."""
-    if _is_compiling() or _grad_enabled() or not _plain_context():
-        # Compiled autograd, double backward (create_graph) or a mode watching: custom op.
-        return False
-    if type(dy) not in _PLAIN_TYPES or dy.dtype not in _NK_DTYPE or dy.shape != s.shape:
-        return False
-    if dres is not None and (
-        type(dres) not in _PLAIN_TYPES or dres.dtype is not s.dtype or dres.shape != s.shape
-    ):
-        return False
-    return dev < 0 or _cuda_device() == dev
-
-
-def _bwd(dy, s, rstd, weight, dres, plan, want_dweight, want_dbias):
-    """(dx, dweight, dbias) for _Fn.backward: the C API directly, or the custom backward op."""
-    backend, dev, _, rows, hidden, x_code, w_code, _, _, _, zc, param_dtype, _, _ = plan
-    if not _bwd_fast_ok(dy, s, dres, dev):
-        dx, dweight, dbias = torch.ops.normkit.rms_norm_bwd(
-            dy, s, rstd, weight, dres, zc, want_dweight, want_dbias, param_dtype
-        )
-        return dx, (dweight if want_dweight else None), (dbias if want_dbias else None)
-    return _launch_bwd(
-        dy, s, rstd, weight, dres, backend, dev, rows, hidden, x_code, w_code, zc, param_dtype,
-        want_dweight, want_dbias,
-    )  # fmt: skip
 
 
 def _launch_bwd(

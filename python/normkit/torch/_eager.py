@@ -2,8 +2,8 @@
 _ops.py, with a fraction of their host time.
 
 Calling ``torch.ops.normkit.rms_norm_fwd`` from Python costs tens of microseconds of host time
-(the op's Python dispatch, its autograd wrapper, argument checks and a DLPack import per
-tensor), more than the kernel itself at small shapes. In plain eager execution none of that
+(the op's Python dispatch and its autograd wrapper), more than the kernel itself at small
+shapes. In plain eager execution none of that
 machinery does anything, so here the outputs are allocated with torch and the C API is called
 through ``_C.rms_norm_fwd_ptr`` / ``rms_norm_bwd_ptr`` with raw addresses; autograd comes from a
 ``torch.autograd.Function``. Both paths issue the identical C API call, so results are
@@ -15,6 +15,9 @@ jit.trace, functorch transforms, dispatch modes (FakeTensor, meta, user modes), 
 modes and tensor subclasses ever see. Unusual arguments (unsupported dtypes, mismatched shapes or
 devices, empty tensors, a CUDA tensor off the current device) also go to the custom op, which
 raises its usual errors or handles them.
+
+The custom ops' real implementations use the same raw-pointer calls (``op_fwd`` / ``op_bwd``)
+instead of DLPack whenever their arguments allow.
 """
 
 from __future__ import annotations
@@ -62,11 +65,6 @@ def _rows_view(t: torch.Tensor, hidden: int) -> torch.Tensor:
     if (hidden > 1 and m.stride(1) != 1) or (rows > 1 and m.stride(0) < hidden):
         m = m.contiguous()
     return m
-
-
-def _plain_context() -> bool:
-    """True when no tracer, transform or mode would want to see the op (eager execution)."""
-    return not (_dispatch_modes() or _function_modes() or _functorch_active() or _jit_tracing())
 
 
 def _beside_x(t, backend, dev) -> bool:
@@ -216,7 +214,7 @@ def fwd(x, weight, bias, residual, eps, zero_centered, out_dtype):
         or _function_modes()
         or _functorch_active()
         or _jit_tracing()
-    ):  # _plain_context(), inlined
+    ):  # a tracer, transform or mode would want to see the op (so would _Fn.backward's)
         return None
     plan = _fwd_plan(x, weight, bias, residual, eps, zero_centered, out_dtype)
     if plan is None:

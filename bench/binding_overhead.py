@@ -12,7 +12,9 @@ and the overhead of the custom op and of the eager path over the C API column.
 
 Rows: forward with nothing requiring grad; forward with x and weight requiring grad (the
 autograd graph is built and dropped); forward + backward (torch.autograd.grad of y with a given
-dy, for x and weight), each without and with a fused residual. A backward includes what
+dy, for x and weight), each without and with a fused residual; the backward alone
+(autograd.grad on a retained graph, as bench/compare.py times a backward; the custom op column
+calls torch.ops.normkit.rms_norm_bwd directly, as a compiled graph does). A backward includes what
 torch's autograd engine costs for any custom function; the row "autograd alone" times an
 autograd.Function that does nothing, run the same way, as that floor.
 
@@ -103,6 +105,7 @@ def raw_calls(device, dtype, rows, hidden, t):
         "fwd_grad_res": (lambda: f(True, True)),
         "fwd_bwd": (lambda: (f(False, True), b(False))),
         "fwd_bwd_res": (lambda: (f(True, True), b(True))),
+        "bwd": (lambda: b(False)),
         "dlpack_fwd": (lambda: _C.rms_norm_fwd(t["x"], y, **dl_kw)),
         "dlpack_fwd_res": (
             lambda: _C.rms_norm_fwd(t["x"], y, residual=t["r"], residual_out=ro, **dl_kw)
@@ -134,6 +137,13 @@ def cases(device, dtype, rows, hidden):
     def op_res(a, b, c):
         return op(a, b, None, c, EPS, False, None)[:2]
 
+    # "backward alone": graphs built once and retained (as bench/compare.py times a backward);
+    # the op row is the backward op by itself, as a compiled graph calls it.
+    bwd_op = torch.ops.normkit.rms_norm_bwd
+    rstd = op(x, w, None, None, EPS, False, None)[2]
+    y_eager = nt.rms_norm(xg, wg, EPS)
+    y_torch = tf(xg, shape, wg, EPS)
+
     return [
         ("forward", {
             "C API": raw["fwd"], "_C dlpack": raw["dlpack_fwd"],
@@ -162,6 +172,11 @@ def cases(device, dtype, rows, hidden):
             "C API": raw["fwd_bwd_res"],
             "custom op": lambda: grad(op_res(xg, wg, rg), (xg, wg, rg), (dy, dy)),
             "eager": lambda: grad(nt.rms_norm(xg, wg, EPS, residual=rg), (xg, wg, rg), (dy, dy))}),
+        ("backward alone", {
+            "C API": raw["bwd"],
+            "custom op": lambda: bwd_op(dy, x, rstd, w, None, False, True, False, dtype),
+            "eager": lambda: grad(y_eager, (xg, wg), dy, retain_graph=True),
+            "torch": lambda: grad(y_torch, (xg, wg), dy, retain_graph=True)}),
         ("autograd alone (no-op Function)", {
             "eager": lambda: grad(NoOp.apply(xg, wg), (xg,), dy)}),
     ]

@@ -2,8 +2,9 @@
 
 It must be taken in plain eager calls, never under torch.compile, tracers, functorch transforms,
 dispatch or torch-function modes or with tensor subclasses (the custom op runs there), and its
-outputs and gradients must be bitwise identical to the custom op's. Spies count the calls that
-reach _C through each path, so a test cannot pass by silently taking the other one.
+outputs and gradients must be bitwise identical to the custom op's. Spies count the calls of
+the custom ops and the C API calls made outside them, so a test cannot pass by silently taking
+the other path. The ops' own raw-pointer calls are checked against their DLPack calls here too.
 """
 
 from __future__ import annotations
@@ -16,25 +17,52 @@ torch = pytest.importorskip("torch")
 nt = pytest.importorskip("normkit.torch")
 
 from normkit import _C  # noqa: E402
-from normkit.torch import _eager  # noqa: E402
+from normkit.torch import _eager, _ops  # noqa: E402
 
 
 @pytest.fixture
 def calls(monkeypatch):
-    """Counts of _C calls: 'fast_fwd'/'fast_bwd' (the eager path), 'op_fwd'/'op_bwd' (the ops)."""
-    counts = collections.Counter()
+    """Counts of what ran, by path:
 
-    def counting(name, fn):
+    'op_fwd'/'op_bwd'      calls of the custom ops' real implementations (_ops._fwd_impl/_bwd_impl)
+    'fast_fwd'/'fast_bwd'  C API calls the eager fast path made itself (outside the ops)
+    'c_fwd'/'c_bwd'        every C API call, through the raw-pointer or the DLPack entry point
+    'dlpack_fwd'/'dlpack_bwd'  the C API calls through the DLPack entry points
+
+    The ops call the C API through the same raw-pointer entry points as the fast path, so a
+    C API call counts as the fast path's only when no op implementation is running.
+    """
+    counts = collections.Counter()
+    inside_op = [0]
+
+    def op_spy(name, fn):
         def spy(*args, **kwargs):
             counts[name] += 1
+            inside_op[0] += 1
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                inside_op[0] -= 1
+
+        return spy
+
+    def c_spy(kind, fn, dlpack=False):
+        def spy(*args, **kwargs):
+            counts["c_" + kind] += 1
+            if dlpack:
+                counts["dlpack_" + kind] += 1
+            if not inside_op[0]:
+                counts["fast_" + kind] += 1
             return fn(*args, **kwargs)
 
         return spy
 
-    monkeypatch.setattr(_eager, "_fwd_ptr", counting("fast_fwd", _eager._fwd_ptr))
-    monkeypatch.setattr(_eager, "_bwd_ptr", counting("fast_bwd", _eager._bwd_ptr))
-    monkeypatch.setattr(_C, "rms_norm_fwd", counting("op_fwd", _C.rms_norm_fwd))
-    monkeypatch.setattr(_C, "rms_norm_bwd", counting("op_bwd", _C.rms_norm_bwd))
+    monkeypatch.setattr(_ops, "_fwd_impl", op_spy("op_fwd", _ops._fwd_impl))
+    monkeypatch.setattr(_ops, "_bwd_impl", op_spy("op_bwd", _ops._bwd_impl))
+    monkeypatch.setattr(_eager, "_fwd_ptr", c_spy("fwd", _eager._fwd_ptr))
+    monkeypatch.setattr(_eager, "_bwd_ptr", c_spy("bwd", _eager._bwd_ptr))
+    monkeypatch.setattr(_C, "rms_norm_fwd", c_spy("fwd", _C.rms_norm_fwd, dlpack=True))
+    monkeypatch.setattr(_C, "rms_norm_bwd", c_spy("bwd", _C.rms_norm_bwd, dlpack=True))
     return counts
 
 
@@ -118,6 +146,7 @@ def both_paths(monkeypatch, calls, make):
         assert calls[f"{path}_fwd"] == 1 and calls[f"{other}_fwd"] == 0, dict(calls)
         needs_bwd = bool(results[fast][1])
         assert calls[f"{path}_bwd"] == int(needs_bwd) and calls[f"{other}_bwd"] == 0, dict(calls)
+        assert calls["c_fwd"] == 1 and calls["c_bwd"] == int(needs_bwd), dict(calls)
     return results[True], results[False]
 
 
@@ -146,6 +175,45 @@ def test_bitwise_equal_shapes_and_layouts(torch_device, monkeypatch, calls, shap
     )
     for a, b in zip(fo + fg, oo + og):
         assert_bitwise_equal(a, b, f"{layout} {shape}")
+
+
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+@pytest.mark.parametrize("config", list(CONFIGS))
+def test_ops_raw_pointer_calls_match_dlpack(torch_device, monkeypatch, calls, config, layout):
+    """The custom ops' implementations take the raw-pointer call (not DLPack) for plain
+    arguments, with the bits of their DLPack call: outputs, rstd and gradients."""
+    monkeypatch.setattr(_eager, "enabled", False)  # every call through the ops
+    results = {}
+    for raw in (True, False):
+        monkeypatch.setattr(_ops, "raw_pointer_calls", raw)
+        calls.clear()
+        tensors, kwargs, grads_out = make_args(torch_device, torch.float16, config, (3, 2, 45), 7, layout)
+        outs, grads = run(tensors, kwargs, grads_out)
+        x, weight, bias, residual = tensors
+        rstd = torch.ops.normkit.rms_norm_fwd(x, weight, bias, residual, kwargs["eps"],
+                                              kwargs["zero_centered"], kwargs["out_dtype"])[2]
+        assert calls["op_fwd"] == 2 and calls["op_bwd"] == 1 and calls["fast_fwd"] == 0, dict(calls)
+        assert calls["c_fwd"] == 2 and calls["c_bwd"] == 1, dict(calls)
+        dlpack = 0 if raw else 1
+        assert calls["dlpack_fwd"] == 2 * dlpack and calls["dlpack_bwd"] == dlpack, dict(calls)
+        results[raw] = outs + [rstd] + grads
+    assert len(results[True]) == len(results[False])
+    for i, (a, b) in enumerate(zip(results[True], results[False])):
+        assert_bitwise_equal(a, b, f"raw-pointer vs DLPack output {i}")
+
+
+def test_ops_take_dlpack_for_what_raw_calls_do_not_describe(calls):
+    """dy in another shape with the same rows: the raw call needs s's shape, DLPack takes it."""
+    s = torch.randn(2, 3, 8)
+    rstd = torch.rand(2, 3) + 0.5
+    dy = torch.randn(6, 8)
+    w = torch.randn(8)
+    got = torch.ops.normkit.rms_norm_bwd(dy, s, rstd, w, None, False, True, False, torch.float32)
+    want = torch.ops.normkit.rms_norm_bwd(dy.view(2, 3, 8), s, rstd, w, None, False, True, False,
+                                          torch.float32)
+    assert calls["op_bwd"] == 2 and calls["c_bwd"] == 2 and calls["dlpack_bwd"] == 1, dict(calls)
+    for a, b in zip(got, want):
+        assert_bitwise_equal(a, b, "dy reshaped")
 
 
 def test_only_some_inputs_need_grad(monkeypatch, calls):
@@ -312,7 +380,8 @@ def test_unusual_arguments_take_the_op(calls):
     ]
     for xi, w in cases:
         nt.rms_norm(xi, w, 1e-6)
-    assert calls["fast_fwd"] == 0 and calls["op_fwd"] == 1  # the empty case never reaches _C
+    assert calls["fast_fwd"] == 0 and calls["op_fwd"] == 2, dict(calls)
+    assert calls["c_fwd"] == 1, dict(calls)  # the empty case never reaches _C
 
 
 def test_errors_match_custom_op(monkeypatch):

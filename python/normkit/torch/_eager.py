@@ -2,8 +2,8 @@
 _ops.py, with a fraction of their host time.
 
 Calling ``torch.ops.normkit.rms_norm_fwd`` from Python costs tens of microseconds of host time
-(the op's Python dispatch, its autograd wrapper, argument checks and a DLPack import per
-tensor), more than the kernel itself at small shapes. In plain eager execution none of that
+(the op's Python dispatch and its autograd wrapper), more than the kernel itself at small
+shapes. In plain eager execution none of that
 machinery does anything, so here the outputs are allocated with torch and the C API is called
 through ``_C.rms_norm_fwd_ptr`` / ``rms_norm_bwd_ptr`` with raw addresses; autograd comes from a
 ``torch.autograd.Function``. Both paths issue the identical C API call, so results are
@@ -15,6 +15,9 @@ jit.trace, functorch transforms, dispatch modes (FakeTensor, meta, user modes), 
 modes and tensor subclasses ever see. Unusual arguments (unsupported dtypes, mismatched shapes or
 devices, empty tensors, a CUDA tensor off the current device) also go to the custom op, which
 raises its usual errors or handles them.
+
+The custom ops' real implementations use the same raw-pointer calls (``op_fwd`` / ``op_bwd``)
+instead of DLPack whenever their arguments allow.
 """
 
 from __future__ import annotations
@@ -22,7 +25,6 @@ from __future__ import annotations
 import torch
 
 from normkit import _C
-from normkit.torch._ops import _rows_view
 
 # Off: every call takes the custom op (tests compare the two paths; users can rule it out).
 enabled = True
@@ -44,6 +46,7 @@ _jit_tracing = torch._C._is_tracing
 _empty = torch.empty
 _empty_like = torch.empty_like
 _float32 = torch.float32
+_contiguous = torch.contiguous_format
 _uint8 = torch.uint8
 _cuda_device = getattr(torch._C, "_cuda_getDevice", None)
 _cuda_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
@@ -55,9 +58,13 @@ _workspace_bytes: dict[tuple, int] = {}
 _WORKSPACE_CACHE_ENTRIES = 4096
 
 
-def _plain_context() -> bool:
-    """True when no tracer, transform or mode would want to see the op (eager execution)."""
-    return not (_dispatch_modes() or _function_modes() or _functorch_active() or _jit_tracing())
+def _rows_view(t: torch.Tensor, hidden: int) -> torch.Tensor:
+    """A [rows, hidden] view of t (detached) that the C API can describe; copies only if needed."""
+    m = t.detach().reshape(-1, hidden)  # a view whenever the leading dims collapse
+    rows = m.shape[0]
+    if (hidden > 1 and m.stride(1) != 1) or (rows > 1 and m.stride(0) < hidden):
+        m = m.contiguous()
+    return m
 
 
 def _beside_x(t, backend, dev) -> bool:
@@ -97,24 +104,28 @@ def _matrix(t, hidden):
 #   has_bias, has_residual
 
 
-def _launch_fwd(x, weight, bias, residual, plan, want_rstd):
-    """Allocates the outputs and runs the forward: (y, residual_out or None, rstd or None)."""
+def _launch_fwd(x, weight, bias, residual, plan, rstd_shape):
+    """Allocates the outputs and runs the forward: (y, residual_out or None, rstd or None).
+
+    rstd_shape: None (no rstd), or the shape of the float32 rstd to return (rows, or
+    x.shape[:-1] for the custom op). New outputs are contiguous with x's shape, laid out as the
+    custom op's fake kernel says (empty_like with contiguous_format: the cheapest allocation
+    torch offers from Python, and unlike plain empty_like exact even in size-1 dimensions).
+    """
     backend, _, stream, rows, hidden, x_code, w_code, y_code, y_dtype, eps, zc, _, _, _ = plan
-    # New outputs are contiguous; for a contiguous x, empty_like gives that and is the cheapest
-    # allocation torch offers from Python.
-    if x.is_contiguous():
-        xm, x_stride = x, 0
-        y = _empty_like(x) if y_dtype is None else _empty_like(x, dtype=y_dtype)
-        residual_out = None if residual is None else _empty_like(x)
-    else:
-        xm, x_stride = _matrix(x, hidden)
-        y = _empty(x.shape, dtype=y_dtype or x.dtype, device=x.device)
-        residual_out = None if residual is None else _empty(x.shape, dtype=x.dtype, device=x.device)
+    y = (
+        _empty_like(x, memory_format=_contiguous)
+        if y_dtype is None
+        else _empty_like(x, dtype=y_dtype, memory_format=_contiguous)
+    )
+    xm, x_stride = (x, 0) if x.is_contiguous() else _matrix(x, hidden)
     r_ptr = r_stride = ro_ptr = 0
+    residual_out = None
     if residual is not None:
+        residual_out = _empty_like(x, memory_format=_contiguous)
         rm, r_stride = _matrix(residual, hidden)
         r_ptr, ro_ptr = rm.data_ptr(), residual_out.data_ptr()
-    rstd = _empty(rows, dtype=_float32, device=x.device) if want_rstd else None
+    rstd = None if rstd_shape is None else _empty(rstd_shape, dtype=_float32, device=x.device)
     _fwd_ptr(
         backend,
         stream,
@@ -138,22 +149,13 @@ def _launch_fwd(x, weight, bias, residual, plan, want_rstd):
     return y, residual_out, rstd
 
 
-def fwd(x, weight, bias, residual, eps, zero_centered, out_dtype):
-    """(y, residual_out or None) through the fast path, or None when the custom op must run.
+def _fwd_plan(x, weight, bias, residual, eps, zero_centered, out_dtype):
+    """The plan tuple (above) when the raw-pointer call can describe these arguments, else None.
 
-    Every check here runs on every call, so each tensor property is read once and the order
-    puts the cheap, decisive ones first.
+    Checks the arguments only (dtypes, shapes, places), not the execution context. Every check
+    here runs on every call, so each tensor property is read once and the order puts the cheap,
+    decisive ones first.
     """
-    if _is_compiling() or not enabled:  # first: dynamo folds it and traces nothing below
-        return None
-    if (
-        type(x) not in _PLAIN_TYPES
-        or _dispatch_modes()
-        or _function_modes()
-        or _functorch_active()
-        or _jit_tracing()
-    ):  # _plain_context(), inlined
-        return None
     x_dtype = x.dtype
     x_code = _NK_DTYPE.get(x_dtype)
     if out_dtype is None or out_dtype is x_dtype:
@@ -196,11 +198,27 @@ def fwd(x, weight, bias, residual, eps, zero_centered, out_dtype):
         and _beside_x(residual, backend, dev)
     ):
         return None
-
-    plan = (
+    return (
         backend, dev, stream, rows, hidden, x_code, w_code, y_code, y_dtype, eps, zero_centered,
         param_dtype, bias is not None, residual is not None,
     )  # fmt: skip
+
+
+def fwd(x, weight, bias, residual, eps, zero_centered, out_dtype):
+    """(y, residual_out or None) through the fast path, or None when the custom op must run."""
+    if _is_compiling() or not enabled:  # first: dynamo folds it and traces nothing below
+        return None
+    if (
+        type(x) not in _PLAIN_TYPES
+        or _dispatch_modes()
+        or _function_modes()
+        or _functorch_active()
+        or _jit_tracing()
+    ):  # a tracer, transform or mode would want to see the op (so would _Fn.backward's)
+        return None
+    plan = _fwd_plan(x, weight, bias, residual, eps, zero_centered, out_dtype)
+    if plan is None:
+        return None
     if _grad_enabled() and (
         x.requires_grad
         or (weight is not None and weight.requires_grad)
@@ -209,8 +227,34 @@ def fwd(x, weight, bias, residual, eps, zero_centered, out_dtype):
     ):
         out = _apply(x, weight, bias, residual, plan)
         return (out, None) if residual is None else out
-    y, residual_out, _ = _launch_fwd(x, weight, bias, residual, plan, False)
+    y, residual_out, _ = _launch_fwd(x, weight, bias, residual, plan, None)
     return y, residual_out
+
+
+def op_fwd(x, weight, bias, residual, eps, zero_centered, out_dtype):
+    """The custom op's forward through the raw-pointer call: (y, residual_out, rstd) as the op
+    returns them, or None when only the DLPack call describes the arguments (non-plain
+    tensors, mixed devices, a CUDA tensor off the current device).
+
+    Runs inside the op's real implementation, so no context checks: the dispatcher has already
+    routed tracers, modes and fake tensors elsewhere. A plan exists only for arguments that pass
+    the op's checks (_ops._check_fwd_args), so the op runs those only when this returns None.
+    """
+    if type(x) not in _PLAIN_TYPES:
+        return None
+    if weight is not None and not weight.is_contiguous():
+        weight = weight.contiguous()
+    if bias is not None and not bias.is_contiguous():
+        bias = bias.contiguous()
+    plan = _fwd_plan(x, weight, bias, residual, eps, zero_centered, out_dtype)
+    if plan is None:
+        return None
+    shape = x.shape
+    rstd_shape = plan[3] if len(shape) == 2 else tuple(shape[:-1])  # an int is cheaper to parse
+    y, residual_out, rstd = _launch_fwd(x, weight, bias, residual, plan, rstd_shape)
+    if residual_out is None:
+        residual_out = x.new_empty(0)  # x's dtype and device
+    return y, residual_out, rstd
 
 
 class _Fn(torch.autograd.Function):
@@ -218,7 +262,7 @@ class _Fn(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, x, weight, bias, residual, plan):
-        y, residual_out, rstd = _launch_fwd(x, weight, bias, residual, plan, want_rstd=True)
+        y, residual_out, rstd = _launch_fwd(x, weight, bias, residual, plan, plan[3])
         # The backward normalizes what the forward normalized: x, or the stored x + residual.
         ctx.save_for_backward(x if residual is None else residual_out, rstd, weight)
         ctx.plan = plan
@@ -230,19 +274,37 @@ class _Fn(torch.autograd.Function):
     def backward(ctx, dy, dresidual_out=None):
         s, rstd, weight = ctx.saved_tensors
         plan = ctx.plan
-        has_bias, has_residual = plan[12], plan[13]
-        need = ctx.needs_input_grad
-        want_dweight = weight is not None and need[1]
-        want_dbias = has_bias and need[2]
-        dres = dresidual_out if has_residual else None
-        dx, dweight, dbias = _bwd(dy, s, rstd, weight, dres, plan, want_dweight, want_dbias)
-        return (
-            dx,
-            dweight,  # None unless wanted
-            dbias,
-            dx if has_residual else None,  # x + residual: both get dx
-            None,
-        )
+        backend, dev, _, rows, hidden, x_code, w_code, _, _, _, zc, param_dtype, _, has_res = plan
+        # needs_input_grad is False for inputs that were None (no weight, no bias).
+        _, want_dweight, want_dbias, _, _ = ctx.needs_input_grad
+        if (
+            _is_compiling()
+            or _grad_enabled()
+            or type(dy) not in _PLAIN_TYPES
+            or (has_res and type(dresidual_out) not in _PLAIN_TYPES)
+            or _dispatch_modes()
+            or _function_modes()
+            or _functorch_active()
+            or _jit_tracing()
+            or (dev >= 0 and _cuda_device() != dev)
+        ):
+            # Compiled autograd, double backward (create_graph), a mode watching, a subclass
+            # gradient, another current device: the custom op.
+            dx, dweight, dbias = torch.ops.normkit.rms_norm_bwd(
+                dy, s, rstd, weight, dresidual_out if has_res else None, zc, want_dweight,
+                want_dbias, param_dtype,
+            )  # fmt: skip
+            dweight = dweight if want_dweight else None
+            dbias = dbias if want_dbias else None
+        else:
+            # The engine hands dy (and dresidual_out) in the shape, dtype and device of y (and
+            # residual_out), so only their layout remains to be looked at (_matrix).
+            dx, dweight, dbias = _launch_bwd(
+                dy, s, rstd, weight, dresidual_out if has_res else None, backend, dev, rows,
+                hidden, x_code, w_code, zc, param_dtype, want_dweight, want_dbias,
+            )  # fmt: skip
+        # x + residual: both get dx.
+        return dx, dweight, dbias, (dx if has_res else None), None
 
 
 # Function.apply's Python wrapper exists for functorch transforms (excluded above); the C apply
@@ -250,32 +312,19 @@ class _Fn(torch.autograd.Function):
 _apply = super(torch.autograd.Function, _Fn).apply
 
 
-def _bwd_fast_ok(dy, s, dres, dev) -> bool:
-    """The backward's version of fwd's checks (autograd hands dy and dres in s's shape)."""
-    if _is_compiling() or _grad_enabled() or not _plain_context():
-        # Compiled autograd, double backward (create_graph) or a mode watching: custom op.
-        return False
-    if type(dy) not in _PLAIN_TYPES or dy.dtype not in _NK_DTYPE or dy.shape != s.shape:
-        return False
-    if dres is not None and (
-        type(dres) not in _PLAIN_TYPES or dres.dtype is not s.dtype or dres.shape != s.shape
-    ):
-        return False
-    return dev < 0 or _cuda_device() == dev
+def _launch_bwd(
+    dy, s, rstd, weight, dres, backend, dev, rows, hidden, x_code, w_code, zc, param_dtype,
+    want_dweight, want_dbias,
+):  # fmt: skip
+    """Allocates (dx, dweight or None, dbias or None) and runs the backward on the current stream.
 
-
-def _bwd(dy, s, rstd, weight, dres, plan, want_dweight, want_dbias):
-    """(dx, dweight, dbias) for _Fn.backward: the C API directly, or the custom backward op."""
-    backend, dev, _, rows, hidden, x_code, w_code, _, _, _, zc, param_dtype, _, _ = plan
-    if not _bwd_fast_ok(dy, s, dres, dev):
-        dx, dweight, dbias = torch.ops.normkit.rms_norm_bwd(
-            dy, s, rstd, weight, dres, zc, want_dweight, want_dbias, param_dtype
-        )
-        return dx, (dweight if want_dweight else None), (dbias if want_dbias else None)
+    The caller guarantees what the DLPack call would check: dy, s and dres are [rows, hidden]
+    views beside s (dres in s's dtype), rstd is rows contiguous float32 values, weight is a
+    contiguous [hidden] vector whose nk_dtype is w_code.
+    """
     dym, dy_stride = _matrix(dy, hidden)
     sm, s_stride = _matrix(s, hidden)
-    # (sm is s: s is contiguous, and empty_like keeps that layout)
-    dx = _empty_like(s) if sm is s else _empty(s.shape, dtype=s.dtype, device=s.device)
+    dx = _empty_like(s, memory_format=_contiguous)
     dweight = _empty(hidden, dtype=param_dtype, device=s.device) if want_dweight else None
     dbias = _empty(hidden, dtype=param_dtype, device=s.device) if want_dbias else None
     ws = None
@@ -317,4 +366,63 @@ def _bwd(dy, s, rstd, weight, dres, plan, want_dweight, want_dbias):
         0 if ws is None else ws.data_ptr(),
         ws_bytes,
     )
+    return dx, dweight, dbias
+
+
+def op_bwd(dy, s, rstd, weight, dres, zero_centered, want_dweight, want_dbias, param_dtype):
+    """The custom backward op through the raw-pointer call: (dx, dweight, dbias) as the op
+    returns them (absent ones empty), or None when only the DLPack call describes the
+    arguments (non-plain tensors, other shapes, dtypes or devices, which it checks or rejects).
+
+    s has at least one element (the op handles empty ones itself).
+    """
+    if type(s) not in _PLAIN_TYPES or type(dy) not in _PLAIN_TYPES or type(rstd) not in _PLAIN_TYPES:
+        return None
+    x_code = _NK_DTYPE.get(s.dtype)
+    shape = s.shape
+    if x_code is None or dy.shape != shape or dy.dtype not in _NK_DTYPE or not shape:
+        return None
+    hidden = shape[-1]
+    rows = s.numel() // hidden
+    if s.is_cpu:
+        backend, dev = _CPU, -1
+    elif s.is_cuda:
+        backend, dev = _CUDA, s.get_device()
+        if dev != _cuda_device():
+            return None
+    else:
+        return None
+    if not (_beside_x(dy, backend, dev) and _beside_x(rstd, backend, dev)):
+        return None
+    if rstd.dtype is not _float32 or rstd.numel() != rows:
+        return None
+    if not rstd.is_contiguous():
+        rstd = rstd.contiguous()
+    # weight, dweight and dbias share one dtype; the C API's default when none is given.
+    w_code = _NK_DTYPE.get(param_dtype) if (want_dweight or want_dbias) else 0
+    if w_code is None:
+        return None
+    if weight is not None:
+        if weight.dtype is not param_dtype and (want_dweight or want_dbias):
+            return None
+        if not weight.is_contiguous():
+            weight = weight.contiguous()
+        w_code = _vector_code(weight, hidden, backend, dev)
+        if w_code is None:
+            return None
+    if dres is not None and not (
+        type(dres) in _PLAIN_TYPES
+        and dres.dtype is s.dtype
+        and dres.shape == shape
+        and _beside_x(dres, backend, dev)
+    ):
+        return None
+    dx, dweight, dbias = _launch_bwd(
+        dy, s, rstd, weight, dres, backend, dev, rows, hidden, x_code, w_code, zero_centered,
+        param_dtype, want_dweight, want_dbias,
+    )  # fmt: skip
+    if dweight is None:
+        dweight = _empty(0, dtype=param_dtype, device=s.device)
+    if dbias is None:
+        dbias = _empty(0, dtype=param_dtype, device=s.device)
     return dx, dweight, dbias

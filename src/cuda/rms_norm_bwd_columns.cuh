@@ -25,16 +25,6 @@
 
 namespace normkit::cuda {
 
-// Copies elements [begin, end) of a segment with plain loads (the parts outside its 16-byte
-// aligned body). T: an unsigned type of the element's size.
-template <typename T>
-__device__ __forceinline__ void copy_elements(unsigned char* slot, const unsigned char* src,
-                                              int64_t begin, int64_t end) {
-  for (int64_t k = begin; k < end; ++k) {
-    reinterpret_cast<T*>(slot)[k] = reinterpret_cast<const T*>(src)[k];
-  }
-}
-
 template <typename XT, typename WT, typename DYT, int VEC>
 __global__ void __launch_bounds__(1024, 1) rms_norm_bwd_columns(BwdParams p) {
   extern __shared__ __align__(16) unsigned char smem[];
@@ -84,36 +74,66 @@ __global__ void __launch_bounds__(1024, 1) rms_norm_bwd_columns(BwdParams p) {
 
   if (tid == 0) mbarrier_init(bar, 1);
   __syncthreads();
-  const int64_t segments = ncols > 0 ? rows * operands : 0;
-  if (warp == 0) {
-    for (int64_t s = lane; s < segments; s += 32) {
-      const int j = static_cast<int>(s % operands);
-      const int64_t r = s / operands;
+  // (Index arithmetic in 32 bits and without division by a variable: a first version spent
+  // ~100 instructions per segment on 64-bit divisions, and with one warp issuing, the staging
+  // took longer than the loads.)
+  const int nrows = static_cast<int>(rows);  // the planner takes at most 2^30 elements
+  if (warp == 0 && ncols > 0) {
+    for (int j = 0; j < operands; ++j) {
       const int64_t bytes = ncols * size_of(j);
-      const int64_t head = head_bytes(j, r, bytes);
-      const unsigned body = static_cast<unsigned>((bytes - head) / 16 * 16);
-      if (body > 0) {
-        mbarrier_expect_bytes(bar, body);
-        bulk_copy_to_shared(staged(j, r) + head, source(j, r) + head, body, bar);
+      for (int r = lane; r < nrows; r += 32) {
+        const int64_t head = head_bytes(j, r, bytes);
+        const unsigned body = static_cast<unsigned>((bytes - head) & ~int64_t(15));
+        if (body > 0) {
+          mbarrier_expect_bytes(bar, body);
+          bulk_copy_to_shared(staged(j, r) + head, source(j, r) + head, body, bar);
+        }
       }
     }
+  }
+  if (warp == 0) {
     __syncwarp();
     if (lane == 0) mbarrier_arrive(bar);
   }
-  // Heads and tails, one segment per thread.
-  for (int64_t s = tid; s < segments; s += threads) {
-    const int j = static_cast<int>(s % operands);
-    const int64_t r = s / operands;
-    const int64_t size = size_of(j);
-    const int64_t bytes = ncols * size;
-    const int64_t head = head_bytes(j, r, bytes);
-    const int64_t tail = head + (bytes - head) / 16 * 16;
-    if (size == 2) {
-      copy_elements<uint16_t>(staged(j, r), source(j, r), 0, head / 2);
-      copy_elements<uint16_t>(staged(j, r), source(j, r), tail / 2, ncols);
-    } else {
-      copy_elements<uint32_t>(staged(j, r), source(j, r), 0, head / 4);
-      copy_elements<uint32_t>(staged(j, r), source(j, r), tail / 4, ncols);
+  // Heads and tails: 16 places per segment (up to 8 head elements, then up to 8 tail elements),
+  // each thread loading kBatch places before storing any (stores first would make each load
+  // wait for the previous store: the compiler cannot tell global from shared here).
+  if (ncols > 0) {
+    constexpr int kBatch = 4;
+    const int places = operands * nrows * 16;
+    for (int first = tid; first < places; first += kBatch * threads) {
+      uint32_t value[kBatch];
+      unsigned char* dst[kBatch];
+      bool two_bytes[kBatch];
+#pragma unroll
+      for (int b = 0; b < kBatch; ++b) {
+        const int place = first + b * threads;
+        dst[b] = nullptr;
+        if (place >= places) continue;
+        const int segment = place / 16, k = place % 16;  // (division by a constant)
+        const int j = segment < nrows ? 0 : segment < 2 * nrows ? 1 : 2;
+        const int r = segment - j * nrows;
+        const int size = static_cast<int>(size_of(j));
+        const int64_t bytes = ncols * size;
+        const int head = static_cast<int>(head_bytes(j, r, bytes)) / size;
+        const int64_t tail = (head * size + ((bytes - head * size) & ~int64_t(15))) / size;
+        const int64_t element = k < 8 ? k : tail + (k - 8);
+        if (k < 8 ? k >= head : element >= ncols) continue;
+        const unsigned char* src = source(j, r) + element * size;
+        dst[b] = staged(j, r) + element * size;
+        two_bytes[b] = size == 2;
+        value[b] = size == 2 ? uint32_t(*reinterpret_cast<const uint16_t*>(src))
+                             : *reinterpret_cast<const uint32_t*>(src);
+      }
+#pragma unroll
+      for (int b = 0; b < kBatch; ++b) {
+        if (!dst[b]) continue;
+        if (two_bytes[b]) {
+          *reinterpret_cast<uint16_t*>(dst[b]) = static_cast<uint16_t>(value[b]);
+        } else {
+          *reinterpret_cast<uint32_t*>(dst[b]) = value[b];
+        }
+      }
     }
   }
   for (int64_t c = tid; c < ncols; c += threads) {
@@ -121,7 +141,7 @@ __global__ void __launch_bounds__(1024, 1) rms_norm_bwd_columns(BwdParams p) {
                                (p.zero_centered ? 1.0f : 0.0f)
                          : 1.0f;
   }
-  for (int64_t r = tid; r < rows; r += threads) rstd[r] = __ldg(p.rstd + r);
+  for (int r = tid; r < nrows; r += threads) rstd[r] = __ldg(p.rstd + r);
   __syncthreads();
   mbarrier_wait(bar, 0);
 
@@ -129,7 +149,7 @@ __global__ void __launch_bounds__(1024, 1) rms_norm_bwd_columns(BwdParams p) {
   auto dy_at = [&](int64_t r) { return reinterpret_cast<const DYT*>(staged(1, r)); };
 
   // 2. This CTA's part of each row's dot product sum(dy * w * xhat), one warp per row.
-  for (int64_t r = warp; r < rows; r += warps) {
+  for (int r = warp; r < nrows; r += warps) {
     const XT* xs = x_at(r);
     const DYT* dys = dy_at(r);
     const float rs = rstd[r];
@@ -148,7 +168,7 @@ __global__ void __launch_bounds__(1024, 1) rms_norm_bwd_columns(BwdParams p) {
   cluster_arrive();
   cluster_wait();
   const unsigned ranks = cluster.num_blocks();
-  for (int64_t r = tid; r < rows; r += threads) {
+  for (int r = tid; r < nrows; r += threads) {
     float total = 0.0f;
     for (unsigned q = 0; q < ranks; ++q) total += cluster.map_shared_rank(local_dot, q)[r];
     mean[r] = total * shape.inv_hidden;
@@ -167,7 +187,7 @@ __global__ void __launch_bounds__(1024, 1) rms_norm_bwd_columns(BwdParams p) {
     float sum_w[VEC], sum_b[VEC];
 #pragma unroll
     for (int k = 0; k < VEC; ++k) sum_w[k] = sum_b[k] = 0.0f;
-    for (int64_t r = g; r < rows; r += groups) {
+    for (int r = g; r < nrows; r += groups) {
       const XT* xs = x_at(r) + col;
       const DYT* dys = dy_at(r) + col;
       const float rs = rstd[r], m = mean[r];

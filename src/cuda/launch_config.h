@@ -68,6 +68,13 @@ struct KernelFacts {
   // 9.3 vs 8.8 us, 64 x 1001: 8.6 vs 5.5).
   int fwd_realign = 1;
   int64_t fwd_realign_min_elements = int64_t(1) << 20;
+  // Quantized forward, registers kernel (16-byte vectors): where the weight is loaded
+  // (NK_TUNE_QUANT_WEIGHT_FIRST). 1: with x, before the row reduction, in every mode but TOKEN
+  // at the small register budget (there it costs a CTA per SM); 0: TOKEN and BLOCK load it per
+  // item after the reduction, the kernels measured before docs/notes.md "fifth session", where
+  // the SASS showed each such load waiting behind the previous item's code stores (one L2 round
+  // trip per item in series); 2: with x in TOKEN's small budget too.
+  int quant_weight_first = 1;
 };
 
 struct LaunchConfig {
@@ -84,6 +91,8 @@ struct LaunchConfig {
   // Forward registers/cluster plans of 8-element vectors over rows misaligned for them: each
   // row's body from its first 16-byte boundary (rms_norm_fwd_realigned).
   bool realigned = false;
+  // Quantized forward: KernelFacts::quant_weight_first (printed only when not 1).
+  int quant_weight_first = 1;
 
   std::string describe() const;
 };

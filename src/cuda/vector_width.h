@@ -53,6 +53,8 @@ inline const KernelFacts& tuned_defaults() {
     k.fwd_realign_min_elements = tuning_knob("NK_TUNE_FWD_REALIGN_MIN_ELEMENTS",
                                              static_cast<int>(k.fwd_realign_min_elements), 0,
                                              1 << 30);
+    k.quant_weight_first =
+        tuning_knob("NK_TUNE_QUANT_WEIGHT_FIRST", k.quant_weight_first, 0, 2);
     return k;
   }();
   return tuned;

@@ -68,9 +68,9 @@ struct KernelFacts {
   // 9.3 vs 8.8 us, 64 x 1001: 8.6 vs 5.5).
   int fwd_realign = 1;
   int64_t fwd_realign_min_elements = int64_t(1) << 20;
-  // Quantized forward, registers kernel (16-byte vectors): where the weight is loaded
-  // (NK_TUNE_QUANT_WEIGHT_FIRST). 1: with x, before the row reduction, in every mode but TOKEN
-  // at the small register budget (there it costs a CTA per SM); 0: TOKEN and BLOCK load it per
+  // Quantized forward, registers kernel (16-byte vectors, 16-bit weights): where the weight is
+  // loaded (NK_TUNE_QUANT_WEIGHT_FIRST). 1: with x, before the row reduction, in every mode but
+  // TOKEN at the small register budget (there it costs a CTA per SM); 0: TOKEN and BLOCK load it per
   // item after the reduction, the kernels measured before docs/notes.md "fifth session", where
   // the SASS showed each such load waiting behind the previous item's code stores (one L2 round
   // trip per item in series); 2: with x in TOKEN's small budget too.

@@ -50,20 +50,21 @@ void launch_fwd_quant_mode(const FwdParams& p, const LaunchConfig& cfg, cudaStre
       constexpr int IMAX = fwd_items_max(VEC);
       constexpr int IMAX_SMALL = kSmallItems < IMAX ? kSmallItems : IMAX;
       const bool small = cfg.items <= IMAX_SMALL;
-      // WEIGHT_FIRST (rms_norm_fwd_quant_registers) but for TOKEN at the small budget; for
-      // 16-byte vectors, cfg.quant_weight_first (NK_TUNE_QUANT_WEIGHT_FIRST) may choose for an
-      // A/B run: 0 the per-item loads of TOKEN and BLOCK before the fifth session, 2 WEIGHT_FIRST
-      // for TOKEN's small budget too (other widths keep the default: fewer instantiations).
-      constexpr bool kTokenSmallFirst = MODE != NK_QUANT_TOKEN;
-      auto kernel = small ? rms_norm_fwd_quant_registers<XT, WT, MODE, VEC, IMAX_SMALL,
-                                                         kTokenSmallFirst>
-                          : rms_norm_fwd_quant_registers<XT, WT, MODE, VEC, IMAX, true>;
-      if constexpr ((MODE == NK_QUANT_TOKEN || MODE == NK_QUANT_BLOCK) && sizeof(XT) * VEC == 16) {
+      // WEIGHT_FIRST (rms_norm_fwd_quant_registers) for 16-bit x and weights, but for TOKEN at the
+      // small budget; for 16-byte vectors of x, cfg.quant_weight_first
+      // (NK_TUNE_QUANT_WEIGHT_FIRST) may choose for an A/B run: 0 the per-item loads of TOKEN and
+      // BLOCK before the fifth session, 2 WEIGHT_FIRST for TOKEN's small budget too (other
+      // widths keep the default: fewer instantiations).
+      constexpr bool kNarrowWeight = sizeof(WT) <= 2 && sizeof(XT) <= 2;
+      constexpr bool kSmallFirst = kNarrowWeight && MODE != NK_QUANT_TOKEN;
+      auto kernel = small ? rms_norm_fwd_quant_registers<XT, WT, MODE, VEC, IMAX_SMALL, kSmallFirst>
+                          : rms_norm_fwd_quant_registers<XT, WT, MODE, VEC, IMAX, kNarrowWeight>;
+      if constexpr ((MODE == NK_QUANT_TOKEN || MODE == NK_QUANT_BLOCK) && kNarrowWeight &&
+                    sizeof(XT) * VEC == 16) {
         const int q = cfg.quant_weight_first;
         const bool first = q == 2 || (q == 1 && (!small || MODE != NK_QUANT_TOKEN));
-        if (first != (small ? kTokenSmallFirst : true)) {
-          kernel = small ? rms_norm_fwd_quant_registers<XT, WT, MODE, VEC, IMAX_SMALL,
-                                                        !kTokenSmallFirst>
+        if (first != (small ? kSmallFirst : true)) {
+          kernel = small ? rms_norm_fwd_quant_registers<XT, WT, MODE, VEC, IMAX_SMALL, !kSmallFirst>
                          : rms_norm_fwd_quant_registers<XT, WT, MODE, VEC, IMAX, false>;
         }
       }

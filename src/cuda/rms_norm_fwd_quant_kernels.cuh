@@ -87,20 +87,26 @@ __device__ __forceinline__ float token_factor(const FwdParams& p, int64_t row, b
 // of every item with x, before the reduction (TENSOR and MXFP8 always did: it also hides the
 // weight's latency behind the reduction); without it, TOKEN and BLOCK load it per item after
 // the reduction, as before. The launcher's choice (plan_fwd_quant, NK_TUNE_QUANT_WEIGHT_FIRST):
-// WEIGHT_FIRST except TOKEN at the small budget, where it took ptxas from 62 to 79 registers
-// (one CTA of 256 threads less per SM; bounded to 64 it spilled 96 bytes). The bias is still
+// WEIGHT_FIRST for 16-bit x and weights except TOKEN at the small budget, where it took ptxas
+// from 62 to 79 registers (one CTA of 256 threads less per SM; bounded to 64 it spilled 96
+// bytes). float32 x or weights keep the per-item loads (WEIGHT_FIRST spilled 40-420 bytes in
+// TOKEN and BLOCK there: wider lanes beside 64 elements of x). The bias is still
 // loaded per item (its lanes would cost 16 more registers on every path, bias or not); with
 // WEIGHT_FIRST its lines are prefetched to L2 before the reduction.
 //
-// The small register budget of 16-byte vectors is bounded to 64 registers, 2 x 512 threads per
-// SM (the plain forward uses 58; these kernels used 62-64 before): unbounded, WEIGHT_FIRST took
-// BLOCK to 69, a step down to 3 CTAs of 256 threads per SM. Bounded: 64 and 4 bytes of spills.
+// The small register budget of 16-byte vectors of 16-bit x and weights is bounded to 64 registers,
+// 2 x 512 threads per SM (the plain forward uses 58; these kernels used 62-64 before):
+// unbounded, WEIGHT_FIRST took BLOCK to 69, a step down to 3 CTAs of 256 threads per SM.
+// Bounded: 64 and 4 bytes of spills.
 // Not TOKEN (see above), nor narrower vectors (the bound raised their counts, 40 -> 62 for
 // TOKEN at 4-byte vectors: ptxas fills what it is allowed). 0 blocks per SM = no .minnctapersm
 // (an explicit 1 also moved ptxas's counts).
 template <typename XT, typename WT, int MODE, int VEC, int IMAX, bool WEIGHT_FIRST = true>
 __global__ void __launch_bounds__(
-    512, IMAX <= kSmallItems && sizeof(XT) * VEC == 16 && MODE != NK_QUANT_TOKEN ? 2 : 0)
+    512, IMAX <= kSmallItems && sizeof(XT) * VEC == 16 && sizeof(XT) <= 2 && sizeof(WT) <= 2 &&
+                 MODE != NK_QUANT_TOKEN
+             ? 2
+             : 0)
     rms_norm_fwd_quant_registers(FwdParams p) {
   __shared__ float scratch[kMaxWarps];
   __shared__ float cluster_slot;        // TOKEN's row maximum (cluster_reduce)
@@ -268,6 +274,8 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_quant_streaming(FwdParams p)
   const RowShape& shape = p.shape;
   const int64_t row = blockIdx.x;
   const int64_t step = static_cast<int64_t>(blockDim.x) * VEC;
+  // Before any store (residual_out, rstd), so that it does not wait behind them.
+  const float tensor_factor = MODE == NK_QUANT_TENSOR ? __ldg(p.quant.scale) : 0.0f;
   float sum_sq = 0.0f;
   for (int64_t col = threadIdx.x * VEC; col < shape.hidden; col += step) {
     float s[VEC];
@@ -301,7 +309,7 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_quant_streaming(FwdParams p)
   };
 
   float amax = 0.0f;
-  float factor = MODE == NK_QUANT_TENSOR ? __ldg(p.quant.scale) : 0.0f;
+  float factor = tensor_factor;
   if constexpr (MODE == NK_QUANT_TOKEN) {
     for (int64_t base = 0; base < shape.hidden; base += step) {
       float v[VEC];

@@ -23,6 +23,7 @@ struct QuantParams {
   float qmax = 448.0f;         // largest finite code value
   int mx_emax = 8;             // MXFP8: exponent of the format's largest power of two
   int block = 0;               // BLOCK/MXFP8: elements per scale
+  int block_shift = 0;         // log2(block) (a power of two): index shifts, not divisions
   const float* scale = nullptr;  // TENSOR: [1]
   float scale_ub = 0.0f;       // TOKEN/BLOCK: upper bound on a scale (0 = none)
   void* scales = nullptr;      // TOKEN [rows] / BLOCK [rows, hidden/block] float32; MXFP8 bytes

@@ -183,6 +183,7 @@ std::string LaunchConfig::describe() const {
                   " items=" + std::to_string(items) + " cluster=" + std::to_string(cluster_size) +
                   " cols/cta=" + std::to_string(cols_per_cta) + " grid=" + std::to_string(grid);
   if (realigned) s += " realigned";
+  if (quant_weight_first != 1) s += " weight-first=" + std::to_string(quant_weight_first);
   if (slots) s += " slots=" + std::to_string(slots);
   if (smem_bytes) s += " smem=" + std::to_string(smem_bytes);
   return s;
@@ -247,6 +248,7 @@ LaunchConfig plan_fwd(int64_t rows, int64_t hidden, int vec, const KernelFacts& 
 LaunchConfig plan_fwd_quant(int64_t rows, int64_t hidden, int vec, int block,
                             const KernelFacts& facts) {
   LaunchConfig c = plan_fwd_registers(rows, hidden, vec, facts);
+  c.quant_weight_first = facts.quant_weight_first;
   if (block <= 0) return c;
   if (block / vec > 32) {  // one CTA of 256 threads per row, element by element
     c.vec = 0;

@@ -73,6 +73,13 @@ struct KernelFacts {
   // every row (plan_bwd_columns) where the rows fit its shared memory
   // (NK_TUNE_BWD_COLUMNS_MAX_ELEMENTS; 0: never).
   int64_t bwd_columns_max_elements = int64_t(1) << 20;
+  // Quantized forward, registers kernel (16-byte vectors, 16-bit weights): where the weight is
+  // loaded (NK_TUNE_QUANT_WEIGHT_FIRST). 1: with x, before the row reduction, in every mode but
+  // TOKEN at the small register budget (there it costs a CTA per SM); 0: TOKEN and BLOCK load it per
+  // item after the reduction, the kernels measured before docs/notes.md "fifth session", where
+  // the SASS showed each such load waiting behind the previous item's code stores (one L2 round
+  // trip per item in series); 2: with x in TOKEN's small budget too.
+  int quant_weight_first = 1;
 };
 
 struct LaunchConfig {
@@ -89,6 +96,8 @@ struct LaunchConfig {
   // Forward registers/cluster plans of 8-element vectors over rows misaligned for them: each
   // row's body from its first 16-byte boundary (rms_norm_fwd_realigned).
   bool realigned = false;
+  // Quantized forward: KernelFacts::quant_weight_first (printed only when not 1).
+  int quant_weight_first = 1;
 
   std::string describe() const;
 };

@@ -20,6 +20,7 @@ inline QuantParams quant_params(const nk_rms_norm_fwd_args& a) {
   q.qmax = quant_qmax(a.y_dtype);
   q.mx_emax = mx_emax(a.y_dtype);
   q.block = static_cast<int>(quant_block_size(a));
+  while ((1 << q.block_shift) < q.block) ++q.block_shift;
   q.scale = a.scale;
   q.scale_ub = a.scale_ub;
   q.scales = a.scales;
@@ -49,8 +50,24 @@ void launch_fwd_quant_mode(const FwdParams& p, const LaunchConfig& cfg, cudaStre
       constexpr int IMAX = fwd_items_max(VEC);
       constexpr int IMAX_SMALL = kSmallItems < IMAX ? kSmallItems : IMAX;
       const bool small = cfg.items <= IMAX_SMALL;
-      auto kernel = small ? rms_norm_fwd_quant_registers<XT, WT, MODE, VEC, IMAX_SMALL>
-                          : rms_norm_fwd_quant_registers<XT, WT, MODE, VEC, IMAX>;
+      // WEIGHT_FIRST (rms_norm_fwd_quant_registers) for 16-bit x and weights, but for TOKEN at the
+      // small budget; for 16-byte vectors of x, cfg.quant_weight_first
+      // (NK_TUNE_QUANT_WEIGHT_FIRST) may choose for an A/B run: 0 the per-item loads of TOKEN and
+      // BLOCK before the fifth session, 2 WEIGHT_FIRST for TOKEN's small budget too (other
+      // widths keep the default: fewer instantiations).
+      constexpr bool kNarrowWeight = sizeof(WT) <= 2 && sizeof(XT) <= 2;
+      constexpr bool kSmallFirst = kNarrowWeight && MODE != NK_QUANT_TOKEN;
+      auto kernel = small ? rms_norm_fwd_quant_registers<XT, WT, MODE, VEC, IMAX_SMALL, kSmallFirst>
+                          : rms_norm_fwd_quant_registers<XT, WT, MODE, VEC, IMAX, kNarrowWeight>;
+      if constexpr ((MODE == NK_QUANT_TOKEN || MODE == NK_QUANT_BLOCK) && kNarrowWeight &&
+                    sizeof(XT) * VEC == 16) {
+        const int q = cfg.quant_weight_first;
+        const bool first = q == 2 || (q == 1 && (!small || MODE != NK_QUANT_TOKEN));
+        if (first != (small ? kSmallFirst : true)) {
+          kernel = small ? rms_norm_fwd_quant_registers<XT, WT, MODE, VEC, IMAX_SMALL, !kSmallFirst>
+                         : rms_norm_fwd_quant_registers<XT, WT, MODE, VEC, IMAX, false>;
+        }
+      }
       // TOKEN without a bias: one row reduction (FOLD), where the thread's x and weight, held
       // in registers through it, take at most 64 bytes each (more spilled, ptxas; so did
       // 1-element vectors, which only misaligned rows use).

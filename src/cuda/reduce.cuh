@@ -259,7 +259,15 @@ struct ClusterPush {
   unsigned long long bar;
 };
 
-__device__ __forceinline__ void cluster_push_init(ClusterPush& s) {
+// cluster_push_sum_and_max's storage: a (sum, max) pair per rank.
+struct ClusterPushPair {
+  float2 slots[kMaxClusterRanks];
+  unsigned long long bar;
+};
+
+// Push: ClusterPush or ClusterPushPair.
+template <typename Push>
+__device__ __forceinline__ void cluster_push_init(Push& s) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   if (threadIdx.x == 0 && threadIdx.y == 0) {
     asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(shared_address(&s.bar))
@@ -309,6 +317,55 @@ __device__ __forceinline__ float cluster_push_sum(float v, ClusterPush& s) {
   (void)s;
   __trap();  // the launcher never picks clusters below sm_90
   return v;
+#endif
+}
+
+// cluster_sum_and_max through pushes (ClusterPushPair, after cluster_push_init), without its
+// two full cluster barriers (which also release this CTA's earlier global stores at cluster
+// scope); the results are bit for bit cluster_sum_and_max's (same rank order).
+__device__ __forceinline__ void cluster_push_sum_and_max(float& sum, float& max,
+                                                         ClusterPushPair& s) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  namespace cg = cooperative_groups;
+  cg::cluster_group cluster = cg::this_cluster();
+  const unsigned ranks = cluster.num_blocks(), rank = cluster.block_rank();
+  asm volatile("barrier.cluster.wait.aligned;\n" ::: "memory");  // every CTA's mbarrier exists
+  const unsigned bar = shared_address(&s.bar);
+  if (threadIdx.x == 0 && threadIdx.y == 0) {
+    s.slots[rank] = make_float2(sum, max);
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar),
+                 "r"((ranks - 1) * 8)
+                 : "memory");
+    for (unsigned r = 0; r < ranks; ++r) {
+      if (r == rank) continue;
+      asm volatile(
+          "st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.b32 [%0], {%1, %2}, [%3];\n"
+          ::"r"(cluster_address(&s.slots[rank], r)),
+          "r"(__float_as_uint(sum)), "r"(__float_as_uint(max)), "r"(cluster_address(&s.bar, r))
+          : "memory");
+    }
+  }
+  asm volatile(
+      "{\n"
+      ".reg .pred done;\n"
+      "WAIT:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], 0;\n"
+      "@!done bra WAIT;\n"
+      "}\n" ::"r"(bar)
+      : "memory");
+  float total = SumOp::kIdentity, largest = MaxOp::kIdentity;
+  for (unsigned r = 0; r < ranks; ++r) {
+    const float2 v = s.slots[r];
+    total += v.x;
+    largest = fmaxf(largest, v.y);
+  }
+  sum = total;
+  max = largest;
+#else
+  (void)sum;
+  (void)max;
+  (void)s;
+  __trap();  // the launcher never picks clusters below sm_90
 #endif
 }
 

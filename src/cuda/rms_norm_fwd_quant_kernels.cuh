@@ -43,7 +43,9 @@ __device__ __forceinline__ void quantize_vector(const FwdParams& p, int64_t row,
     const int lanes = q.block / VEC;
     const float m = group_reduce(max_abs<VEC>(v), lanes, MaxOp{});
     const bool writes_scale = active && threadIdx.x % lanes == 0;
-    const int64_t scale_index = row * (p.shape.hidden / q.block) + col / q.block;
+    // Shifts: as divisions by the runtime block, these were 64-bit integer divisions per item
+    // in the SASS (a 32-bit fast path and a called 64-bit routine).
+    const int64_t scale_index = row * (p.shape.hidden >> q.block_shift) + (col >> q.block_shift);
     if constexpr (MODE == NK_QUANT_BLOCK) {
       const float scale = dynamic_scale(m, q.qmax, q.scale_ub);
       factor = __frcp_rn(scale);
@@ -77,36 +79,64 @@ __device__ __forceinline__ float token_factor(const FwdParams& p, int64_t row, b
 // One HBM pass, as rms_norm_fwd_registers: the row (or the cluster CTA's chunk of it) stays in
 // registers, packed in x's type. TOKEN computes v twice (once for the row maximum, once to
 // store): arithmetic is cheap here, registers are not.
-template <typename XT, typename WT, int MODE, int VEC, int IMAX>
-__global__ void __launch_bounds__(512) rms_norm_fwd_quant_registers(FwdParams p) {
+//
+// Loads come before the first store. In the SASS, a load that follows a store in program order
+// stays behind it (the compiler cannot prove that they don't alias; ld.global.nc too), so a
+// weight loaded per item after the row reduction waited for the previous item's codes: one L2
+// round trip per item in series (docs/notes.md, fifth session). WEIGHT_FIRST loads the weight
+// of every item with x, before the reduction (TENSOR and MXFP8 always did: it also hides the
+// weight's latency behind the reduction); without it, TOKEN and BLOCK load it per item after
+// the reduction, as before. The launcher's choice (plan_fwd_quant, NK_TUNE_QUANT_WEIGHT_FIRST):
+// WEIGHT_FIRST for 16-bit x and weights except TOKEN at the small budget, where it took ptxas
+// from 62 to 79 registers (one CTA of 256 threads less per SM; bounded to 64 it spilled 96
+// bytes). float32 x or weights keep the per-item loads (WEIGHT_FIRST spilled 40-420 bytes in
+// TOKEN and BLOCK there: wider lanes beside 64 elements of x). The bias is still
+// loaded per item (its lanes would cost 16 more registers on every path, bias or not); with
+// WEIGHT_FIRST its lines are prefetched to L2 before the reduction.
+//
+// The small register budget of 16-byte vectors of 16-bit x and weights is bounded to 64 registers,
+// 2 x 512 threads per SM (the plain forward uses 58; these kernels used 62-64 before):
+// unbounded, WEIGHT_FIRST took BLOCK to 69, a step down to 3 CTAs of 256 threads per SM.
+// Bounded: 64 and 4 bytes of spills.
+// Not TOKEN (see above), nor narrower vectors (the bound raised their counts, 40 -> 62 for
+// TOKEN at 4-byte vectors: ptxas fills what it is allowed). 0 blocks per SM = no .minnctapersm
+// (an explicit 1 also moved ptxas's counts).
+template <typename XT, typename WT, int MODE, int VEC, int IMAX, bool WEIGHT_FIRST = true>
+__global__ void __launch_bounds__(
+    512, IMAX <= kSmallItems && sizeof(XT) * VEC == 16 && sizeof(XT) <= 2 && sizeof(WT) <= 2 &&
+                 MODE != NK_QUANT_TOKEN
+             ? 2
+             : 0)
+    rms_norm_fwd_quant_registers(FwdParams p) {
   __shared__ float scratch[kMaxWarps];
-  __shared__ float cluster_slot;
+  __shared__ float cluster_slot;        // TOKEN's row maximum (cluster_reduce)
+  __shared__ ClusterPush cluster_push;  // the row sum, with clusters
   const RowShape& shape = p.shape;
   const RowChunk<VEC> c(shape);
   const int64_t row = c.row;
   const int64_t col_end = c.col_end;
 
+  if (shape.cluster_size > 1) cluster_push_init(cluster_push);
+  // TENSOR's scale, before any store (it was read after the rstd store: one more L2 round trip
+  // between the reduction and the first code store).
+  const float tensor_factor = MODE == NK_QUANT_TENSOR ? __ldg(p.quant.scale) : 0.0f;
   Lanes<XT, VEC> s[IMAX];
   load_x_lanes(p, c, s);
-  // TENSOR and MXFP8 load the weight before the reduction too: loaded after it, its L2
-  // latency is exposed once per CTA. Read-only, so these loads may run ahead of the
-  // residual_out stores. TOKEN and BLOCK, which keep more values live, were slower with it
-  // (the extra registers cost more CTAs per SM than the latency; docs/notes.md q3).
-  constexpr bool kPreloadWeight = MODE == NK_QUANT_TENSOR || MODE == NK_QUANT_MXFP8;
-  Lanes<WT, VEC> w[IMAX];
-#pragma unroll
-  for (int i = 0; i < IMAX; ++i) {
-    const int64_t col = c.column(i);
-    if (kPreloadWeight && p.weight && c.active(i) && col_end - col >= VEC) {
-      w[i].load_readonly(static_cast<const WT*>(p.weight) + col);
-    } else {
-      w[i] = Lanes<WT, VEC>{};
-    }
+  constexpr bool kPreloadWeight =
+      WEIGHT_FIRST || MODE == NK_QUANT_TENSOR || MODE == NK_QUANT_MXFP8;
+  [[maybe_unused]] Lanes<WT, VEC> w[kPreloadWeight ? IMAX : 1];
+  if constexpr (kPreloadWeight) {
+    load_weight_lanes(p, c, w);  // every active item, partial vectors included
+    if (p.bias) prefetch_row_params<WT>(p, c);
+  } else {
+    prefetch_row_params<WT>(p, c);
   }
-  if constexpr (!kPreloadWeight) prefetch_row_params<WT>(p, c);
   add_residual_lanes(p, c, s);
   float sum_sq = sum_of_squares(s);
-  sum_sq = row_sum(sum_sq, shape, scratch, &cluster_slot);
+  sum_sq = cta_row_sum(sum_sq, scratch);
+  // Pushed to the cluster's CTAs (st.async + mbarrier) as rms_norm_fwd_registers; the two full
+  // cluster barriers of cluster_sum were a MEMBAR.ALL.GPU and a wait per CTA in the SASS.
+  if (shape.cluster_size > 1) sum_sq = cluster_push_sum(sum_sq, cluster_push);
   const float rstd = 1.0f / sqrtf(sum_sq * shape.inv_hidden + p.eps);
   const bool row_writer = c.valid && c.rank == 0 && threadIdx.x == 0;
   if (p.rstd && row_writer) p.rstd[row] = rstd;
@@ -116,36 +146,29 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_quant_registers(FwdParams p)
     const int64_t col = c.column(i);
 #pragma unroll
     for (int k = 0; k < VEC; ++k) v[k] = to_float(s[i].get(k));
-    if (kPreloadWeight && c.active(i) && col_end - col >= VEC) {  // the weight is in w[i]
+    if (!c.active(i)) {
 #pragma unroll
-      for (int k = 0; k < VEC; ++k) {
-        const float scale = p.weight ? to_float(w[i].get(k)) + (p.zero_centered ? 1.0f : 0.0f)
-                                     : 1.0f;
-        v[k] = v[k] * rstd * scale;
-      }
-      if (p.bias) {
-        float b[VEC];
-        load_readonly_upto<WT, VEC>(static_cast<const WT*>(p.bias) + col, VEC, b);
-#pragma unroll
-        for (int k = 0; k < VEC; ++k) v[k] += b[k];
-      }
-    } else if (MODE == NK_QUANT_TOKEN && !p.bias && c.active(i)) {
+      for (int k = 0; k < VEC; ++k) v[k] = 0.0f;
+    } else if (MODE == NK_QUANT_TOKEN && !p.bias) {
       // v = (s * w_eff) * rstd, as nk_quant_mode has it for TOKEN without bias (and
       // rms_norm_fwd_quant_token_folded, which the launcher prefers where it fits).
       float w_eff[VEC];
-      load_scale<WT, VEC>(p, col, col_end - col, w_eff);
+      if constexpr (kPreloadWeight) {
+        weight_scale<WT, VEC>(p, w[i], w_eff);
+      } else {
+        load_scale<WT, VEC>(p, col, col_end - col, w_eff);
+      }
 #pragma unroll
       for (int k = 0; k < VEC; ++k) v[k] = v[k] * w_eff[k] * rstd;
-    } else if (c.active(i)) {
-      scale_in_place<WT, VEC>(p, col, col_end - col, v, rstd);
+    } else if constexpr (kPreloadWeight) {
+      scale_with_weight<WT, VEC>(p, w[i], col, col_end - col, v, rstd);
     } else {
-#pragma unroll
-      for (int k = 0; k < VEC; ++k) v[k] = 0.0f;
+      scale_in_place<WT, VEC>(p, col, col_end - col, v, rstd);
     }
   };
 
   float amax = 0.0f;
-  float factor = MODE == NK_QUANT_TENSOR ? __ldg(p.quant.scale) : 0.0f;
+  float factor = tensor_factor;
   if constexpr (MODE == NK_QUANT_TOKEN) {
 #pragma unroll
     for (int i = 0; i < IMAX; ++i) {
@@ -179,11 +202,12 @@ __global__ void __launch_bounds__(512, 2) rms_norm_fwd_quant_token_folded(FwdPar
   static_assert(sizeof(WT) * VEC * IMAX <= 64 && sizeof(XT) * VEC * IMAX <= 64,
                 "x and the weight are held in registers");
   __shared__ float scratch[2 * kMaxWarps];
-  __shared__ float cluster_slots[2];
+  __shared__ ClusterPushPair cluster_push;  // with clusters
   const RowShape& shape = p.shape;
   const RowChunk<VEC> c(shape);
   const int64_t row = c.row;
 
+  if (shape.cluster_size > 1) cluster_push_init(cluster_push);
   Lanes<XT, VEC> s[IMAX];
   load_x_lanes(p, c, s);
   Lanes<WT, VEC> w[IMAX];  // zeros where inactive and past the row's end, as s
@@ -213,7 +237,15 @@ __global__ void __launch_bounds__(512, 2) rms_norm_fwd_quant_token_folded(FwdPar
     products(i, sw);
     largest = fmaxf(largest, max_abs<VEC>(sw));
   }
-  row_sum_and_max(sum_sq, largest, shape, scratch, cluster_slots);
+  // As row_sum_and_max, but the cluster's part pushed (no full cluster barriers: see
+  // rms_norm_fwd_quant_registers).
+  if (blockDim.x <= 32) {
+    sum_sq = group_sum(sum_sq, blockDim.x);
+    largest = group_reduce(largest, blockDim.x, MaxOp{});
+  } else {
+    block_sum_and_max(sum_sq, largest, scratch);
+  }
+  if (shape.cluster_size > 1) cluster_push_sum_and_max(sum_sq, largest, cluster_push);
   const float rstd = 1.0f / sqrtf(sum_sq * shape.inv_hidden + p.eps);
   const bool row_writer = c.valid && c.rank == 0 && threadIdx.x == 0;
   if (p.rstd && row_writer) p.rstd[row] = rstd;
@@ -242,6 +274,8 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_quant_streaming(FwdParams p)
   const RowShape& shape = p.shape;
   const int64_t row = blockIdx.x;
   const int64_t step = static_cast<int64_t>(blockDim.x) * VEC;
+  // Before any store (residual_out, rstd), so that it does not wait behind them.
+  const float tensor_factor = MODE == NK_QUANT_TENSOR ? __ldg(p.quant.scale) : 0.0f;
   float sum_sq = 0.0f;
   for (int64_t col = threadIdx.x * VEC; col < shape.hidden; col += step) {
     float s[VEC];
@@ -275,7 +309,7 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_quant_streaming(FwdParams p)
   };
 
   float amax = 0.0f;
-  float factor = MODE == NK_QUANT_TENSOR ? __ldg(p.quant.scale) : 0.0f;
+  float factor = tensor_factor;
   if constexpr (MODE == NK_QUANT_TOKEN) {
     for (int64_t base = 0; base < shape.hidden; base += step) {
       float v[VEC];

@@ -56,6 +56,8 @@ inline const KernelFacts& tuned_defaults() {
     k.bwd_columns_max_elements = tuning_knob("NK_TUNE_BWD_COLUMNS_MAX_ELEMENTS",
                                              static_cast<int>(k.bwd_columns_max_elements), 0,
                                              1 << 30);
+    k.quant_weight_first =
+        tuning_knob("NK_TUNE_QUANT_WEIGHT_FIRST", k.quant_weight_first, 0, 2);
     return k;
   }();
   return tuned;

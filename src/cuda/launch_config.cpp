@@ -183,7 +183,7 @@ std::string LaunchConfig::describe() const {
                   " items=" + std::to_string(items) + " cluster=" + std::to_string(cluster_size) +
                   " cols/cta=" + std::to_string(cols_per_cta) + " grid=" + std::to_string(grid);
   if (realigned) s += " realigned";
-  if (quant_weight_first != 1) s += " weight-first=" + std::to_string(quant_weight_first);
+  if (quant_weight_first != 0) s += " weight-first=" + std::to_string(quant_weight_first);
   if (slots) s += " slots=" + std::to_string(slots);
   if (smem_bytes) s += " smem=" + std::to_string(smem_bytes);
   return s;

@@ -71,15 +71,18 @@ struct KernelFacts {
   int64_t fwd_realign_min_elements = int64_t(1) << 20;
   // The backward of at most this many elements takes one cluster whose CTAs own columns of
   // every row (plan_bwd_columns) where the rows fit its shared memory
-  // (NK_TUNE_BWD_COLUMNS_MAX_ELEMENTS; 0: never).
-  int64_t bwd_columns_max_elements = int64_t(1) << 20;
+  // (NK_TUNE_BWD_COLUMNS_MAX_ELEMENTS; 0: never). Off until measured: its first version ran
+  // 1.4-3x slower than the default plans on every few-row shape (docs/notes.md, fifth session);
+  // the second, which should remove the cause, has not run on a GPU yet.
+  int64_t bwd_columns_max_elements = 0;
   // Quantized forward, registers kernel (16-byte vectors, 16-bit weights): where the weight is
-  // loaded (NK_TUNE_QUANT_WEIGHT_FIRST). 1: with x, before the row reduction, in every mode but
-  // TOKEN at the small register budget (there it costs a CTA per SM); 0: TOKEN and BLOCK load it per
-  // item after the reduction, the kernels measured before docs/notes.md "fifth session", where
-  // the SASS showed each such load waiting behind the previous item's code stores (one L2 round
-  // trip per item in series); 2: with x in TOKEN's small budget too.
-  int quant_weight_first = 1;
+  // loaded (NK_TUNE_QUANT_WEIGHT_FIRST). 0 (the default until measured): TOKEN and BLOCK load it
+  // per item after the reduction, as in the kernels measured before docs/notes.md "fifth
+  // session", where the SASS showed each such load waiting behind the previous item's code
+  // stores (one L2 round trip per item in series); 1: with x, before the row reduction, in every
+  // mode but TOKEN at the small register budget (there it costs a CTA per SM); 2: with x in
+  // TOKEN's small budget too.
+  int quant_weight_first = 0;
 };
 
 struct LaunchConfig {
@@ -96,8 +99,8 @@ struct LaunchConfig {
   // Forward registers/cluster plans of 8-element vectors over rows misaligned for them: each
   // row's body from its first 16-byte boundary (rms_norm_fwd_realigned).
   bool realigned = false;
-  // Quantized forward: KernelFacts::quant_weight_first (printed only when not 1).
-  int quant_weight_first = 1;
+  // Quantized forward: KernelFacts::quant_weight_first (printed only when not 0).
+  int quant_weight_first = 0;
 
   std::string describe() const;
 };

@@ -314,6 +314,8 @@ TEST(LaunchConfig, SplitsFewLongRowsOverClusters) {
 
 TEST(LaunchConfig, BackwardOfFewRowsTakesOneColumnOwningCluster) {
   KernelFacts f;
+  EXPECT_EQ(f.bwd_columns_max_elements, 0);  // off by default until measured
+  f.bwd_columns_max_elements = int64_t(1) << 20;
   const int64_t bf16[3] = {2, 2, 0}, with_dresidual[3] = {2, 2, 2}, fp32[3] = {4, 4, 4};
   for (const auto& [rows, hidden] : {std::pair<int64_t, int64_t>{1, 1}, {1, 4096}, {2, 65},
                                      {29, 17389}, {128, 4096}, {9, 1003}, {150, 3000}}) {

@@ -38,6 +38,16 @@ __device__ __forceinline__ void mbarrier_expect_bytes(uint64_t* bar, unsigned by
 #endif
 }
 
+// Arrives once and adds `bytes` to the transaction count of the current phase.
+__device__ __forceinline__ void mbarrier_arrive_expecting(uint64_t* bar, unsigned bytes) {
+#if NK_HAS_BULK_COPY
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(
+                   shared_address(bar)),
+               "r"(bytes)
+               : "memory");
+#endif
+}
+
 __device__ __forceinline__ void mbarrier_arrive(uint64_t* bar) {
 #if NK_HAS_BULK_COPY
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(shared_address(bar))
@@ -82,6 +92,14 @@ __device__ __forceinline__ void bulk_copy_to_shared(void* smem, const void* gmem
 __device__ __forceinline__ void cluster_arrive() {
 #if NK_HAS_BULK_COPY
   asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
+#endif
+}
+
+// An arrive that releases nothing: only says that this thread has started (for example, that
+// its CTA's mbarriers are initialized, given fence.mbarrier_init).
+__device__ __forceinline__ void cluster_arrive_relaxed() {
+#if NK_HAS_BULK_COPY
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory");
 #endif
 }
 

@@ -21,7 +21,7 @@ struct ColumnsLayout {
   int64_t barrier = 0;      // one mbarrier (8 bytes)
   int64_t weight = 0;       // float[cols]: the scale of each column (w, 1 + w or 1)
   int64_t rstd = 0;         // float[rows]
-  int64_t local_dot = 0;    // float[rows]: this CTA's part of each row's dot product
+  int64_t dots = 0;         // float[ranks][rows]: each cluster CTA's part of each row's dot
   int64_t mean = 0;         // float[rows]: the row's dot product over hidden
   int64_t partials = 0;     // float[outputs][groups][cols]: row groups' dweight/dbias sums
   int64_t stage[3] = {};    // slots of x, dy, dresidual_out
@@ -31,14 +31,15 @@ struct ColumnsLayout {
   static NK_HOST_DEVICE int64_t round16(int64_t v) { return (v + 15) / 16 * 16; }
 
   // element_bytes[j]: element size of operand j (x, dy, dresidual_out), 0 if not staged;
-  // outputs: how many of dweight and dbias are wanted; groups: row groups of the dx pass.
-  NK_HOST_DEVICE ColumnsLayout(int64_t rows, int64_t cols, int groups, int outputs,
+  // ranks: CTAs of the cluster; outputs: how many of dweight and dbias are wanted; groups: row
+  // groups of the dx pass.
+  NK_HOST_DEVICE ColumnsLayout(int64_t rows, int64_t cols, int ranks, int groups, int outputs,
                                const int64_t (&element_bytes)[3]) {
     barrier = 0;
     weight = 16;
     rstd = weight + round16(cols * 4);
-    local_dot = rstd + round16(rows * 4);
-    mean = local_dot + round16(rows * 4);
+    dots = rstd + round16(rows * 4);
+    mean = dots + round16(int64_t(ranks) * rows * 4);
     partials = mean + round16(rows * 4);
     int64_t at = partials + (groups > 1 ? round16(int64_t(outputs) * groups * cols * 4) : 0);
     for (int j = 0; j < 3; ++j) {

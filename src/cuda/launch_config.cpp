@@ -308,13 +308,14 @@ LaunchConfig plan_bwd_columns(int64_t rows, int64_t hidden, int vec, const Kerne
   const int64_t max_cluster = std::max(f.max_cluster, f.max_cluster_pipelined);
   const int64_t cluster = std::clamp<int64_t>(ceil_div(hidden, kMinCols), 1, max_cluster);
   const int64_t cols = ceil_div(ceil_div(hidden, cluster), 8) * 8;
+  const int ranks = static_cast<int>(ceil_div(hidden, cols));
   const int64_t nvec = ceil_div(cols, vec);
   // Row groups of the dx pass: the fewest rounds (rows per group x vectors per thread) among
   // the group counts whose partial sums still fit.
   int groups = 0;
   int64_t best_rounds = 0, smem = 0;
   for (int g = 1; g <= kColumnsThreads / 32 && g <= rows; g *= 2) {
-    const ColumnsLayout layout(rows, cols, g, outputs, element_bytes);
+    const ColumnsLayout layout(rows, cols, ranks, g, outputs, element_bytes);
     if (layout.total > f.smem_per_block) break;
     const int64_t rounds = ceil_div(rows, g) * ceil_div(nvec, kColumnsThreads / g);
     if (groups == 0 || rounds < best_rounds) {
@@ -329,7 +330,7 @@ LaunchConfig plan_bwd_columns(int64_t rows, int64_t hidden, int vec, const Kerne
   c.vec = vec;
   c.threads_per_row = kColumnsThreads;
   c.items = groups;
-  c.cluster_size = static_cast<int>(ceil_div(hidden, cols));
+  c.cluster_size = ranks;
   c.cols_per_cta = cols;
   c.grid = c.cluster_size;
   c.smem_bytes = smem;

@@ -171,7 +171,7 @@ LaunchConfig plan_fwd_quant(int64_t rows, int64_t hidden, int vec, int block,
 // shared memory. vec: the vector width that dx's rows allow (the other operands are staged
 // whatever their alignment). element_bytes: x, dy and dresidual_out (0 without it); outputs:
 // how many of dweight and dbias are wanted.
-constexpr int kColumnsThreads = 1024;
+constexpr int kColumnsThreads = 512;
 LaunchConfig plan_bwd_columns(int64_t rows, int64_t hidden, int vec, const KernelFacts& facts,
                               const int64_t (&element_bytes)[3], int outputs);
 

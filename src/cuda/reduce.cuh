@@ -172,6 +172,17 @@ __device__ __forceinline__ unsigned cluster_address(const void* local, unsigned 
   return remote;
 }
 
+// Stores v into `slot` (a float of this CTA's shared memory) as seen in CTA `rank` of the
+// cluster, counting its 4 bytes on that CTA's mbarrier `bar` (also given by its local address).
+__device__ __forceinline__ void push_float(float v, const float* slot, const void* bar,
+                                           unsigned rank) {
+  asm volatile(
+      "st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];\n" ::"r"(
+          cluster_address(slot, rank)),
+      "r"(__float_as_uint(v)), "r"(cluster_address(bar, rank))
+      : "memory");
+}
+
 // Every thread of every CTA of the cluster calls this once, before its first push.
 __device__ __forceinline__ void cluster_row_sums_init(ClusterRowSums& s) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -204,11 +215,7 @@ __device__ __forceinline__ void cluster_row_push(float v, ClusterRowSums& s, int
                : "memory");
   for (unsigned r = 0; r < ranks; ++r) {
     if (r == rank) continue;
-    asm volatile(
-        "st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];\n" ::"r"(
-            cluster_address(&s.slots[i][rank], r)),
-        "r"(__float_as_uint(v)), "r"(cluster_address(&s.bars[i], r))
-        : "memory");
+    push_float(v, &s.slots[i][rank], &s.bars[i], r);
   }
 #else
   (void)v;
@@ -295,11 +302,7 @@ __device__ __forceinline__ float cluster_push_sum(float v, ClusterPush& s) {
                  : "memory");
     for (unsigned r = 0; r < ranks; ++r) {
       if (r == rank) continue;
-      asm volatile(
-          "st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];\n" ::"r"(
-              cluster_address(&s.slots[rank], r)),
-          "r"(__float_as_uint(v)), "r"(cluster_address(&s.bar, r))
-          : "memory");
+      push_float(v, &s.slots[rank], &s.bar, r);
     }
   }
   asm volatile(

@@ -12,7 +12,8 @@
 //    bulk copies (their 16-byte aligned bodies; threads load the few head and tail elements),
 //    whatever the rows' alignment; meanwhile the threads load the weight and rstd.
 // 2. Each warp reduces whole rows of the tile: the CTA's part of each row's dot product.
-// 3. The cluster adds the parts of each row in rank order (bitwise deterministic).
+// 3. Each CTA pushes its parts into every CTA (st.async, counted on the receiver's mbarrier: no
+//    cluster barrier after step 2); each adds them in rank order (bitwise deterministic).
 // 4. Row groups of threads write dx and sum dy * xhat and dy down the columns; the groups' sums
 //    are added in group order.
 #pragma once
@@ -21,12 +22,13 @@
 #include "cuda/columns_layout.h"
 #include "cuda/element.cuh"
 #include "cuda/kernel_params.h"
+#include "cuda/launch_config.h"
 #include "cuda/reduce.cuh"
 
 namespace normkit::cuda {
 
 template <typename XT, typename WT, typename DYT, int VEC>
-__global__ void __launch_bounds__(1024, 1) rms_norm_bwd_columns(BwdParams p) {
+__global__ void __launch_bounds__(kColumnsThreads, 1) rms_norm_bwd_columns(BwdParams p) {
   extern __shared__ __align__(16) unsigned char smem[];
 #if NK_HAS_BULK_COPY
   const RowShape& shape = p.shape;
@@ -38,12 +40,13 @@ __global__ void __launch_bounds__(1024, 1) rms_norm_bwd_columns(BwdParams p) {
   const int groups = shape.items;
   const int64_t element_bytes[3] = {int64_t(sizeof(XT)), int64_t(sizeof(DYT)),
                                     p.dresidual_out ? int64_t(sizeof(XT)) : 0};
-  const ColumnsLayout L(rows, shape.cols_per_cta, groups, int(want_w) + int(want_b),
-                        element_bytes);
-  uint64_t* bar = reinterpret_cast<uint64_t*>(smem + L.barrier);
+  const ColumnsLayout L(rows, shape.cols_per_cta, shape.cluster_size, groups,
+                        int(want_w) + int(want_b), element_bytes);
+  uint64_t* bar = reinterpret_cast<uint64_t*>(smem + L.barrier);  // the staged bytes
+  uint64_t* dots_bar = bar + 1;  // the other CTAs' parts of the dot products
   float* weight = reinterpret_cast<float*>(smem + L.weight);
   float* rstd = reinterpret_cast<float*>(smem + L.rstd);
-  float* local_dot = reinterpret_cast<float*>(smem + L.local_dot);
+  float* dots = reinterpret_cast<float*>(smem + L.dots);
   float* mean = reinterpret_cast<float*>(smem + L.mean);
   float* partials = reinterpret_cast<float*>(smem + L.partials);
   const int tid = threadIdx.x, threads = blockDim.x;
@@ -72,12 +75,23 @@ __global__ void __launch_bounds__(1024, 1) rms_norm_bwd_columns(BwdParams p) {
     return min(bytes, int64_t((16 - reinterpret_cast<uintptr_t>(source(j, r)) % 16) % 16));
   };
 
-  if (tid == 0) mbarrier_init(bar, 1);
-  __syncthreads();
-  // (Index arithmetic in 32 bits and without division by a variable: a first version spent
-  // ~100 instructions per segment on 64-bit divisions, and with one warp issuing, the staging
-  // took longer than the loads.)
+  namespace cg = cooperative_groups;
+  cg::cluster_group cluster = cg::this_cluster();
+  const int ranks = static_cast<int>(cluster.num_blocks());
   const int nrows = static_cast<int>(rows);  // the planner takes at most 2^30 elements
+  if (tid == 0) {
+    mbarrier_init(bar, 1);
+    mbarrier_init(dots_bar, 1);
+    // Its one arrival, and the bytes that the other CTAs' pushes will bring (step 2).
+    mbarrier_arrive_expecting(dots_bar, static_cast<unsigned>((ranks - 1) * nrows * 4));
+  }
+  __syncthreads();
+  // Every CTA's mbarriers must exist before the first push into it: arrive now, wait at the
+  // first push (the barrier overlaps the loads).
+  cluster_arrive_relaxed();
+  // (Index arithmetic in 32 bits and without division by a variable: the first version's SASS
+  // spent ~100 instructions per segment on 64-bit divisions, with one warp issuing; the
+  // suspected cause of its slowness, docs/notes.md fifth session.)
   if (warp == 0 && ncols > 0) {
     for (int j = 0; j < operands; ++j) {
       const int64_t bytes = ncols * size_of(j);
@@ -95,11 +109,11 @@ __global__ void __launch_bounds__(1024, 1) rms_norm_bwd_columns(BwdParams p) {
     __syncwarp();
     if (lane == 0) mbarrier_arrive(bar);
   }
+  constexpr int kBatch = 4;
   // Heads and tails: 16 places per segment (up to 8 head elements, then up to 8 tail elements),
-  // each thread loading kBatch places before storing any (stores first would make each load
-  // wait for the previous store: the compiler cannot tell global from shared here).
+  // each thread loading kBatch places before storing any: a loop of load-then-store has one
+  // load in flight per thread, each store waiting for its load's round trip.
   if (ncols > 0) {
-    constexpr int kBatch = 4;
     const int places = operands * nrows * 16;
     for (int first = tid; first < places; first += kBatch * threads) {
       uint32_t value[kBatch];
@@ -136,19 +150,44 @@ __global__ void __launch_bounds__(1024, 1) rms_norm_bwd_columns(BwdParams p) {
       }
     }
   }
-  for (int64_t c = tid; c < ncols; c += threads) {
-    weight[c] = p.weight ? to_float(__ldg(static_cast<const WT*>(p.weight) + c0 + c)) +
-                               (p.zero_centered ? 1.0f : 0.0f)
-                         : 1.0f;
+  // The column scales and the rows' rstd, kBatch loads in flight per thread (as above).
+  for (int first = tid; first < ncols; first += kBatch * threads) {
+    float w[kBatch];
+#pragma unroll
+    for (int b = 0; b < kBatch; ++b) {
+      const int c = first + b * threads;
+      w[b] = c < ncols && p.weight ? to_float(__ldg(static_cast<const WT*>(p.weight) + c0 + c))
+                                   : 0.0f;
+    }
+#pragma unroll
+    for (int b = 0; b < kBatch; ++b) {
+      const int c = first + b * threads;
+      if (c < ncols) weight[c] = p.weight ? w[b] + (p.zero_centered ? 1.0f : 0.0f) : 1.0f;
+    }
   }
-  for (int r = tid; r < nrows; r += threads) rstd[r] = __ldg(p.rstd + r);
+  for (int first = tid; first < nrows; first += kBatch * threads) {
+    float v[kBatch];
+#pragma unroll
+    for (int b = 0; b < kBatch; ++b) {
+      const int r = first + b * threads;
+      v[b] = r < nrows ? __ldg(p.rstd + r) : 0.0f;
+    }
+#pragma unroll
+    for (int b = 0; b < kBatch; ++b) {
+      if (first + b * threads < nrows) rstd[first + b * threads] = v[b];
+    }
+  }
   __syncthreads();
   mbarrier_wait(bar, 0);
 
   auto x_at = [&](int64_t r) { return reinterpret_cast<const XT*>(staged(0, r)); };
   auto dy_at = [&](int64_t r) { return reinterpret_cast<const DYT*>(staged(1, r)); };
 
-  // 2. This CTA's part of each row's dot product sum(dy * w * xhat), one warp per row.
+  // 2. This CTA's part of each row's dot product sum(dy * w * xhat), one warp per row, pushed
+  // into every cluster CTA's table: lane q stores to rank q with st.async, counted by rank q's
+  // dots_bar (no cluster barrier and no fence; reading 16 remote values one after another
+  // would wait 16 round trips).
+  cluster_wait();
   for (int r = warp; r < nrows; r += warps) {
     const XT* xs = x_at(r);
     const DYT* dys = dy_at(r);
@@ -158,22 +197,25 @@ __global__ void __launch_bounds__(1024, 1) rms_norm_bwd_columns(BwdParams p) {
     for (int64_t c = lane; c < ncols; c += 32) {
       dot += to_float(dys[c]) * weight[c] * (to_float(xs[c]) * rs);
     }
-    dot = group_sum(dot, 32);
-    if (lane == 0) local_dot[r] = dot;
+    dot = group_sum(dot, 32);  // on every lane
+    float* slot = dots + rank * nrows + r;
+    if (lane == rank) {
+      *slot = dot;
+    } else if (lane < ranks) {
+      push_float(dot, slot, dots_bar, lane);
+    }
   }
 
-  // 3. The rows' dot products over the cluster, in rank order.
-  namespace cg = cooperative_groups;
-  cg::cluster_group cluster = cg::this_cluster();
-  cluster_arrive();
-  cluster_wait();
-  const unsigned ranks = cluster.num_blocks();
+  // 3. The rows' dot products: this CTA's parts (visible after the block barrier) and the
+  // others' (once dots_bar has counted all their bytes), added in rank order: bitwise
+  // deterministic. No CTA writes into another after this, so each may leave when done.
+  __syncthreads();
+  mbarrier_wait(dots_bar, 0);
   for (int r = tid; r < nrows; r += threads) {
     float total = 0.0f;
-    for (unsigned q = 0; q < ranks; ++q) total += cluster.map_shared_rank(local_dot, q)[r];
+    for (int q = 0; q < ranks; ++q) total += dots[q * nrows + r];
     mean[r] = total * shape.inv_hidden;
   }
-  cluster_arrive();  // this CTA has read the others' parts; they may leave once all have
   __syncthreads();
 
   // 4. dx, and the columns' sums. Thread (g, j): row group g = tid / (threads / groups) takes
@@ -242,7 +284,6 @@ __global__ void __launch_bounds__(1024, 1) rms_norm_bwd_columns(BwdParams p) {
       }
     }
   }
-  cluster_wait();  // no CTA leaves while another may still read its local_dot
 #else
   (void)smem;
   (void)p;

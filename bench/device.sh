@@ -3,7 +3,7 @@
 # `normkit check`, `normkit bench`, the Python tests and benchmarks; logs (as logs.tar.gz) and
 # the JSON results go to $OUT (or ./device-out).
 # Usage: bench/device.sh [steps...]   steps: build test check bench quant install python compare
-# train dtypes huge sanitize profile
+# train dtypes huge pending sanitize profile
 # (default: build test check bench)
 # BUILD=dir names the build tree (default build-device). (A tree built on the CPU machine cannot
 # travel instead: its binaries are over 64 MiB each.) `install` links that tree's libnormkit.a.
@@ -82,6 +82,18 @@ for step in "${steps[@]}"; do
         --metrics gpu__time_duration.sum,launch__registers_per_thread,launch__grid_size,launch__block_size,dram__throughput.avg.pct_of_peak_sustained_elapsed \
         "$BUILD/tools/normkit" bench --reps 2 --shapes "${PROFILE_SHAPES:-29x17389,4096x1024,128x4096,8192x2048}" \
         ${PROFILE_ARGS:-} ;;
+    pending)  # A/B of the kernels built but not yet the default (docs/notes.md, fifth session)
+      few=1x4096,128x4096,29x17389,64x1001,9x1003,1x17389,32x8192,2x65536,256x2048,64x4096
+      for v in 1048576 0; do  # the column-owning backward on, then off
+        run "bench_columns_$v" env NK_TUNE_BWD_COLUMNS_MAX_ELEMENTS=$v "$BUILD/tools/normkit" \
+          bench --bwd-only --explain --shapes "$few" --json "$LOGS/bench_columns_$v.json"
+      done
+      for q in 0 1; do  # the quantized forward's weight loads: per item (0), with x (1)
+        for mode in block token tensor mxfp8; do
+          run "bench_quant_${mode}_wf$q" env NK_TUNE_QUANT_WEIGHT_FIRST=$q "$BUILD/tools/normkit" \
+            bench --fwd-only --quant "$mode" --explain --json "$LOGS/bench_quant_${mode}_wf$q.json"
+        done
+      done ;;
     sanitize)
       run sanitize compute-sanitizer --tool memcheck --error-exitcode 1 \
         "$BUILD/tools/normkit" check --quick --backend cuda ;;

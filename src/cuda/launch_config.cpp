@@ -1,9 +1,9 @@
 #include "cuda/launch_config.h"
 
-#include "cuda/columns_layout.h"
-
 #include <algorithm>
 #include <string>
+
+#include "cuda/columns_layout.h"
 
 namespace normkit::cuda {
 namespace {
@@ -301,7 +301,8 @@ LaunchConfig plan_bwd_columns(int64_t rows, int64_t hidden, int vec, const Kerne
                               const int64_t (&element_bytes)[3], int outputs) {
   LaunchConfig none;
   none.grid = 0;
-  if (!f.cluster_launch || rows * hidden > f.bwd_columns_max_elements) return none;
+  if (!f.cluster_launch || rows <= 0 || hidden <= 0) return none;
+  if (rows * hidden > f.bwd_columns_max_elements) return none;
   // As many CTAs as the largest cluster allows (each SM adds load bandwidth to a latency-bound
   // launch), each owning at least kMinCols columns.
   constexpr int64_t kMinCols = 64;

@@ -139,9 +139,9 @@ INSTANTIATE_TEST_SUITE_P(
                                          RowsHidden{3, 1048576}, RowsHidden{16384, 128},
                                          RowsHidden{1000, 1000}, RowsHidden{65536, 64},
                                          RowsHidden{300, 32768}, RowsHidden{37, 65536},
-                                         // odd hidden (2-byte accesses): on the GPU one
-                                         // column-owning cluster, then clusters of 15 CTAs
-                                         // with more rows than slots
+                                         // odd hidden (2-byte accesses): clusters of 9 CTAs
+                                         // (or the column-owning cluster, where enabled), then
+                                         // of 15 with more rows than slots
                                          RowsHidden{29, 17389}, RowsHidden{601, 30001})),
     [](const auto& info) {
       const RowsHidden shape = std::get<1>(info.param);
@@ -261,7 +261,8 @@ TEST_P(BwdLayouts, InPlaceDxIsDresidualOut) {
 INSTANTIATE_TEST_SUITE_P(AllBackends, BwdLayouts, ::testing::ValuesIn(all_backends()),
                          [](const auto& info) { return std::string(backend_label(info.param)); });
 
-// ---- few rows: on the GPU, one cluster whose CTAs own columns of every row ----
+// ---- few rows: on the GPU, one cluster whose CTAs own columns of every row (where
+// NK_TUNE_BWD_COLUMNS_MAX_ELEMENTS enables it: ctest's bwd_columns_kernel entry) ----
 
 // Shapes at the edges of that plan: one row, a CTA per 64 columns, rows whose segments start
 // at every offset modulo 16, the most row groups, and 31 x 32768, past its shared memory (the

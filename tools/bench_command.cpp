@@ -35,6 +35,10 @@ constexpr size_t kMaxPoolElements = size_t{32} << 20;
 int run_bench(const BenchOptions& options) {
   BenchConfig config;
   config.dtype = parse_dtype(options.dtype);
+  config.weight_dtype =
+      options.weight_dtype.empty() ? config.dtype : parse_dtype(options.weight_dtype);
+  config.bias = options.bias;
+  config.zero_centered = options.zero_centered;
   config.residual = options.residual;
   config.fwd = !options.bwd_only;
   config.bwd = !options.fwd_only;

@@ -9,6 +9,9 @@ struct BenchOptions {
   std::string backend = "auto";  // auto | cpu | cuda
   std::string shapes;            // empty: the default sweep
   std::string dtype = "bf16";
+  std::string weight_dtype;      // empty: dtype (weight, bias, dweight and dbias)
+  bool bias = false;             // forward reads a bias; backward writes dbias
+  bool zero_centered = false;    // scale by (1 + weight), weight near 0
   std::string json_path;         // empty: no JSON
   bool explain = false;
   int reps = 100;

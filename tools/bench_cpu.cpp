@@ -89,20 +89,26 @@ class CpuRunner final : public BenchRunner {
     const std::string ctx = "shape " + format_shape(shape) + " " + short_name(config_.dtype);
     const size_t n = static_cast<size_t>(shape.elements());
     const size_t tensor_bytes = n * nk_dtype_size(config_.dtype);
-    const size_t vector_bytes = static_cast<size_t>(shape.hidden) * nk_dtype_size(config_.dtype);
+    const size_t vector_bytes =
+        static_cast<size_t>(shape.hidden) * nk_dtype_size(config_.weight_dtype);
     ShapeResult result;
     result.shape = shape;
 
     // Every buffer is written once on allocation (poison), so no page faults land in timings.
     std::vector<AlignedBytes> keep;
-    keep.reserve(10);
+    keep.reserve(16);
     auto alloc = [&](size_t bytes) { return keep.emplace_back(bytes).data(); };
     BenchPointers p;
     p.x = alloc(tensor_bytes);
     fill_random(p.x, n, 0);
     p.weight = alloc(vector_bytes);
-    const std::vector<unsigned char> w = weight_near_one(config_.dtype, shape.hidden, 7);
+    const std::vector<unsigned char> w = bench_weight(config_, shape.hidden, 7);
     std::memcpy(p.weight, w.data(), w.size());
+    if (config_.bias) {
+      p.bias = alloc(vector_bytes);
+      const std::vector<unsigned char> b = bench_bias(config_, shape.hidden, 11);
+      std::memcpy(p.bias, b.data(), b.size());
+    }
     p.rstd = static_cast<float*>(alloc(static_cast<size_t>(shape.rows) * sizeof(float)));
     if (config_.residual) {
       p.residual = alloc(tensor_bytes);
@@ -126,6 +132,7 @@ class CpuRunner final : public BenchRunner {
       fill_random(p.dy, n, pool_.elements() / 2 + 1);
       p.dx = alloc(tensor_bytes);
       p.dweight = alloc(vector_bytes);
+      if (config_.bias) p.dbias = alloc(vector_bytes);
     }
 
     if (config_.fwd) {

@@ -78,21 +78,30 @@ class CudaRunner final : public BenchRunner {
     const std::string ctx = "shape " + format_shape(shape) + " " + short_name(config_.dtype);
     const size_t n = static_cast<size_t>(shape.elements());
     const size_t tensor_bytes = n * nk_dtype_size(config_.dtype);
+    const size_t vector_bytes =
+        static_cast<size_t>(shape.hidden) * nk_dtype_size(config_.weight_dtype);
     ShapeResult result;
     result.shape = shape;
 
     BenchPointers p;
-    DeviceBuffer x(tensor_bytes, "x", ctx), y, residual, residual_out, dy, dx, dweight, workspace;
-    DeviceBuffer weight(static_cast<size_t>(shape.hidden) * nk_dtype_size(config_.dtype), "weight",
-                        ctx);
+    DeviceBuffer x(tensor_bytes, "x", ctx), y, residual, residual_out, dy, dx, dweight, dbias,
+        bias, workspace;
+    DeviceBuffer weight(vector_bytes, "weight", ctx);
     DeviceBuffer rstd(static_cast<size_t>(shape.rows) * sizeof(float), "rstd", ctx);
     upload_random(x, n, 0, ctx);
-    const std::vector<unsigned char> w = weight_near_one(config_.dtype, shape.hidden, 7);
+    const std::vector<unsigned char> w = bench_weight(config_, shape.hidden, 7);
     cuda_check(cudaMemcpy(weight.get(), w.data(), w.size(), cudaMemcpyHostToDevice),
                "cudaMemcpy weight to device", ctx);
     p.x = x.get();
     p.weight = weight.get();
     p.rstd = static_cast<float*>(rstd.get());
+    if (config_.bias) {
+      bias = DeviceBuffer(vector_bytes, "bias", ctx);
+      const std::vector<unsigned char> b = bench_bias(config_, shape.hidden, 11);
+      cuda_check(cudaMemcpy(bias.get(), b.data(), b.size(), cudaMemcpyHostToDevice),
+                 "cudaMemcpy bias to device", ctx);
+      p.bias = bias.get();
+    }
     if (config_.residual) {
       residual = DeviceBuffer(tensor_bytes, "residual", ctx);
       residual_out = DeviceBuffer(tensor_bytes, "residual_out", ctx);
@@ -127,12 +136,15 @@ class CudaRunner final : public BenchRunner {
     if (config_.bwd) {
       dy = DeviceBuffer(tensor_bytes, "dy", ctx);
       dx = DeviceBuffer(tensor_bytes, "dx", ctx);
-      dweight = DeviceBuffer(static_cast<size_t>(shape.hidden) * nk_dtype_size(config_.dtype),
-                             "dweight", ctx);
+      dweight = DeviceBuffer(vector_bytes, "dweight", ctx);
       upload_random(dy, n, pool_.elements() / 2 + 1, ctx);
       p.dy = dy.get();
       p.dx = dx.get();
       p.dweight = dweight.get();
+      if (config_.bias) {
+        dbias = DeviceBuffer(vector_bytes, "dbias", ctx);
+        p.dbias = dbias.get();
+      }
     }
 
     if (config_.fwd) {
@@ -147,11 +159,11 @@ class CudaRunner final : public BenchRunner {
           if (config_.quant != NK_QUANT_NONE) {
             const int block = config_.quant == NK_QUANT_MXFP8 ? 32 : static_cast<int>(config_.quant_block);
             return normkit::cuda::explain_fwd_quant(shape.rows, shape.hidden, config_.dtype,
-                                                    config_.dtype, block) +
+                                                    config_.weight_dtype, block) +
                    (config_.transposed ? "; then transpose_bytes 64x64 tiles" : "");
           }
           return normkit::cuda::explain_fwd(shape.rows, shape.hidden, config_.dtype,
-                                            config_.dtype, config_.dtype);
+                                            config_.weight_dtype, config_.dtype);
         });
       }
     }
@@ -178,7 +190,7 @@ class CudaRunner final : public BenchRunner {
       if (explain) {
         result.bwd.explain = explain_or_error([&] {
           return normkit::cuda::explain_bwd(shape.rows, shape.hidden, config_.dtype,
-                                            config_.dtype, config_.dtype);
+                                            config_.weight_dtype, config_.dtype, config_.bias);
         });
       }
     }

@@ -40,6 +40,25 @@ std::vector<unsigned char> weight_near_one(nk_dtype dtype, int64_t hidden, uint6
   return w;
 }
 
+std::vector<unsigned char> bench_weight(const BenchConfig& c, int64_t hidden, uint64_t seed) {
+  if (!c.zero_centered) return weight_near_one(c.weight_dtype, hidden, seed);
+  std::vector<unsigned char> w(static_cast<size_t>(hidden) * nk_dtype_size(c.weight_dtype));
+  Random rng(seed);
+  for (int64_t j = 0; j < hidden; ++j) {
+    normkit::store_from_float(w.data(), c.weight_dtype, j, rng.uniform(-0.1f, 0.1f));
+  }
+  return w;
+}
+
+std::vector<unsigned char> bench_bias(const BenchConfig& c, int64_t hidden, uint64_t seed) {
+  std::vector<unsigned char> b(static_cast<size_t>(hidden) * nk_dtype_size(c.weight_dtype));
+  Random rng(seed);
+  for (int64_t j = 0; j < hidden; ++j) {
+    normkit::store_from_float(b.data(), c.weight_dtype, j, rng.signed_magnitude(0.05f, 2.0f));
+  }
+  return b;
+}
+
 nk_rms_norm_fwd_args bench_fwd_args(const Shape& s, const BenchConfig& c, const BenchPointers& p) {
   nk_rms_norm_fwd_args a;
   nk_rms_norm_fwd_args_init(&a);
@@ -52,7 +71,9 @@ nk_rms_norm_fwd_args bench_fwd_args(const Shape& s, const BenchConfig& c, const 
     a.residual_out = p.residual_out;
   }
   a.weight = p.weight;
-  a.weight_dtype = c.dtype;
+  a.weight_dtype = c.weight_dtype;
+  a.bias = c.bias ? p.bias : nullptr;
+  a.zero_centered = c.zero_centered ? 1 : 0;
   a.eps = c.eps;
   a.y = p.y;
   a.y_dtype = y_dtype(c);
@@ -79,10 +100,12 @@ nk_rms_norm_bwd_args bench_bwd_args(const Shape& s, const BenchConfig& c, const 
   a.x_dtype = c.dtype;
   a.rstd = p.rstd;
   a.weight = p.weight;
-  a.weight_dtype = c.dtype;
+  a.weight_dtype = c.weight_dtype;
+  a.zero_centered = c.zero_centered ? 1 : 0;
   if (c.residual) a.dresidual_out = p.residual;
   a.dx = p.dx;
   a.dweight = p.dweight;
+  a.dbias = c.bias ? p.dbias : nullptr;
   a.workspace = p.workspace;
   a.workspace_bytes = p.workspace_bytes;
   return a;

@@ -34,17 +34,26 @@ class RandomPool {
 // A weight vector near 1 (1 + uniform(-0.1, 0.1)), as PEERS.md's inputs.
 std::vector<unsigned char> weight_near_one(nk_dtype dtype, int64_t hidden, uint64_t seed);
 
+// The benchmark's weight in c.weight_dtype: near 1, or near 0 (uniform(-0.1, 0.1)) with
+// c.zero_centered, so that the scale 1 + weight is near 1 either way.
+std::vector<unsigned char> bench_weight(const BenchConfig& c, int64_t hidden, uint64_t seed);
+
+// A bias in c.weight_dtype: magnitudes in [0.05, 2) with random signs, as the pool's values.
+std::vector<unsigned char> bench_bias(const BenchConfig& c, int64_t hidden, uint64_t seed);
+
 // Pointers of one benchmarked shape (host or device, as the backend needs).
 struct BenchPointers {
   void* x = nullptr;
   void* residual = nullptr;      // also dresidual_out in the backward (both read-only inputs)
   void* residual_out = nullptr;  // the backward's x when the forward fused a residual
   void* weight = nullptr;
+  void* bias = nullptr;  // --bias
   void* y = nullptr;
   float* rstd = nullptr;
   void* dy = nullptr;
   void* dx = nullptr;
   void* dweight = nullptr;
+  void* dbias = nullptr;  // --bias
   void* workspace = nullptr;
   size_t workspace_bytes = 0;
   // --quant
@@ -55,7 +64,7 @@ struct BenchPointers {
 };
 
 nk_rms_norm_fwd_args bench_fwd_args(const Shape& s, const BenchConfig& c, const BenchPointers& p);
-// dx and dweight (no dbias), from the forward's input s and its rstd.
+// dx and dweight (and dbias with c.bias), from the forward's input s and its rstd.
 nk_rms_norm_bwd_args bench_bwd_args(const Shape& s, const BenchConfig& c, const BenchPointers& p);
 
 }  // namespace nktool

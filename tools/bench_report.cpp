@@ -57,10 +57,13 @@ void print_bench_header(std::FILE* out, const BenchReport& r) {
   std::fprintf(out, "normkit bench: normkit %s, backend %s\n", nk_version(), r.backend.c_str());
   std::fprintf(out, "device:  %s\n", r.device.c_str());
   std::fprintf(out, "date:    %s\n", r.date_utc.c_str());
-  std::fprintf(out, "inputs:  %s, random values, weight near 1, eps %g%s%s\n",
-               short_name(r.config.dtype), static_cast<double>(r.config.eps),
+  std::fprintf(out, "inputs:  %s, random values, %s, eps %g%s%s\n",
+               short_name(r.config.dtype), bench_inputs_text(r.config).c_str(),
+               static_cast<double>(r.config.eps),
                r.config.residual ? ", fused residual add (dresidual_out in the backward)" : "",
-               r.config.bwd ? "; backward computes dx and dweight" : "");
+               !r.config.bwd ? ""
+               : r.config.bias ? "; backward computes dx, dweight and dbias"
+                               : "; backward computes dx and dweight");
   if (r.config.quant != NK_QUANT_NONE) {
     std::fprintf(out, "quant:   %s", nk_quant_mode_name(r.config.quant));
     if (r.config.quant == NK_QUANT_BLOCK) std::fprintf(out, " (blocks of %lld)", static_cast<long long>(r.config.quant_block));
@@ -120,6 +123,9 @@ void write_bench_json(std::ostream& file, const std::string& path, const BenchRe
   j.key("config");
   j.begin_object();
   j.field("dtype", short_name(r.config.dtype));
+  j.field("weight_dtype", short_name(r.config.weight_dtype));
+  j.field("bias", r.config.bias);
+  j.field("zero_centered", r.config.zero_centered);
   j.field("eps", static_cast<double>(r.config.eps));
   j.field("residual", r.config.residual);
   j.field("quant", nk_quant_mode_name(r.config.quant));

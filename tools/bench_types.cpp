@@ -1,5 +1,7 @@
 #include "bench_types.h"
 
+#include "dtype_names.h"
+
 namespace nktool {
 
 nk_dtype y_dtype(const BenchConfig& c) { return c.quant != NK_QUANT_NONE ? c.quant_dtype : c.dtype; }
@@ -14,11 +16,20 @@ double scales_bytes(const Shape& s, const BenchConfig& c) {
   }
 }
 
+std::string bench_inputs_text(const BenchConfig& c) {
+  std::string t = std::string("weight ") + short_name(c.weight_dtype) +
+                  (c.zero_centered ? " near 0, zero-centered (scale 1 + weight)" : " near 1");
+  if (c.bias) t += std::string(", bias ") + short_name(c.weight_dtype) + " random";
+  return t;
+}
+
 double fwd_bytes(const Shape& s, const BenchConfig& c) {
   const double e = static_cast<double>(nk_dtype_size(c.dtype));
+  const double ew = static_cast<double>(nk_dtype_size(c.weight_dtype));
   const double ey = static_cast<double>(nk_dtype_size(y_dtype(c)));
   const double mn = static_cast<double>(s.rows) * static_cast<double>(s.hidden);
-  double bytes = mn * (e + ey) + static_cast<double>(s.hidden) * e;
+  double bytes = mn * (e + ey) + static_cast<double>(s.hidden) * ew;
+  if (c.bias) bytes += static_cast<double>(s.hidden) * ew;
   if (c.residual) bytes += mn * 2 * e;
   if (c.transposed) bytes += mn * ey;
   return bytes + scales_bytes(s, c);
@@ -26,8 +37,10 @@ double fwd_bytes(const Shape& s, const BenchConfig& c) {
 
 double bwd_bytes(const Shape& s, const BenchConfig& c) {
   const double e = static_cast<double>(nk_dtype_size(c.dtype));
+  const double ew = static_cast<double>(nk_dtype_size(c.weight_dtype));
   const double mn = static_cast<double>(s.rows) * static_cast<double>(s.hidden);
-  double bytes = mn * (e + e + e) + 2.0 * static_cast<double>(s.hidden) * e;
+  double bytes = mn * (e + e + e) + 2.0 * static_cast<double>(s.hidden) * ew;
+  if (c.bias) bytes += static_cast<double>(s.hidden) * ew;
   if (c.residual) bytes += mn * e;
   return bytes;
 }
@@ -36,6 +49,7 @@ std::string fwd_bytes_formula(const BenchConfig& c) {
   std::string f = c.residual ? "rows*hidden*(size(x)+size(y)+size(residual)+size(residual_out)) + "
                                "hidden*size(w)"
                              : "rows*hidden*(size(x)+size(y)) + hidden*size(w)";
+  if (c.bias) f += " + hidden*size(bias)";
   if (c.transposed) f += " + rows*hidden*size(y_t)";
   if (c.quant == NK_QUANT_TOKEN) f += " + rows*4 (scales)";
   if (c.quant == NK_QUANT_BLOCK) f += " + rows*hidden/block*4 (scales)";
@@ -44,9 +58,11 @@ std::string fwd_bytes_formula(const BenchConfig& c) {
 }
 
 std::string bwd_bytes_formula(const BenchConfig& c) {
-  return c.residual ? "rows*hidden*(size(x)+size(dy)+size(dx)+size(dresidual_out)) + "
-                      "2*hidden*size(w)"
-                    : "rows*hidden*(size(x)+size(dy)+size(dx)) + 2*hidden*size(w)";
+  std::string f = c.residual ? "rows*hidden*(size(x)+size(dy)+size(dx)+size(dresidual_out)) + "
+                               "2*hidden*size(w)"
+                             : "rows*hidden*(size(x)+size(dy)+size(dx)) + 2*hidden*size(w)";
+  if (c.bias) f += " + hidden*size(dbias)";
+  return f;
 }
 
 std::string bench_skip_reason(const Shape& s, const BenchConfig& c) {

@@ -13,7 +13,10 @@
 namespace nktool {
 
 struct BenchConfig {
-  nk_dtype dtype = NK_BFLOAT16;  // x, weight, y, dy, dx all in this dtype
+  nk_dtype dtype = NK_BFLOAT16;         // x, y, dy, dx (and residual) in this dtype
+  nk_dtype weight_dtype = NK_BFLOAT16;  // weight, bias, dweight, dbias (--weight-dtype)
+  bool bias = false;           // forward adds a bias (read); backward also writes dbias
+  bool zero_centered = false;  // scale by (1 + weight); the weight is then near 0
   bool residual = false;         // forward fuses a residual add; backward adds dresidual_out
   bool fwd = true, bwd = true;
   int reps = 100;
@@ -28,14 +31,20 @@ struct BenchConfig {
 
 // y's dtype: the quantized one with --quant, else dtype.
 nk_dtype y_dtype(const BenchConfig& c);
+// What the forward and backward are given beyond x (and dy), for the header and --explain:
+// "weight bf16 near 1, bias bf16" and the like.
+std::string bench_inputs_text(const BenchConfig& c);
 // Bytes of the quantization scales one forward writes (0 without --quant or in tensor mode).
 double scales_bytes(const Shape& s, const BenchConfig& c);
 
-// Bytes one call moves, by the explicit formulas of /work/shared/PEERS.md (rstd not counted):
+// Bytes one call moves, by the explicit formulas of /work/shared/PEERS.md (rstd not counted;
+// size(w) is the weight dtype's, which bias, dweight and dbias share):
 //   forward  = rows*hidden*(size(x) + size(y)) + hidden*size(w)
+//              [+ hidden*size(w) with a bias: bias read]
 //              [+ rows*hidden*2*size(x) with a residual: residual read, residual_out written]
 //              [+ the scales, and rows*hidden*size(y) for y_t, with --quant]
 //   backward = rows*hidden*(size(x) + size(dy) + size(dx)) + 2*hidden*size(w)
+//              [+ hidden*size(w) with a bias: dbias written]
 //              [+ rows*hidden*size(x) with a residual: dresidual_out read]
 double fwd_bytes(const Shape& s, const BenchConfig& c);
 double bwd_bytes(const Shape& s, const BenchConfig& c);

@@ -84,13 +84,15 @@ int main(int argc, char** argv) {
   CLI::App* bench_cmd =
       app.add_subcommand("bench", "Time forward and backward against the measured copy bandwidth");
   bench_cmd->footer(
-      "Per shape: time of one call (median), GB/s by an explicit byte count (forward reads x "
-      "and w and writes y; backward reads x, dy and w and writes dx and dweight; rstd not "
-      "counted), % of the copy bandwidth measured in the same run, and the floor (bytes / copy "
+      "Per shape: time of one call (median), GB/s by an explicit byte count (forward reads x, "
+      "w (and bias) and writes y; backward reads x, dy and w and writes dx and dweight (and "
+      "dbias); w, bias, dweight and dbias in the weight's dtype; rstd not counted), % of the "
+      "copy bandwidth measured in the same run, and the floor (bytes / copy "
       "bandwidth). On CUDA: warm-up, then per repetition an L2 flush (memset of >= 2x L2), a "
       "CUDA event, one normkit call, an event; the copy ceiling is a device-to-device "
       "cudaMemcpyAsync timed the same way. On the CPU: std::chrono per call and a multithreaded "
-      "host memcpy. Inputs are random, weight near 1, eps 1e-6. Progress goes to stderr.");
+      "host memcpy. Inputs are random, weight near 1 (near 0 with --zero-centered), eps 1e-6. "
+      "Progress goes to stderr.");
   bench_cmd->add_option("--backend", bench.backend,
                         "auto (the GPU if one is usable, else the CPU), cpu or cuda")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
@@ -102,9 +104,22 @@ int main(int argc, char** argv) {
                             "); on the CPU the default keeps the shapes with <= 32 Mi elements")
       ->check(validate_shapes);
   bench_cmd->add_option("--dtype", bench.dtype,
-                        "Dtype of x, weight, y, dy and dx: bf16, fp16 or fp32")
+                        "Dtype of x, y, dy and dx (and residual), and of the weight unless "
+                        "--weight-dtype: bf16, fp16 or fp32")
       ->check(CLI::IsMember({"bf16", "fp16", "fp32"}))
       ->capture_default_str();
+  bench_cmd->add_option("--weight-dtype", bench.weight_dtype,
+                        "Dtype of the weight, bias, dweight and dbias: fp32, fp16 or bf16 "
+                        "(default: --dtype); the bytes count them in this dtype")
+      ->check(CLI::IsMember({"fp32", "fp16", "bf16"}))
+      ->type_name("DTYPE");
+  bench_cmd->add_flag("--bias", bench.bias,
+                      "Add a bias (random values, the weight's dtype): the forward also reads "
+                      "it, the backward also writes dbias (counted in the bytes); with --quant, "
+                      "the quantized forward takes it too");
+  bench_cmd->add_flag("--zero-centered", bench.zero_centered,
+                      "Scale by (1 + weight), the Gemma convention, with a weight near 0 (same "
+                      "bytes)");
   bench_cmd->add_option("--json", bench.json_path,
                         "Also write the results as JSON to FILE (device, UTC date, command line, "
                         "version, copy bandwidth, and per shape median/min/p90 us, bytes, GB/s, "
@@ -122,7 +137,8 @@ int main(int argc, char** argv) {
                                               "Time only the forward");
   CLI::Option* bwd_only = bench_cmd->add_flag(
       "--bwd-only", bench.bwd_only,
-      "Time only the backward (dx and dweight; one untimed forward supplies rstd)");
+      "Time only the backward (dx and dweight, and dbias with --bias; one untimed forward "
+      "supplies rstd)");
   fwd_only->excludes(bwd_only);
   bench_cmd->add_flag("--residual", bench.residual,
                       "Fuse a residual add: the forward also reads residual and writes "

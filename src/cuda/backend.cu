@@ -191,14 +191,16 @@ std::string explain_fwd(int64_t rows, int64_t hidden, nk_dtype x, nk_dtype w, nk
   return plan_fwd(rows, hidden, vec, facts, fwd_staged_bytes(vec, x, false)).describe();
 }
 
-std::string explain_bwd(int64_t rows, int64_t hidden, nk_dtype x, nk_dtype w, nk_dtype dy) {
+std::string explain_bwd(int64_t rows, int64_t hidden, nk_dtype x, nk_dtype w, nk_dtype dy,
+                        bool dbias) {
   const int nat = natural_vec(x, w, dy);
   const int vec = hidden % nat == 0 ? nat : 1;
   const KernelFacts facts = kernel_facts(current_device_facts());
-  // As `normkit bench` calls it: dweight wanted, no dbias or dresidual_out.
+  // As `normkit bench` calls it: dweight wanted (and dbias with --bias), no dresidual_out.
   const int64_t xs = nk_dtype_size(x), staged[3] = {xs, int64_t(nk_dtype_size(dy)), 0};
   const int dx_vec = hidden % (16 / xs) == 0 ? int(16 / xs) : 1;
-  const LaunchConfig columns = plan_bwd_columns(rows, hidden, dx_vec, facts, staged, 1);
+  const LaunchConfig columns =
+      plan_bwd_columns(rows, hidden, dx_vec, facts, staged, dbias ? 2 : 1);
   if (columns.grid > 0) return columns.describe();
   return plan_bwd(rows, hidden, vec, facts, bwd_staged_bytes(vec, x, dy, false)).describe();
 }

@@ -93,6 +93,11 @@ for step in "${steps[@]}"; do
           run "bench_quant_${mode}_wf$q" env NK_TUNE_QUANT_WEIGHT_FIRST=$q "$BUILD/tools/normkit" \
             bench --fwd-only --quant "$mode" --explain --json "$LOGS/bench_quant_${mode}_wf$q.json"
         done
+      done
+      for q in 0 1 2; do  # per-token with a bias: the non-folded kernel, both register budgets
+        run "bench_quant_token_bias_wf$q" env NK_TUNE_QUANT_WEIGHT_FIRST=$q "$BUILD/tools/normkit" \
+          bench --fwd-only --quant token --bias --explain \
+          --json "$LOGS/bench_quant_token_bias_wf$q.json"
       done ;;
     sanitize)
       run sanitize compute-sanitizer --tool memcheck --error-exitcode 1 \

@@ -55,22 +55,25 @@ __device__ __forceinline__ void mbarrier_arrive(uint64_t* bar) {
 #endif
 }
 
-// Waits until the phase of parity `parity` has completed.
-__device__ __forceinline__ void mbarrier_wait(uint64_t* bar, unsigned parity) {
+// Waits until the phase of parity PARITY of the mbarrier at shared address `bar` completes.
+template <unsigned PARITY = 0>
+__device__ __forceinline__ void mbarrier_wait(unsigned bar) {
 #if NK_HAS_BULK_COPY
-  unsigned done = 0;
-  do {
-    asm volatile(
-        "{\n"
-        ".reg .pred p;\n"
-        "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-        "selp.u32 %0, 1, 0, p;\n"
-        "}\n"
-        : "=r"(done)
-        : "r"(shared_address(bar)), "r"(parity)
-        : "memory");
-  } while (!done);
+  asm volatile(
+      "{\n"
+      ".reg .pred done;\n"
+      "WAIT:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra WAIT;\n"
+      "}\n" ::"r"(bar),
+      "n"(PARITY)
+      : "memory");
 #endif
+}
+
+template <unsigned PARITY = 0>
+__device__ __forceinline__ void mbarrier_wait(uint64_t* bar) {
+  mbarrier_wait<PARITY>(shared_address(bar));
 }
 
 // Copies `bytes` (a multiple of 16; both addresses 16-byte aligned) from global to this CTA's

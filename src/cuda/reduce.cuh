@@ -7,6 +7,7 @@
 #include <cooperative_groups.h>
 
 #include "cuda/async_copy.cuh"
+#include "cuda/bulk_copy.cuh"
 
 namespace normkit::cuda {
 
@@ -305,14 +306,7 @@ __device__ __forceinline__ float cluster_push_sum(float v, ClusterPush& s) {
       push_float(v, &s.slots[rank], &s.bar, r);
     }
   }
-  asm volatile(
-      "{\n"
-      ".reg .pred done;\n"
-      "WAIT:\n"
-      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], 0;\n"
-      "@!done bra WAIT;\n"
-      "}\n" ::"r"(bar)
-      : "memory");
+  mbarrier_wait<0>(bar);
   float total = 0.0f;
   for (unsigned r = 0; r < ranks; ++r) total += s.slots[r];  // rank order, as cluster_sum
   return total;
@@ -348,14 +342,7 @@ __device__ __forceinline__ void cluster_push_sum_and_max(float& sum, float& max,
           : "memory");
     }
   }
-  asm volatile(
-      "{\n"
-      ".reg .pred done;\n"
-      "WAIT:\n"
-      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], 0;\n"
-      "@!done bra WAIT;\n"
-      "}\n" ::"r"(bar)
-      : "memory");
+  mbarrier_wait<0>(bar);
   float total = SumOp::kIdentity, largest = MaxOp::kIdentity;
   for (unsigned r = 0; r < ranks; ++r) {
     const float2 v = s.slots[r];

@@ -178,7 +178,7 @@ __global__ void __launch_bounds__(kColumnsThreads, 1) rms_norm_bwd_columns(BwdPa
     }
   }
   __syncthreads();
-  mbarrier_wait(bar, 0);
+  mbarrier_wait(bar);
 
   auto x_at = [&](int64_t r) { return reinterpret_cast<const XT*>(staged(0, r)); };
   auto dy_at = [&](int64_t r) { return reinterpret_cast<const DYT*>(staged(1, r)); };
@@ -210,7 +210,7 @@ __global__ void __launch_bounds__(kColumnsThreads, 1) rms_norm_bwd_columns(BwdPa
   // others' (once dots_bar has counted all their bytes), added in rank order: bitwise
   // deterministic. No CTA writes into another after this, so each may leave when done.
   __syncthreads();
-  mbarrier_wait(dots_bar, 0);
+  mbarrier_wait(dots_bar);
   for (int r = tid; r < nrows; r += threads) {
     float total = 0.0f;
     for (int q = 0; q < ranks; ++q) total += dots[q * nrows + r];

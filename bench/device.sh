@@ -82,7 +82,8 @@ for step in "${steps[@]}"; do
         --metrics gpu__time_duration.sum,launch__registers_per_thread,launch__grid_size,launch__block_size,dram__throughput.avg.pct_of_peak_sustained_elapsed \
         "$BUILD/tools/normkit" bench --reps 2 --shapes "${PROFILE_SHAPES:-29x17389,4096x1024,128x4096,8192x2048}" \
         ${PROFILE_ARGS:-} ;;
-    pending)  # A/B of the kernels built but not yet the default (docs/notes.md, fifth session)
+    pending)  # A/B of the kernels not yet the default (docs/notes.md, fifth session); read the
+      # JSON pairs side by side with bench/ab.py
       few=1x4096,128x4096,29x17389,64x1001,9x1003,1x17389,32x8192,2x65536,256x2048,64x4096
       for v in 1048576 0; do  # the column-owning backward on, then off
         run "bench_columns_$v" env NK_TUNE_BWD_COLUMNS_MAX_ELEMENTS=$v "$BUILD/tools/normkit" \

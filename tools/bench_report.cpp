@@ -1,14 +1,32 @@
 #include "bench_report.h"
 
+#include <cstring>
 #include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "dtype_names.h"
 #include "json_writer.h"
 #include "normkit/normkit.h"
 #include "text_format.h"
 
+extern char** environ;  // POSIX
+
 namespace nktool {
 namespace {
+
+// The launch-configuration knobs set in the environment (NK_TUNE_*, docs/notes.md), so that a
+// result says which variant it measured.
+std::vector<std::pair<std::string, std::string>> tuning_knobs() {
+  std::vector<std::pair<std::string, std::string>> knobs;
+  for (char** e = environ; e && *e; ++e) {
+    if (std::strncmp(*e, "NK_TUNE_", 8) != 0) continue;
+    const char* eq = std::strchr(*e, '=');
+    if (eq) knobs.emplace_back(std::string(*e, static_cast<size_t>(eq - *e)), eq + 1);
+  }
+  return knobs;
+}
 
 // Derived numbers of one pass against the copy ceiling.
 struct PassNumbers {
@@ -69,6 +87,14 @@ void print_bench_header(std::FILE* out, const BenchReport& r) {
     if (r.config.quant == NK_QUANT_BLOCK) std::fprintf(out, " (blocks of %lld)", static_cast<long long>(r.config.quant_block));
     std::fprintf(out, ", y %s, scale 1, amax written%s\n", short_name(r.config.quant_dtype),
                  r.config.transposed ? ", y_t (transposed y) written" : "");
+  }
+  const auto knobs = tuning_knobs();
+  if (!knobs.empty()) {
+    std::fprintf(out, "tuning: ");
+    for (const auto& [name, value] : knobs) {
+      std::fprintf(out, " %s=%s", name.c_str(), value.c_str());
+    }
+    std::fprintf(out, "\n");
   }
   std::fprintf(out, "timing:  %s\n", r.timing_method.c_str());
   std::fprintf(out, "copy:    %.1f GB/s (%s)\n", r.copy.gbps, r.copy.method.c_str());
@@ -139,6 +165,10 @@ void write_bench_json(std::ostream& file, const std::string& path, const BenchRe
   j.field("reps", r.config.reps);
   j.field("fwd_bytes_formula", fwd_bytes_formula(r.config));
   j.field("bwd_bytes_formula", bwd_bytes_formula(r.config));
+  j.key("tuning");  // NK_TUNE_* knobs set in the environment
+  j.begin_object();
+  for (const auto& [name, value] : tuning_knobs()) j.field(name, value);
+  j.end_object();
   j.end_object();
   j.key("copy");
   j.begin_object();

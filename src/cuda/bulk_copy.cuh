@@ -55,8 +55,9 @@ __device__ __forceinline__ void mbarrier_arrive(uint64_t* bar) {
 #endif
 }
 
-// Waits until the phase of parity `parity` of the mbarrier at shared address `bar` completes.
-__device__ __forceinline__ void mbarrier_wait(unsigned bar, unsigned parity) {
+// Waits until the phase of parity PARITY of the mbarrier at shared address `bar` completes.
+template <unsigned PARITY = 0>
+__device__ __forceinline__ void mbarrier_wait(unsigned bar) {
 #if NK_HAS_BULK_COPY
   asm volatile(
       "{\n"
@@ -65,14 +66,14 @@ __device__ __forceinline__ void mbarrier_wait(unsigned bar, unsigned parity) {
       "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
       "@!done bra WAIT;\n"
       "}\n" ::"r"(bar),
-      "r"(parity)
+      "n"(PARITY)
       : "memory");
 #endif
 }
 
-// The first phase (parity 0): the kernels here use each mbarrier once.
+template <unsigned PARITY = 0>
 __device__ __forceinline__ void mbarrier_wait(uint64_t* bar) {
-  mbarrier_wait(shared_address(bar), 0);
+  mbarrier_wait<PARITY>(shared_address(bar));
 }
 
 // Copies `bytes` (a multiple of 16; both addresses 16-byte aligned) from global to this CTA's

@@ -18,6 +18,12 @@ calls torch.ops.normkit.rms_norm_bwd directly, as a compiled graph does). A back
 torch's autograd engine costs for any custom function; the row "autograd alone" times an
 autograd.Function that does nothing, run the same way, as that floor.
 
+Quantized forward rows (--quant, on by default): per-tensor fp8 e4m3 with amax (a float32 scale
+on the device), and per-token fp8 e4m3. Their columns: C API = _C.rms_norm_fwd_quant_ptr (when
+the build has it), _C dlpack = _C.rms_norm_fwd_quant, custom op =
+torch.ops.normkit.rms_norm_fwd_quant, eager = normkit.torch.rms_norm_quant (which always calls
+the custom op; there is no eager fast path for it).
+
 Timing: each callable runs --iters times in a loop between two clock reads; on CUDA the loop is
 not synchronized (so the figure is host time, not kernel time: keep --iters below the launch
 queue depth) and the device is synchronized between repeats. Callables are interleaved within
@@ -125,7 +131,49 @@ class NoOp(torch.autograd.Function):
         return dy, None
 
 
-def cases(device, dtype, rows, hidden):
+def quant_cases(device, dtype, rows, hidden, t):
+    """Per-tensor e4m3 + amax and per-token e4m3: the raw call, DLPack, the op, rms_norm_quant."""
+    backend = 1 if device.type == "cuda" else 0
+    stream = stream_of(device)
+    code = NK_DTYPE[dtype]
+    x, w = t["x"], t["w"]
+    e4m3 = torch.float8_e4m3fn
+    scale = torch.tensor([8.0], device=device)
+    y = torch.empty(rows, hidden, dtype=torch.uint8, device=device)
+    amax = torch.empty(1, dtype=torch.float32, device=device)
+    scales = torch.empty(rows, dtype=torch.float32, device=device)
+    op = torch.ops.normkit.rms_norm_fwd_quant
+    ptr = getattr(_C, "rms_norm_fwd_quant_ptr", None)
+    out = []
+    for name, mode, mode_code, extra in (
+        ("quant tensor e4m3 + amax", "tensor", 1, dict(scale=scale, amax=amax)),
+        ("quant token e4m3", "token", 2, dict(scales=scales)),
+    ):
+        fns = {}
+        if ptr is not None:
+            x_p, w_p, y_p = x.data_ptr(), w.data_ptr(), y.data_ptr()
+            s_p = scale.data_ptr() if mode == "tensor" else 0
+            a_p = amax.data_ptr() if mode == "tensor" else 0
+            sc_p = scales.data_ptr() if mode == "token" else 0
+
+            def raw(mode_code=mode_code, s_p=s_p, a_p=a_p, sc_p=sc_p, x_p=x_p, w_p=w_p, y_p=y_p):
+                ptr(backend, stream, rows, hidden, x_p, code, 0, 0, 0, 0, w_p, 0, code, y_p, 3,
+                    mode_code, s_p, 0.0, sc_p, a_p, 0, 0, EPS, False)
+
+            fns["C API"] = raw
+        fns["_C dlpack"] = (lambda extra=extra, mode=mode: _C.rms_norm_fwd_quant(
+            x, y, y_dtype="float8_e4m3", mode=mode, weight=w, eps=EPS, stream=stream, **extra))
+        want_amax = mode == "tensor"
+        sc = scale if mode == "tensor" else None
+        fns["custom op"] = (lambda mode=mode, sc=sc, want_amax=want_amax: op(
+            x, w, None, None, sc, EPS, False, mode, e4m3, 0.0, 0, want_amax, False))
+        fns["eager"] = (lambda mode=mode, sc=sc, want_amax=want_amax: nt.rms_norm_quant(
+            x, w, EPS, mode=mode, scale=sc, return_amax=want_amax))
+        out.append((name, fns))
+    return out
+
+
+def cases(device, dtype, rows, hidden, quant=True):
     t = make_inputs(device, dtype, rows, hidden)
     raw = raw_calls(device, dtype, rows, hidden, t)
     op = torch.ops.normkit.rms_norm_fwd
@@ -179,7 +227,7 @@ def cases(device, dtype, rows, hidden):
             "torch": lambda: grad(y_torch, (xg, wg), dy, retain_graph=True)}),
         ("autograd alone (no-op Function)", {
             "eager": lambda: grad(NoOp.apply(xg, wg), (xg,), dy)}),
-    ]
+    ] + (quant_cases(device, dtype, rows, hidden, t) if quant else [])
 
 
 def time_case(fns, device, iters, repeats, warmup):
@@ -211,6 +259,9 @@ def main():
     p.add_argument("--iters", type=int, default=200, help="calls per timed loop")
     p.add_argument("--repeats", type=int, default=50, help="timed loops per callable (best is kept)")
     p.add_argument("--warmup", type=int, default=50)
+    p.add_argument("--no-quant", dest="quant", action="store_false",
+                   help="leave out the quantized forward rows")
+    p.add_argument("--only-quant", action="store_true", help="the quantized forward rows only")
     args = p.parse_args()
     device = resolve_device(args.device, p)
     dtype = getattr(torch, args.dtype)
@@ -225,11 +276,14 @@ def main():
               "every call (a few syscalls), in every column alike")
     cols = ["C API", "_C dlpack", "custom op", "eager", "torch"]
     print(f"{'case':36s}" + "".join(f"{c:>11s}" for c in cols) + f"{'op - C':>9s}{'eager - C':>11s}")
-    for name, fns in cases(device, dtype, args.rows, args.hidden):
+    all_cases = cases(device, dtype, args.rows, args.hidden, args.quant or args.only_quant)
+    if args.only_quant:
+        all_cases = [c for c in all_cases if c[0].startswith("quant")]
+    for name, fns in all_cases:
         t = time_case(fns, device, args.iters, args.repeats, args.warmup)
         cells = "".join(f"{t[c]:11.2f}" if c in t else f"{'':11s}" for c in cols)
         over = ""
-        if "C API" in t:
+        if "C API" in t and "custom op" in t:
             over = f"{t['custom op'] - t['C API']:9.2f}{t['eager'] - t['C API']:11.2f}"
         print(f"{name:36s}{cells}{over}", flush=True)
 

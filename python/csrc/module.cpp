@@ -57,6 +57,9 @@ NB_MODULE(_C, m) {
   m.def("rms_norm_fwd_ptr", &normkit_py::rms_norm_fwd_ptr,
         "Internal (normkit.torch): rms_norm_fwd over raw addresses; the caller guarantees "
         "shapes, dtypes and devices.");
+  m.def("rms_norm_fwd_quant_ptr", &normkit_py::rms_norm_fwd_quant_ptr,
+        "Internal (normkit.torch): rms_norm_fwd_quant over raw addresses (mode: nk_quant_mode "
+        "value, y_dtype: nk_dtype value); the caller guarantees shapes, dtypes and devices.");
   m.def("rms_norm_bwd_ptr", &normkit_py::rms_norm_bwd_ptr,
         "Internal (normkit.torch): rms_norm_bwd over raw addresses; the caller guarantees "
         "shapes, dtypes and devices.");

@@ -185,11 +185,12 @@ size_t rms_norm_bwd_workspace_size_ptr(int backend, int64_t rows, int64_t hidden
   return bytes;
 }
 
-void rms_norm_fwd_ptr(int backend, uintptr_t stream, int64_t rows, int64_t hidden, uintptr_t x,
-                      int x_dtype, int64_t x_row_stride, uintptr_t residual,
-                      int64_t residual_row_stride, uintptr_t residual_out, uintptr_t weight,
-                      uintptr_t bias, int weight_dtype, uintptr_t y, int y_dtype, uintptr_t rstd,
-                      float eps, bool zero_centered) {
+nk_rms_norm_fwd_args fwd_args_from_ptrs(int64_t rows, int64_t hidden, uintptr_t x, int x_dtype,
+                                        int64_t x_row_stride, uintptr_t residual,
+                                        int64_t residual_row_stride, uintptr_t residual_out,
+                                        uintptr_t weight, uintptr_t bias, int weight_dtype,
+                                        uintptr_t y, int y_dtype, uintptr_t rstd, float eps,
+                                        bool zero_centered) {
   nk_rms_norm_fwd_args a;
   nk_rms_norm_fwd_args_init(&a);
   a.rows = rows;
@@ -208,12 +209,18 @@ void rms_norm_fwd_ptr(int backend, uintptr_t stream, int64_t rows, int64_t hidde
   a.y = reinterpret_cast<void*>(y);
   a.y_dtype = static_cast<nk_dtype>(y_dtype);
   a.rstd = reinterpret_cast<float*>(rstd);
-  nk_status status;
-  {
-    nb::gil_scoped_release release;
-    status = nk_rms_norm_fwd(&a, static_cast<nk_backend>(backend), reinterpret_cast<void*>(stream));
-  }
-  check_status(status, "nk_rms_norm_fwd");
+  return a;
+}
+
+void rms_norm_fwd_ptr(int backend, uintptr_t stream, int64_t rows, int64_t hidden, uintptr_t x,
+                      int x_dtype, int64_t x_row_stride, uintptr_t residual,
+                      int64_t residual_row_stride, uintptr_t residual_out, uintptr_t weight,
+                      uintptr_t bias, int weight_dtype, uintptr_t y, int y_dtype, uintptr_t rstd,
+                      float eps, bool zero_centered) {
+  call_fwd(fwd_args_from_ptrs(rows, hidden, x, x_dtype, x_row_stride, residual,
+                              residual_row_stride, residual_out, weight, bias, weight_dtype, y,
+                              y_dtype, rstd, eps, zero_centered),
+           static_cast<nk_backend>(backend), stream);
 }
 
 void rms_norm_bwd_ptr(int backend, uintptr_t stream, int64_t rows, int64_t hidden, uintptr_t dy,

@@ -48,6 +48,15 @@ size_t rms_norm_bwd_workspace_size(int64_t rows, int64_t hidden, bool dweight, b
 // dtype (an nk_dtype value) and row stride (elements, 0 = contiguous) on `backend` (an
 // nk_backend value). The C API still validates every argument it can see; a failure raises
 // NormkitError. Pointers that are 0 are NULL (optional arguments absent).
+// The forward's arguments from raw addresses (0 = NULL) and nk_dtype values, as
+// rms_norm_fwd_ptr takes them; the quant fields unset (shared with rms_norm_fwd_quant_ptr).
+nk_rms_norm_fwd_args fwd_args_from_ptrs(int64_t rows, int64_t hidden, uintptr_t x, int x_dtype,
+                                        int64_t x_row_stride, uintptr_t residual,
+                                        int64_t residual_row_stride, uintptr_t residual_out,
+                                        uintptr_t weight, uintptr_t bias, int weight_dtype,
+                                        uintptr_t y, int y_dtype, uintptr_t rstd, float eps,
+                                        bool zero_centered);
+
 void rms_norm_fwd_ptr(int backend, uintptr_t stream, int64_t rows, int64_t hidden, uintptr_t x,
                       int x_dtype, int64_t x_row_stride, uintptr_t residual,
                       int64_t residual_row_stride, uintptr_t residual_out, uintptr_t weight,

@@ -98,4 +98,25 @@ void rms_norm_fwd_quant(const InArray& x, const OutArray& y, const std::string& 
   call_fwd(a, xv.place.backend, stream);
 }
 
+void rms_norm_fwd_quant_ptr(int backend, uintptr_t stream, int64_t rows, int64_t hidden,
+                            uintptr_t x, int x_dtype, int64_t x_row_stride, uintptr_t residual,
+                            int64_t residual_row_stride, uintptr_t residual_out,
+                            uintptr_t weight, uintptr_t bias, int weight_dtype, uintptr_t y,
+                            int y_dtype, int mode, uintptr_t scale, float scale_ub,
+                            uintptr_t scales, uintptr_t amax, uintptr_t y_t, int64_t block,
+                            float eps, bool zero_centered) {
+  nk_rms_norm_fwd_args a =
+      fwd_args_from_ptrs(rows, hidden, x, x_dtype, x_row_stride, residual, residual_row_stride,
+                         residual_out, weight, bias, weight_dtype, y, y_dtype, /*rstd=*/0, eps,
+                         zero_centered);
+  a.quant = static_cast<nk_quant_mode>(mode);
+  a.quant_block = block;
+  a.scale_ub = scale_ub;
+  a.scale = reinterpret_cast<const float*>(scale);
+  a.scales = reinterpret_cast<void*>(scales);
+  a.amax = reinterpret_cast<float*>(amax);
+  a.y_t = reinterpret_cast<void*>(y_t);
+  call_fwd(a, static_cast<nk_backend>(backend), stream);
+}
+
 }  // namespace normkit_py

@@ -22,4 +22,17 @@ void rms_norm_fwd_quant(const InArray& x, const OutArray& y, const std::string& 
                         const OutArray& scales, const OutArray& amax, const OutArray& y_t,
                         int64_t block, float eps, bool zero_centered, uintptr_t stream);
 
+// The same over raw addresses, for normkit.torch's custom op (see rms_norm_fwd_ptr in ops.h for
+// the contract: no checks here, the caller guarantees what DLPack would; 0 = NULL). `mode` is an
+// nk_quant_mode value and `y_dtype` the nk_dtype of the codes; y and y_t are contiguous
+// ([rows, hidden] and [hidden, rows]), `scales` holds rows * hidden / columns elements of the
+// mode's scale dtype, `scale` and `amax` one float32. No rstd (the op returns none).
+void rms_norm_fwd_quant_ptr(int backend, uintptr_t stream, int64_t rows, int64_t hidden,
+                            uintptr_t x, int x_dtype, int64_t x_row_stride, uintptr_t residual,
+                            int64_t residual_row_stride, uintptr_t residual_out,
+                            uintptr_t weight, uintptr_t bias, int weight_dtype, uintptr_t y,
+                            int y_dtype, int mode, uintptr_t scale, float scale_ub,
+                            uintptr_t scales, uintptr_t amax, uintptr_t y_t, int64_t block,
+                            float eps, bool zero_centered);
+
 }  // namespace normkit_py

@@ -1,7 +1,6 @@
 """The torch custom op ``normkit::rms_norm_fwd_quant``: the forward with a quantized ``y``.
 
-A real implementation (CPU or CUDA tensors, through ``normkit._C.rms_norm_fwd_quant`` and the C
-API) and a fake one (shapes and dtypes only, for torch.compile, export and meta tensors). No
+A real implementation (CPU or CUDA tensors, through the C API) and a fake one (shapes and dtypes only, for torch.compile, export and meta tensors). No
 autograd: quantized outputs are an inference (or forward-only) feature, and 8-bit codes carry no
 gradient. Layout rules are the plain op's (``_ops.py``): leading dims flatten into rows, strided
 rows are used in place, outputs are new and contiguous, absent outputs are empty tensors, CUDA
@@ -10,6 +9,11 @@ work goes on the current stream without host synchronization.
 Validation of the mode / dtype / block / optional-output combination is the C API's: a bad
 combination raises ``normkit.NormkitError`` with its message when the op runs. The checks here
 are only those the fake kernel needs to know the output shapes.
+
+As the plain ops do (``_ops.py``), the real implementation calls the C API through a raw-pointer
+entry point (``_C.rms_norm_fwd_quant_ptr``, from ``op_fwd_quant``) whenever the arguments allow,
+and through DLPack (``_C.rms_norm_fwd_quant``, which checks every array itself) otherwise: the
+same C API call, so the same bits. ``normkit.torch._ops.raw_pointer_calls = False`` forces DLPack.
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ from typing import Optional
 import torch
 
 from normkit import _C
+from normkit.torch import _ops
+from normkit.torch._eager import _PLAIN_TYPES, _beside_x, _fwd_plan, _matrix
 from normkit.torch._ops import _check_fwd_args, _DeviceGuard, _rows_view, _stream
 
 # torch dtype of y -> the C API's name of its codes.
@@ -28,6 +34,16 @@ CODE_DTYPES = {
     torch.int8: "int8",
 }
 MODES = ("tensor", "token", "block", "mxfp8")
+
+# The raw-pointer call's integer arguments: nk_quant_mode and nk_dtype values (normkit.h).
+_MODE_CODE = {"tensor": 1, "token": 2, "block": 3, "mxfp8": 4}
+_Y_CODE = {torch.float8_e4m3fn: 3, torch.float8_e5m2: 4, torch.int8: 5}
+_fwd_quant_ptr = _C.rms_norm_fwd_quant_ptr  # a module global: cheaper, and tests spy on it
+_empty = torch.empty
+_empty_like = torch.empty_like
+_float32 = torch.float32
+_uint8 = torch.uint8
+_contiguous = torch.contiguous_format
 
 
 def scale_columns(mode: str, block: int, hidden):
@@ -102,6 +118,25 @@ def rms_norm_fwd_quant(
 
     scale_ub 0 and block 0 mean "unset" (the C API's convention).
     """
+    return _fwd_quant_impl(
+        x, weight, bias, residual, scale, eps, zero_centered, mode, out_dtype, scale_ub, block,
+        want_amax, transposed,
+    )  # fmt: skip
+
+
+def _fwd_quant_impl(
+    x, weight, bias, residual, scale, eps, zero_centered, mode, out_dtype, scale_ub, block,
+    want_amax, transposed,
+):  # fmt: skip
+    """rms_norm_fwd_quant's real implementation (a module global: tests count its calls)."""
+    if _ops.raw_pointer_calls:
+        # A raw call exists only for arguments that pass every check below, so those come after.
+        out = op_fwd_quant(
+            x, weight, bias, residual, scale, eps, zero_centered, mode, out_dtype, scale_ub, block,
+            want_amax, transposed,
+        )  # fmt: skip
+        if out is not None:
+            return out
     _check_quant_args(x, weight, bias, residual, mode, out_dtype)
     outs = _quant_outputs(x, residual, mode, out_dtype, block, want_amax, transposed)
     y, scales, amax, y_t, residual_out = outs
@@ -132,6 +167,100 @@ def rms_norm_fwd_quant(
             stream=_stream(x.device),
         )
     return outs
+
+
+def op_fwd_quant(
+    x, weight, bias, residual, scale, eps, zero_centered, mode, out_dtype, scale_ub, block,
+    want_amax, transposed,
+):  # fmt: skip
+    """The op's outputs through the raw-pointer call, or None when only the DLPack call describes
+    the arguments (non-plain tensors, mixed devices, a CUDA tensor off the current device, a
+    scale that is not one float32 beside x, empty x, a negative block, an unknown mode or dtype:
+    the DLPack path checks or rejects those with its own errors).
+
+    Runs inside the op's real implementation, so no context checks (as _eager.op_fwd). The plan
+    (_eager._fwd_plan) implies _check_fwd_args; combinations only the C API judges (a mode's
+    dtypes, blocks, scale or y_t where the mode takes none) reach it with the same pointers set
+    as the DLPack call sets, so it raises the same NormkitError.
+    """
+    if type(x) not in _PLAIN_TYPES:
+        return None
+    mode_code = _MODE_CODE.get(mode)
+    y_code = _Y_CODE.get(out_dtype)
+    if mode_code is None or y_code is None:
+        return None
+    if weight is not None and not weight.is_contiguous():
+        weight = weight.contiguous()
+    if bias is not None and not bias.is_contiguous():
+        bias = bias.contiguous()
+    plan = _fwd_plan(x, weight, bias, residual, eps, zero_centered, None)
+    if plan is None:
+        return None
+    backend, dev, stream, rows, hidden, x_code, w_code = plan[:7]
+    columns = scale_columns(mode, block, hidden)
+    if columns < 0:
+        return None
+    scale_ptr = 0
+    if scale is not None:
+        # The DLPack call takes scale.reshape(-1) and requires one float32 beside x.
+        if not (
+            type(scale) in _PLAIN_TYPES
+            and scale.dtype is _float32
+            and scale.numel() == 1
+            and _beside_x(scale, backend, dev)
+        ):
+            return None
+        scale_ptr = scale.data_ptr()
+    # Outputs as _quant_outputs makes them (the fake kernel's shapes, contiguous), more cheaply.
+    device = x.device
+    shape = x.shape
+    y = _empty_like(x, dtype=out_dtype, memory_format=_contiguous)
+    if columns:
+        per_row = -(-hidden // columns)  # rounded up, as _quant_outputs
+        scales = _empty(
+            (rows, per_row) if len(shape) == 2 else (*shape[:-1], per_row),
+            dtype=_uint8 if mode_code == 4 else _float32,
+            device=device,
+        )
+    else:
+        scales = _empty(0, dtype=_float32, device=device)
+    amax = _empty(1 if want_amax else 0, dtype=_float32, device=device)
+    y_t = _empty((hidden, rows) if transposed else 0, dtype=out_dtype, device=device)
+    xm, x_stride = (x, 0) if x.is_contiguous() else _matrix(x, hidden)
+    r_ptr = r_stride = ro_ptr = 0
+    if residual is not None:
+        residual_out = _empty_like(x, memory_format=_contiguous)
+        rm, r_stride = _matrix(residual, hidden)
+        r_ptr, ro_ptr = rm.data_ptr(), residual_out.data_ptr()
+    else:
+        residual_out = _empty(0, dtype=x.dtype, device=device)
+    _fwd_quant_ptr(
+        backend,
+        stream,
+        rows,
+        hidden,
+        xm.data_ptr(),
+        x_code,
+        x_stride,
+        r_ptr,
+        r_stride,
+        ro_ptr,
+        0 if weight is None else weight.data_ptr(),
+        0 if bias is None else bias.data_ptr(),
+        w_code,
+        y.data_ptr(),
+        y_code,
+        mode_code,
+        scale_ptr,
+        scale_ub,
+        scales.data_ptr() if columns else 0,
+        amax.data_ptr() if want_amax else 0,
+        y_t.data_ptr() if transposed else 0,
+        block,
+        eps,
+        zero_centered,
+    )
+    return y, scales, amax, y_t, residual_out
 
 
 @rms_norm_fwd_quant.register_fake

@@ -1,9 +1,11 @@
 """normkit.torch.rms_norm_quant: every mode and code dtype against the float64 reference
 (exact codes except counted rounding-boundary cases, scales, amax, y_t), forward options,
-layouts, errors (the C API's messages), torch.compile and torch.library.opcheck."""
+layouts, errors (the C API's messages), torch.compile and torch.library.opcheck; the op's
+raw-pointer C API call against its DLPack call (same bits, and which one ran)."""
 
 from __future__ import annotations
 
+import collections
 import zlib
 
 import nk_quant_reference as qref
@@ -13,7 +15,8 @@ import quant_cases as qc
 
 torch = pytest.importorskip("torch")
 nt = pytest.importorskip("normkit.torch")
-from normkit import NormkitError  # noqa: E402
+from normkit import NormkitError, _C  # noqa: E402
+from normkit.torch import _ops, _quant_ops  # noqa: E402
 
 CODE_DTYPES = {"float8_e4m3": torch.float8_e4m3fn, "float8_e5m2": torch.float8_e5m2, "int8": torch.int8}
 X_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
@@ -207,8 +210,31 @@ ERRORS = {
 }
 
 
+@pytest.fixture
+def quant_calls(monkeypatch):
+    """Counts of what ran: 'op' the op's real implementation (_quant_ops._fwd_quant_impl), 'c'
+    every C API call (raw-pointer or DLPack entry point), 'dlpack' the DLPack ones, 'raw' the
+    raw-pointer ones."""
+    counts = collections.Counter()
+
+    def spy(names, fn):
+        def wrapper(*args, **kwargs):
+            counts.update(names)
+            return fn(*args, **kwargs)
+
+        return wrapper
+
+    monkeypatch.setattr(_quant_ops, "_fwd_quant_impl", spy(("op",), _quant_ops._fwd_quant_impl))
+    monkeypatch.setattr(_quant_ops, "_fwd_quant_ptr", spy(("c", "raw"), _quant_ops._fwd_quant_ptr))
+    monkeypatch.setattr(_C, "rms_norm_fwd_quant", spy(("c", "dlpack"), _C.rms_norm_fwd_quant))
+    return counts
+
+
+@pytest.mark.parametrize("raw", [True, False], ids=["raw_pointer", "dlpack"])
 @pytest.mark.parametrize("name", list(ERRORS))
-def test_errors(torch_device, name):
+def test_errors(torch_device, monkeypatch, quant_calls, name, raw):
+    """The same errors whichever C API entry point the op would take."""
+    monkeypatch.setattr(_ops, "raw_pointer_calls", raw)
     kwargs, error, match = ERRORS[name]
     kwargs = dict(kwargs)
     hidden = kwargs.pop("hidden", 64)
@@ -220,6 +246,117 @@ def test_errors(torch_device, name):
         kwargs["scale"] = kwargs["scale"].to(torch_device)
     with pytest.raises(error, match=match):
         nt.rms_norm_quant(x, torch.ones(hidden, device=torch_device), 1e-6, **kwargs)
+    if not raw:
+        assert quant_calls["raw"] == 0, dict(quant_calls)
+    elif error is NormkitError:  # the C API's own message: through the raw call
+        assert quant_calls["raw"] == 1 and quant_calls["dlpack"] == 0, dict(quant_calls)
+
+
+# The raw-pointer call against the DLPack call. Modes: (mode, out_dtype, scale, scale_ub, block,
+# want_amax, transposed).
+RAW_MODES = {
+    "tensor_e4m3_amax_t": ("tensor", torch.float8_e4m3fn, 3.0, 0.0, 0, True, True),
+    "tensor_int8": ("tensor", torch.int8, 40.0, 0.0, 0, False, False),
+    "token_e5m2_ub": ("token", torch.float8_e5m2, None, 0.004, 0, True, False),
+    "token_int8": ("token", torch.int8, None, 0.0, 0, False, False),
+    "block32_e4m3": ("block", torch.float8_e4m3fn, None, 0.0, 32, True, False),
+    "block64_e5m2_ub": ("block", torch.float8_e5m2, None, 0.003, 64, False, False),
+    "mxfp8_e4m3": ("mxfp8", torch.float8_e4m3fn, None, 0.0, 0, True, False),
+}
+# (x dtype, weight dtype or None, bias, residual, zero_centered)
+RAW_CONFIGS = {
+    "plain_bf16": (torch.bfloat16, torch.bfloat16, False, False, False),
+    "no_weight_fp32": (torch.float32, None, False, False, False),
+    "fp32_weight_bias_fp16": (torch.float16, torch.float32, True, False, False),
+    "bias_only_bf16": (torch.bfloat16, None, True, False, False),
+    "gemma_residual_bf16": (torch.bfloat16, torch.bfloat16, False, True, True),
+}
+RAW_LAYOUTS = {
+    "contiguous": lambda x: x,
+    "row_slice": lambda x: torch.cat([x, x[..., :32]], -1)[..., : x.shape[-1]],
+    "transposed": lambda x: x.transpose(0, 1).contiguous().transpose(0, 1),
+    "column_step": lambda x: torch.stack([x, x], -1)[..., 0],
+}
+
+
+def _raw_args(device, mode_name, config, layout, shape=(3, 2, 128)):
+    mode, out_dtype, scale, ub, block, amax, transposed = RAW_MODES[mode_name]
+    x_dtype, w_dtype, has_b, has_r, zc = RAW_CONFIGS[config]
+    gen = generator("raw", mode_name, config, layout, shape)
+    hidden = shape[-1]
+    x = RAW_LAYOUTS[layout](randn(shape, x_dtype, gen, device, 2.0))
+    w = randn((hidden,), w_dtype, gen, device, 0.3, 0.0 if zc else 1.0) if w_dtype else None
+    b = randn((hidden,), w_dtype or x_dtype, gen, device, 0.5) if has_b else None
+    r = RAW_LAYOUTS[layout](randn(shape, x_dtype, gen, device)) if has_r else None
+    s = None if scale is None else torch.tensor([scale], device=device)
+    # A large eps, so that a wrong eps would change the bits.
+    return (x, w, b, r, s, 0.1, zc, mode, out_dtype, ub, block, amax, transposed)
+
+
+def _assert_same_outputs(got, want, what):
+    assert len(got) == len(want) == 5
+    for field, a, b in zip(("y", "scales", "amax", "y_t", "residual_out"), got, want):
+        assert a.dtype == b.dtype and a.shape == b.shape and a.device == b.device, (what, field)
+        assert a.is_contiguous() and b.is_contiguous(), (what, field)
+        bits = {1: torch.uint8, 2: torch.int16, 4: torch.int32}[a.element_size()]
+        assert torch.equal(a.view(bits), b.view(bits)), f"{what}: {field} differs"
+
+
+def _both_calls(monkeypatch, quant_calls, args):
+    """The op with the raw-pointer call and with the DLPack call; checks which one ran."""
+    results = {}
+    for raw in (True, False):
+        monkeypatch.setattr(_ops, "raw_pointer_calls", raw)
+        poison_cuda_cache(args[0].device.type, [4096, 1 << 16])
+        quant_calls.clear()
+        results[raw] = torch.ops.normkit.rms_norm_fwd_quant(*args)
+        want = {"op": 1, "c": 1, "raw": int(raw), "dlpack": int(not raw)}
+        assert dict(quant_calls) == {k: v for k, v in want.items() if v}, (raw, dict(quant_calls))
+    return results[True], results[False]
+
+
+@pytest.mark.parametrize("config", list(RAW_CONFIGS))
+@pytest.mark.parametrize("mode_name", list(RAW_MODES))
+def test_op_raw_pointer_call_matches_dlpack(torch_device, monkeypatch, quant_calls, mode_name, config):
+    """The op takes the raw-pointer call for plain arguments, with the DLPack call's bits."""
+    got, want = _both_calls(monkeypatch, quant_calls, _raw_args(torch_device, mode_name, config, "contiguous"))
+    _assert_same_outputs(got, want, f"{mode_name} {config}")
+
+
+@pytest.mark.parametrize("layout", list(RAW_LAYOUTS))
+@pytest.mark.parametrize("mode_name", list(RAW_MODES))
+def test_op_raw_pointer_call_layouts(torch_device, monkeypatch, quant_calls, mode_name, layout):
+    args = _raw_args(torch_device, mode_name, "gemma_residual_bf16", layout, (4, 3, 160 if "mxfp8" in mode_name else 192))
+    got, want = _both_calls(monkeypatch, quant_calls, args)
+    _assert_same_outputs(got, want, f"{mode_name} {layout}")
+
+
+def test_rms_norm_quant_takes_the_raw_call(torch_device, quant_calls):
+    """The public function's default path: the op with the raw-pointer call, no DLPack."""
+    x = torch.randn(2, 5, 64, device=torch_device, dtype=torch.bfloat16)
+    w = torch.ones(64, device=torch_device, dtype=torch.bfloat16)
+    for kwargs in (dict(mode="tensor", scale=torch.ones(1, 1, device=torch_device), return_amax=True),
+                   dict(mode="token"), dict(mode="block", block=32), dict(mode="mxfp8", residual=x)):
+        quant_calls.clear()
+        nt.rms_norm_quant(x, w[::1], 1e-6, **kwargs)
+        assert dict(quant_calls) == {"op": 1, "c": 1, "raw": 1}, (kwargs, dict(quant_calls))
+
+
+def test_op_takes_dlpack_for_what_raw_calls_do_not_describe(torch_device, quant_calls):
+    """A non-contiguous weight is copied (raw call); no rows never reaches the C API; a scale
+    in another dtype is the DLPack call's error to raise."""
+    x = torch.randn(3, 64, device=torch_device)
+    w = torch.randn(128, device=torch_device)[::2]
+    got = nt.rms_norm_quant(x, w, mode="token")
+    want = nt.rms_norm_quant(x, w.contiguous(), mode="token")
+    assert _same(got.y, want.y) and _same(got.scales, want.scales), "strided weight"
+    assert quant_calls["raw"] == 2 and quant_calls["dlpack"] == 0, dict(quant_calls)
+    quant_calls.clear()
+    nt.rms_norm_quant(x[:0], w, mode="token", return_amax=True)
+    assert dict(quant_calls) == {"op": 1}, dict(quant_calls)
+    with pytest.raises(TypeError, match="scale"):
+        nt.rms_norm_quant(x, w, mode="tensor", scale=torch.ones(1, dtype=torch.float64, device=torch_device))
+    assert quant_calls["dlpack"] == 1 and quant_calls["raw"] == 0, dict(quant_calls)
 
 
 COMPILE_CASES = {

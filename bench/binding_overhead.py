@@ -262,15 +262,23 @@ def main():
     p.add_argument("--no-quant", dest="quant", action="store_false",
                    help="leave out the quantized forward rows")
     p.add_argument("--only-quant", action="store_true", help="the quantized forward rows only")
+    p.add_argument("--dlpack", action="store_true",
+                   help="the custom ops' implementations take their DLPack call "
+                   "(normkit.torch._ops.raw_pointer_calls = False): the raw-pointer calls' before")
     args = p.parse_args()
     device = resolve_device(args.device, p)
     dtype = getattr(torch, args.dtype)
+    if args.dlpack:
+        from normkit.torch import _ops
+
+        _ops.raw_pointer_calls = False
     torch.set_num_threads(1)  # a tiny shape: torch's CPU ops stay on the calling thread anyway
 
     where = torch.cuda.get_device_name(device) if device.type == "cuda" else "CPU"
     print(f"normkit binding overhead: {where}, torch {torch.__version__}, normkit {_C.version()}")
     print(f"x [{args.rows}, {args.hidden}] {args.dtype}, weight {args.dtype}; host us per call, "
-          f"best of {args.repeats} x {args.iters} calls")
+          f"best of {args.repeats} x {args.iters} calls"
+          + ("; the ops' DLPack calls (--dlpack)" if args.dlpack else ""))
     if device.type == "cpu" and "NK_CPU_THREADS" not in os.environ:
         print("note: without NK_CPU_THREADS the CPU backend asks the OS for the CPU count on "
               "every call (a few syscalls), in every column alike")

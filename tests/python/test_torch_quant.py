@@ -319,14 +319,16 @@ def _both_calls(monkeypatch, quant_calls, args):
 @pytest.mark.parametrize("mode_name", list(RAW_MODES))
 def test_op_raw_pointer_call_matches_dlpack(torch_device, monkeypatch, quant_calls, mode_name, config):
     """The op takes the raw-pointer call for plain arguments, with the DLPack call's bits."""
-    got, want = _both_calls(monkeypatch, quant_calls, _raw_args(torch_device, mode_name, config, "contiguous"))
+    args = _raw_args(torch_device, mode_name, config, "contiguous")
+    got, want = _both_calls(monkeypatch, quant_calls, args)
     _assert_same_outputs(got, want, f"{mode_name} {config}")
 
 
 @pytest.mark.parametrize("layout", list(RAW_LAYOUTS))
 @pytest.mark.parametrize("mode_name", list(RAW_MODES))
 def test_op_raw_pointer_call_layouts(torch_device, monkeypatch, quant_calls, mode_name, layout):
-    args = _raw_args(torch_device, mode_name, "gemma_residual_bf16", layout, (4, 3, 160 if "mxfp8" in mode_name else 192))
+    shape = (4, 3, 160 if "mxfp8" in mode_name else 192)
+    args = _raw_args(torch_device, mode_name, "gemma_residual_bf16", layout, shape)
     got, want = _both_calls(monkeypatch, quant_calls, args)
     _assert_same_outputs(got, want, f"{mode_name} {layout}")
 

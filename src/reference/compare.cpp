@@ -21,12 +21,13 @@ std::string Comparison::describe() const {
 }
 
 Comparison compare(const void* actual, nk_dtype dtype, int64_t rows, int64_t cols,
-                   int64_t row_stride, const std::vector<double>& expected, double tolerance) {
+                   int64_t row_stride, const std::vector<double>& expected, double tolerance,
+                   const std::vector<double>* allowance) {
   Comparison c;
   c.tolerance = tolerance;
   const int64_t stride = row_stride == 0 ? cols : row_stride;
   if (rows < 1 || cols < 1 || expected.size() != static_cast<size_t>(rows * cols) ||
-      host_dtype_size(dtype) == 0) {
+      host_dtype_size(dtype) == 0 || (allowance && allowance->size() != expected.size())) {
     c.worst_error = std::numeric_limits<double>::infinity();  // a malformed call never passes
     return c;
   }
@@ -43,6 +44,8 @@ Comparison compare(const void* actual, nk_dtype dtype, int64_t rows, int64_t col
       double err;
       if (!std::isfinite(a) || !std::isfinite(e)) {
         err = (a == e) ? 0.0 : std::numeric_limits<double>::infinity();  // NaN never equals
+      } else if (allowance && std::fabs(a - e) <= (*allowance)[r * cols + j]) {
+        err = 0.0;
       } else {
         err = std::fabs(a - e) / (std::fabs(e) + floor);
       }

@@ -43,8 +43,12 @@ struct Comparison {
   double tolerance = 0;
   std::string describe() const;  // one line for logs
 };
+// `allowance` (optional, dense like `expected`): an element within this absolute distance of
+// its expected value counts as exact, whatever its relative error (for sums whose terms cancel:
+// their float32 rounding bound, see tests/cpp/bwd_harness.cpp).
 Comparison compare(const void* actual, nk_dtype dtype, int64_t rows, int64_t cols,
-                   int64_t row_stride, const std::vector<double>& expected, double tolerance);
+                   int64_t row_stride, const std::vector<double>& expected, double tolerance,
+                   const std::vector<double>* allowance = nullptr);
 
 // Tolerance for a result computed in float32 and stored in `out` dtype, from inputs whose
 // lowest precision is `in` (accounts for the output's rounding and float32 accumulation over

@@ -238,9 +238,11 @@ void expect_padding_untouched(const Matrix& before, const std::vector<uint8_t>& 
 }
 
 normkit::ref::Comparison compare_matrix(const Matrix& layout, const std::vector<uint8_t>& after,
-                                        const std::vector<double>& expected, double tolerance) {
+                                        const std::vector<double>& expected, double tolerance,
+                                        const std::vector<double>* allowance) {
   return normkit::ref::compare(after.data() + layout.offset * layout.element_size(), layout.dtype,
-                               layout.rows, layout.cols, layout.stride, expected, tolerance);
+                               layout.rows, layout.cols, layout.stride, expected, tolerance,
+                               allowance);
 }
 
 void expect_close(const normkit::ref::Comparison& c, const std::string& what) {

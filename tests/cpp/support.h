@@ -148,9 +148,11 @@ int64_t stride_arg(const Matrix& m, bool use_zero);
 void expect_padding_untouched(const Matrix& before, const std::vector<uint8_t>& after,
                               const std::string& what);
 
-// Compares the elements of `after` (an allocation laid out like `layout`) with `expected`.
+// Compares the elements of `after` (an allocation laid out like `layout`) with `expected`
+// (`allowance`: see normkit::ref::compare).
 normkit::ref::Comparison compare_matrix(const Matrix& layout, const std::vector<uint8_t>& after,
-                                        const std::vector<double>& expected, double tolerance);
+                                        const std::vector<double>& expected, double tolerance,
+                                        const std::vector<double>* allowance = nullptr);
 
 // EXPECTs that a comparison passed, naming the tensor.
 void expect_close(const normkit::ref::Comparison& c, const std::string& what);

@@ -5,6 +5,8 @@
 #include <cstring>
 #include <tuple>
 
+#include <gtest/gtest-spi.h>
+
 #include "bwd_harness.h"
 
 namespace nktest {
@@ -369,6 +371,38 @@ TEST_P(BwdProperties, TwoRunsGiveBitwiseIdenticalResults) {
 
 INSTANTIATE_TEST_SUITE_P(AllBackends, BwdProperties, ::testing::ValuesIn(all_backends()),
                          [](const auto& info) { return std::string(backend_label(info.param)); });
+
+// The allowance for column sums that cancel over few rows (bwd_harness.cpp) must not hide a
+// row left out of dweight or dbias.
+TEST(BwdTolerance, ARowLeftOutOfTheColumnSumsFailsOverFewRows) {
+  Rng rng;
+  for (const int64_t rows : {int64_t{2}, int64_t{5}, int64_t{64}}) {
+    BwdCase c;
+    c.rows = rows;
+    c.hidden = 33;
+    c.dbias = true;
+    SCOPED_TRACE(c.describe());
+    const BwdInputs in = make_bwd_inputs(c, rng);
+    const BwdRun run = run_bwd(NK_BACKEND_CPU, c, in);
+    ASSERT_EQ(run.status, NK_SUCCESS) << run.message;
+    // Row 0 taken out of dbias, then of dweight (float32: stored exactly enough).
+    BwdRun without_row = run;
+    Matrix dbias = in.dbias;
+    dbias.bytes = run.dbias;
+    for (int64_t j = 0; j < c.hidden; ++j) dbias.set(0, j, dbias.get(0, j) - in.dy.get(0, j));
+    without_row.dbias = dbias.bytes;
+    EXPECT_NONFATAL_FAILURE(check_bwd_against_reference(c, in, without_row), "dbias: MISMATCH");
+    without_row = run;
+    Matrix dweight = in.dweight;
+    dweight.bytes = run.dweight;
+    for (int64_t j = 0; j < c.hidden; ++j) {
+      dweight.set(0, j, dweight.get(0, j) - in.dy.get(0, j) * in.x.get(0, j) * in.rstd.get(0, 0));
+    }
+    without_row.dweight = dweight.bytes;
+    EXPECT_NONFATAL_FAILURE(check_bwd_against_reference(c, in, without_row),
+                            "dweight: MISMATCH");
+  }
+}
 
 // The CPU's partial sums are chunked by rows alone, so the number of threads (NK_CPU_THREADS)
 // must not change a bit.

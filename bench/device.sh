@@ -89,15 +89,19 @@ for step in "${steps[@]}"; do
         run "bench_columns_$v" env NK_TUNE_BWD_COLUMNS_MAX_ELEMENTS=$v "$BUILD/tools/normkit" \
           bench --bwd-only --explain --shapes "$few" --json "$LOGS/bench_columns_$v.json"
       done
+      # (A subset of the sweep's shapes of 16M elements and more: the whole sweep at each setting
+      # would not fit one call beside a build.)
+      big=256x65536,1024x32768,4096x12288,8192x4096,8192x8192,4096x4096
       for q in 0 1; do  # the quantized forward's weight loads: per item (0), with x (1)
         for mode in block token tensor mxfp8; do
           run "bench_quant_${mode}_wf$q" env NK_TUNE_QUANT_WEIGHT_FIRST=$q "$BUILD/tools/normkit" \
-            bench --fwd-only --quant "$mode" --explain --json "$LOGS/bench_quant_${mode}_wf$q.json"
+            bench --fwd-only --quant "$mode" --explain --shapes "$big" \
+            --json "$LOGS/bench_quant_${mode}_wf$q.json"
         done
       done
       for q in 0 1 2; do  # per-token with a bias: the non-folded kernel, both register budgets
         run "bench_quant_token_bias_wf$q" env NK_TUNE_QUANT_WEIGHT_FIRST=$q "$BUILD/tools/normkit" \
-          bench --fwd-only --quant token --bias --explain \
+          bench --fwd-only --quant token --bias --explain --shapes "$big" \
           --json "$LOGS/bench_quant_token_bias_wf$q.json"
       done ;;
     sanitize)

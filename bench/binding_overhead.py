@@ -21,8 +21,8 @@ autograd.Function that does nothing, run the same way, as that floor.
 Quantized forward rows (--quant, on by default): per-tensor fp8 e4m3 with amax (a float32 scale
 on the device), and per-token fp8 e4m3. Their columns: C API = _C.rms_norm_fwd_quant_ptr (when
 the build has it), _C dlpack = _C.rms_norm_fwd_quant, custom op =
-torch.ops.normkit.rms_norm_fwd_quant, eager = normkit.torch.rms_norm_quant (which always calls
-the custom op; there is no eager fast path for it).
+torch.ops.normkit.rms_norm_fwd_quant, eager = normkit.torch.rms_norm_quant (its eager fast
+path, which skips the custom op, unless normkit.torch._eager.enabled is False).
 
 Timing: each callable runs --iters times in a loop between two clock reads; on CUDA the loop is
 not synchronized (so the figure is host time, not kernel time: keep --iters below the launch

@@ -1,7 +1,8 @@
 """normkit.torch.rms_norm_quant: every mode and code dtype against the float64 reference
 (exact codes except counted rounding-boundary cases, scales, amax, y_t), forward options,
 layouts, errors (the C API's messages), torch.compile and torch.library.opcheck; the op's
-raw-pointer C API call against its DLPack call (same bits, and which one ran)."""
+raw-pointer C API call against its DLPack call, and the eager fast path against the op (same
+bits, and which one ran; the fast path never under compile, modes, fake tensors or grad)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import quant_cases as qc
 torch = pytest.importorskip("torch")
 nt = pytest.importorskip("normkit.torch")
 from normkit import NormkitError, _C  # noqa: E402
-from normkit.torch import _ops, _quant_ops  # noqa: E402
+from normkit.torch import _eager, _ops, _quant_ops  # noqa: E402
 
 CODE_DTYPES = {"float8_e4m3": torch.float8_e4m3fn, "float8_e5m2": torch.float8_e5m2, "int8": torch.int8}
 X_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
@@ -181,11 +182,32 @@ def test_empty_rows(torch_device):
     assert torch.equal(out.amax.cpu(), torch.zeros(1))
 
 
-def test_no_autograd_formula():
+def test_no_autograd_formula(quant_calls):
+    """Inputs requiring grad take the op (never the fast path), whose outputs raise on backward."""
     x = torch.randn(2, 64, requires_grad=True)
     out = nt.rms_norm_quant(x, mode="token", residual=torch.randn(2, 64))
+    assert quant_calls["op"] == 1 and quant_calls["fast"] == 0, dict(quant_calls)
     with pytest.raises(RuntimeError, match="no autograd formula"):
         out.residual_out.sum().backward()
+
+
+@pytest.mark.parametrize("needs_grad", ["x", "weight", "bias", "residual", "scale"])
+def test_inputs_requiring_grad_take_the_op(quant_calls, needs_grad):
+    """Any input requiring grad (grad mode on) sends the call to the op, as it did before the
+    fast path; under no_grad the fast path runs, and nothing requires grad either way."""
+    tensors = dict(x=torch.randn(2, 64), weight=torch.randn(64), bias=torch.randn(64),
+                   residual=torch.randn(2, 64), scale=torch.tensor([4.0]))  # fmt: skip
+    tensors[needs_grad].requires_grad_(True)
+    outs = {}
+    for grad in (True, False):
+        quant_calls.clear()
+        with torch.set_grad_enabled(grad):
+            outs[grad] = nt.rms_norm_quant(mode="tensor", return_amax=True, **tensors)
+        want = {"op": 1, "c": 1, "raw": 1} if grad else {"c": 1, "raw": 1, "fast": 1}
+        assert dict(quant_calls) == want, (grad, dict(quant_calls))
+    assert not any(t.requires_grad for t in outs[False] if t is not None)
+    for field in nt.QuantOutput._fields:
+        assert _same(getattr(outs[True], field), getattr(outs[False], field)), field
 
 
 ERRORS = {
@@ -214,8 +236,9 @@ ERRORS = {
 def quant_calls(monkeypatch):
     """Counts of what ran: 'op' the op's real implementation (_quant_ops._fwd_quant_impl), 'c'
     every C API call (raw-pointer or DLPack entry point), 'dlpack' the DLPack ones, 'raw' the
-    raw-pointer ones."""
+    raw-pointer ones, 'fast' the raw-pointer calls made outside the op (the eager fast path)."""
     counts = collections.Counter()
+    inside_op = [0]
 
     def spy(names, fn):
         def wrapper(*args, **kwargs):
@@ -224,17 +247,33 @@ def quant_calls(monkeypatch):
 
         return wrapper
 
-    monkeypatch.setattr(_quant_ops, "_fwd_quant_impl", spy(("op",), _quant_ops._fwd_quant_impl))
-    monkeypatch.setattr(_quant_ops, "_fwd_quant_ptr", spy(("c", "raw"), _quant_ops._fwd_quant_ptr))
+    def op_spy(*args, **kwargs):
+        counts["op"] += 1
+        inside_op[0] += 1
+        try:
+            return impl(*args, **kwargs)
+        finally:
+            inside_op[0] -= 1
+
+    def raw_spy(*args, **kwargs):
+        counts.update(("c", "raw") if inside_op[0] else ("c", "raw", "fast"))
+        return ptr(*args, **kwargs)
+
+    impl, ptr = _quant_ops._fwd_quant_impl, _quant_ops._fwd_quant_ptr
+    monkeypatch.setattr(_quant_ops, "_fwd_quant_impl", op_spy)
+    monkeypatch.setattr(_quant_ops, "_fwd_quant_ptr", raw_spy)
     monkeypatch.setattr(_C, "rms_norm_fwd_quant", spy(("c", "dlpack"), _C.rms_norm_fwd_quant))
     return counts
 
 
-@pytest.mark.parametrize("raw", [True, False], ids=["raw_pointer", "dlpack"])
+@pytest.mark.parametrize("path", ["eager", "raw_pointer", "dlpack"])
 @pytest.mark.parametrize("name", list(ERRORS))
-def test_errors(torch_device, monkeypatch, quant_calls, name, raw):
-    """The same errors whichever C API entry point the op would take."""
+def test_errors(torch_device, monkeypatch, quant_calls, name, path):
+    """The same errors whichever path runs: the eager fast path, the op's raw-pointer call or
+    the op's DLPack call."""
+    raw = path != "dlpack"
     monkeypatch.setattr(_ops, "raw_pointer_calls", raw)
+    monkeypatch.setattr(_eager, "enabled", path == "eager")
     kwargs, error, match = ERRORS[name]
     kwargs = dict(kwargs)
     hidden = kwargs.pop("hidden", 64)
@@ -247,9 +286,13 @@ def test_errors(torch_device, monkeypatch, quant_calls, name, raw):
     with pytest.raises(error, match=match):
         nt.rms_norm_quant(x, torch.ones(hidden, device=torch_device), 1e-6, **kwargs)
     if not raw:
-        assert quant_calls["raw"] == 0, dict(quant_calls)
+        assert quant_calls["raw"] == 0 and quant_calls["fast"] == 0, dict(quant_calls)
     elif error is NormkitError:  # the C API's own message: through the raw call
         assert quant_calls["raw"] == 1 and quant_calls["dlpack"] == 0, dict(quant_calls)
+        want = {"fast": 1, "op": 0} if path == "eager" else {"fast": 0, "op": 1}
+        assert {k: quant_calls[k] for k in want} == want, dict(quant_calls)
+    else:  # the op's own checks (or the DLPack call's): the fast path leaves these to the op
+        assert quant_calls["fast"] == 0 and quant_calls["op"] == 1, dict(quant_calls)
 
 
 # The raw-pointer call against the DLPack call. Modes: (mode, out_dtype, scale, scale_ub, block,
@@ -302,6 +345,41 @@ def _assert_same_outputs(got, want, what):
         assert torch.equal(a.view(bits), b.view(bits)), f"{what}: {field} differs"
 
 
+def _public_call(args):
+    """rms_norm_quant with the op's positional arguments (as _raw_args makes them)."""
+    x, w, b, r, s, eps, zc, mode, out_dtype, ub, block, amax, transposed = args
+    return nt.rms_norm_quant(
+        x, w, eps, mode=mode, out_dtype=out_dtype, scale=s, scale_ub=ub or None,
+        block=block or None, transposed=transposed, return_amax=amax, residual=r,
+        zero_centered=zc, bias=b,
+    )  # fmt: skip
+
+
+def _eager_and_op(monkeypatch, quant_calls, args):
+    """rms_norm_quant through the eager fast path and through the op (_eager.enabled = False);
+    checks which one ran."""
+    results = {}
+    for fast in (True, False):
+        monkeypatch.setattr(_eager, "enabled", fast)
+        poison_cuda_cache(args[0].device.type, [4096, 1 << 16])
+        quant_calls.clear()
+        results[fast] = _public_call(args)
+        want = {"c": 1, "raw": 1, "fast": 1} if fast else {"op": 1, "c": 1, "raw": 1}
+        assert dict(quant_calls) == want, (fast, dict(quant_calls))
+    return results[True], results[False]
+
+
+def _assert_same_quant_output(got, want, what):
+    assert type(got) is type(want) is nt.QuantOutput
+    for field in nt.QuantOutput._fields:
+        a, b = getattr(got, field), getattr(want, field)
+        assert (a is None) == (b is None), (what, field)
+        if a is not None:
+            assert a.device == b.device and a.is_contiguous() == b.is_contiguous(), (what, field)
+            assert a.requires_grad is b.requires_grad is False, (what, field)
+        assert _same(a, b), f"{what}: {field} differs between the eager path and the op"
+
+
 def _both_calls(monkeypatch, quant_calls, args):
     """The op with the raw-pointer call and with the DLPack call; checks which one ran."""
     results = {}
@@ -333,15 +411,49 @@ def test_op_raw_pointer_call_layouts(torch_device, monkeypatch, quant_calls, mod
     _assert_same_outputs(got, want, f"{mode_name} {layout}")
 
 
-def test_rms_norm_quant_takes_the_raw_call(torch_device, quant_calls):
-    """The public function's default path: the op with the raw-pointer call, no DLPack."""
+@pytest.mark.parametrize("config", list(RAW_CONFIGS))
+@pytest.mark.parametrize("mode_name", list(RAW_MODES))
+def test_eager_path_matches_op(torch_device, monkeypatch, quant_calls, mode_name, config):
+    """rms_norm_quant's eager fast path (no custom op) has the op's bits, every output."""
+    args = _raw_args(torch_device, mode_name, config, "contiguous")
+    got, want = _eager_and_op(monkeypatch, quant_calls, args)
+    _assert_same_quant_output(got, want, f"{mode_name} {config}")
+
+
+@pytest.mark.parametrize("layout", list(RAW_LAYOUTS))
+@pytest.mark.parametrize("mode_name", list(RAW_MODES))
+def test_eager_path_layouts(torch_device, monkeypatch, quant_calls, mode_name, layout):
+    shape = (4, 3, 160 if "mxfp8" in mode_name else 192)
+    args = _raw_args(torch_device, mode_name, "gemma_residual_bf16", layout, shape)
+    got, want = _eager_and_op(monkeypatch, quant_calls, args)
+    _assert_same_quant_output(got, want, f"{mode_name} {layout}")
+
+
+def test_rms_norm_quant_takes_the_eager_path(torch_device, monkeypatch, quant_calls):
+    """The public function's default path: the fast path's raw-pointer call, no op, no DLPack;
+    with _eager.enabled = False, the op with the raw-pointer call."""
     x = torch.randn(2, 5, 64, device=torch_device, dtype=torch.bfloat16)
     w = torch.ones(64, device=torch_device, dtype=torch.bfloat16)
-    for kwargs in (dict(mode="tensor", scale=torch.ones(1, 1, device=torch_device), return_amax=True),
-                   dict(mode="token"), dict(mode="block", block=32), dict(mode="mxfp8", residual=x)):
-        quant_calls.clear()
-        nt.rms_norm_quant(x, w[::1], 1e-6, **kwargs)
-        assert dict(quant_calls) == {"op": 1, "c": 1, "raw": 1}, (kwargs, dict(quant_calls))
+    for fast in (True, False):
+        monkeypatch.setattr(_eager, "enabled", fast)
+        want = {"c": 1, "raw": 1, "fast": 1} if fast else {"op": 1, "c": 1, "raw": 1}
+        for kwargs in (dict(mode="tensor", scale=torch.ones(1, 1, device=torch_device), return_amax=True),
+                       dict(mode="token"), dict(mode="block", block=32), dict(mode="mxfp8", residual=x)):
+            quant_calls.clear()
+            nt.rms_norm_quant(x, w[::1], 1e-6, **kwargs)
+            assert dict(quant_calls) == want, (fast, kwargs, dict(quant_calls))
+
+
+def test_inference_mode_takes_the_eager_path(quant_calls):
+    x = torch.randn(3, 64, requires_grad=True)
+    with torch.inference_mode():
+        got = nt.rms_norm_quant(x, mode="mxfp8", return_amax=True)
+        assert got.y.is_inference() and got.scales.is_inference()
+    assert dict(quant_calls) == {"c": 1, "raw": 1, "fast": 1}, dict(quant_calls)
+    with torch.no_grad():
+        want = nt.rms_norm_quant(x, mode="mxfp8", return_amax=True)
+    for field in ("y", "scales", "amax"):
+        assert _same(getattr(got, field), getattr(want, field)), field
 
 
 def test_op_takes_dlpack_for_what_raw_calls_do_not_describe(torch_device, quant_calls):
@@ -386,7 +498,7 @@ def _same(a, b):
 
 
 @pytest.mark.parametrize("name", list(COMPILE_CASES))
-def test_compile_fullgraph_matches_eager(torch_device, name):
+def test_compile_fullgraph_matches_eager(torch_device, quant_calls, name):
     """The compiled graph runs the same op: outputs are bitwise identical to eager."""
     kwargs = COMPILE_CASES[name]
 
@@ -397,7 +509,12 @@ def test_compile_fullgraph_matches_eager(torch_device, name):
     args = (*_compile_args(torch_device), torch.tensor([30.0], device=torch_device))
     torch._dynamo.reset()
     compiled = torch.compile(fn, fullgraph=True, backend="aot_eager")
-    got, want = compiled(*args), fn(*args)
+    got = compiled(*args)
+    # The compiled graph runs the op (never the fast path); eager takes the fast path.
+    assert quant_calls["op"] >= 1 and quant_calls["fast"] == 0, dict(quant_calls)
+    quant_calls.clear()
+    want = fn(*args)
+    assert dict(quant_calls) == {"c": 1, "raw": 1, "fast": 1}, dict(quant_calls)
     assert type(got) is nt.QuantOutput
     for field in nt.QuantOutput._fields:
         assert _same(getattr(got, field), getattr(want, field)), field
@@ -440,6 +557,80 @@ def test_opcheck(torch_device, case):
     scale = torch.tensor([20.0], device=torch_device) if with_scale else None
     args = (x, w, b, r, scale, 1e-6, False, mode, out_dtype, ub, block, amax, transposed)
     torch.library.opcheck(torch.ops.normkit.rms_norm_fwd_quant.default, args)
+
+
+def test_dispatch_mode_sees_the_op(quant_calls):
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Log(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.ops = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.ops.append(str(func))
+            return func(*args, **(kwargs or {}))
+
+    x = torch.randn(3, 64)
+    with Log() as log:
+        got = nt.rms_norm_quant(x, torch.ones(64), 1e-6, mode="token")
+    assert "normkit.rms_norm_fwd_quant.default" in log.ops
+    assert quant_calls["op"] == 1 and quant_calls["fast"] == 0, dict(quant_calls)
+    want = nt.rms_norm_quant(x, torch.ones(64), 1e-6, mode="token")
+    assert _same(got.y, want.y) and _same(got.scales, want.scales)
+
+
+def test_function_mode_sees_the_op(quant_calls):
+    from torch.overrides import TorchFunctionMode
+
+    class Log(TorchFunctionMode):
+        def __init__(self):
+            super().__init__()
+            self.funcs = []
+
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            self.funcs.append(str(func))
+            return func(*args, **(kwargs or {}))
+
+    with Log() as log:
+        nt.rms_norm_quant(torch.randn(3, 64), None, 1e-6, mode="mxfp8")
+    assert any("normkit.rms_norm_fwd_quant" in f for f in log.funcs)
+    assert quant_calls["op"] == 1 and quant_calls["fast"] == 0, dict(quant_calls)
+
+
+def test_fake_and_meta_tensors(quant_calls):
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode():
+        out = nt.rms_norm_quant(torch.empty(2, 3, 64), torch.empty(64), mode="block", block=32,
+                                residual=torch.empty(2, 3, 64), return_amax=True)  # fmt: skip
+    assert out.y.shape == out.residual_out.shape == (2, 3, 64) and out.scales.shape == (2, 3, 2)
+    out = nt.rms_norm_quant(torch.empty(4, 64, device="meta", dtype=torch.bfloat16), None, 1e-6,
+                            mode="token", out_dtype=torch.int8)  # fmt: skip
+    assert out.y.device.type == "meta" and out.y.dtype == torch.int8 and out.scales.shape == (4, 1)
+    assert dict(quant_calls) == {}, dict(quant_calls)  # fake kernels only
+
+
+def test_jit_trace_records_the_op(quant_calls):
+    w = torch.randn(64)
+    # The scales (float32): jit cannot trace a view of the float8 codes as uint8.
+    traced = torch.jit.trace(lambda x: nt.rms_norm_quant(x, w, 1e-6, mode="token").scales,
+                             torch.randn(2, 64), check_trace=False)  # fmt: skip
+    assert "normkit::rms_norm_fwd_quant" in str(traced.graph)
+    assert quant_calls["fast"] == 0, dict(quant_calls)
+    x = torch.randn(5, 64)
+    assert _same(traced(x), nt.rms_norm_quant(x, w, 1e-6, mode="token").scales)
+
+
+def test_tensor_subclass_takes_the_op(quant_calls):
+    class Tagged(torch.Tensor):
+        pass
+
+    x = torch.randn(3, 64)
+    got = nt.rms_norm_quant(x.as_subclass(Tagged), torch.ones(64), 1e-6, mode="token")
+    assert quant_calls["op"] == 1 and quant_calls["fast"] == 0, dict(quant_calls)
+    want = nt.rms_norm_quant(x, torch.ones(64), 1e-6, mode="token")
+    assert _same(got.y.as_subclass(torch.Tensor), want.y)
 
 
 def test_cuda_current_stream_and_graph(torch_device):

@@ -15,6 +15,11 @@ As the plain ops do (``_ops.py``), the real implementation calls the C API throu
 entry point (``_C.rms_norm_fwd_quant_ptr``, from ``op_fwd_quant``) whenever the arguments allow,
 and through DLPack (``_C.rms_norm_fwd_quant``, which checks every array itself) otherwise: the
 same C API call, so the same bits. ``normkit.torch._ops.raw_pointer_calls = False`` forces DLPack.
+
+In plain eager execution ``rms_norm_quant`` skips the custom op altogether (``eager_fwd_quant``,
+the quantized counterpart of ``_eager.fwd``): it calls ``op_fwd_quant`` itself, so the same C API
+call with the same outputs, without torch's custom-op machinery (~19 us of host time on a CPU).
+``normkit.torch._eager.enabled = False`` turns this off too.
 """
 
 from __future__ import annotations
@@ -24,8 +29,19 @@ from typing import Optional
 import torch
 
 from normkit import _C
-from normkit.torch import _ops
-from normkit.torch._eager import _PLAIN_TYPES, _beside_x, _fwd_plan, _matrix
+from normkit.torch import _eager, _ops
+from normkit.torch._eager import (
+    _PLAIN_TYPES,
+    _beside_x,
+    _dispatch_modes,
+    _function_modes,
+    _functorch_active,
+    _fwd_plan,
+    _grad_enabled,
+    _is_compiling,
+    _jit_tracing,
+    _matrix,
+)
 from normkit.torch._ops import _check_fwd_args, _DeviceGuard, _rows_view, _stream
 
 # torch dtype of y -> the C API's name of its codes.
@@ -263,6 +279,44 @@ def op_fwd_quant(
         zero_centered,
     )
     return y, scales, amax, y_t, residual_out
+
+
+def eager_fwd_quant(
+    x, weight, bias, residual, scale, eps, zero_centered, mode, out_dtype, scale_ub, block,
+    want_amax, transposed,
+):  # fmt: skip
+    """The op's outputs without the op, in plain eager execution; None when the op must run.
+
+    The context checks are ``_eager.fwd``'s (inlined: a helper call would cost the plain path
+    host time): nothing compiling, no dispatch or torch-function mode, no functorch transform,
+    no jit tracing, a plain x (op_fwd_quant checks the other tensors' types). The op has no
+    autograd formula: when grad mode is on and any input requires grad, the op runs, so that
+    its outputs keep the autograd node that raises "no autograd formula" on backward. Arguments
+    op_fwd_quant does not describe (it returns None) also go to the op, which checks them or
+    takes the DLPack call.
+    """
+    if _is_compiling() or not _eager.enabled:  # first: dynamo folds it and traces nothing below
+        return None
+    if (
+        type(x) not in _PLAIN_TYPES
+        or _dispatch_modes()
+        or _function_modes()
+        or _functorch_active()
+        or _jit_tracing()
+    ):
+        return None
+    if _grad_enabled() and (
+        x.requires_grad
+        or (weight is not None and weight.requires_grad)
+        or (bias is not None and bias.requires_grad)
+        or (residual is not None and residual.requires_grad)
+        or (scale is not None and scale.requires_grad)
+    ):
+        return None
+    return op_fwd_quant(
+        x, weight, bias, residual, scale, eps, zero_centered, mode, out_dtype, scale_ub, block,
+        want_amax, transposed,
+    )  # fmt: skip
 
 
 @rms_norm_fwd_quant.register_fake

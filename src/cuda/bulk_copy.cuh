@@ -89,15 +89,9 @@ __device__ __forceinline__ void bulk_copy_to_shared(void* smem, const void* gmem
 #endif
 }
 
-// The cluster barrier in two halves: arrive (releasing this thread's prior writes) and wait
-// (acquiring the others'). Every thread of every CTA of the cluster takes part; between the
-// two, a CTA may work on while the others catch up.
-__device__ __forceinline__ void cluster_arrive() {
-#if NK_HAS_BULK_COPY
-  asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
-#endif
-}
-
+// The cluster barrier in two halves: arrive, then wait (acquiring what the others released).
+// Every thread of every CTA of the cluster takes part; between the two, a CTA may work on while
+// the others catch up.
 // An arrive that releases nothing: only says that this thread has started (for example, that
 // its CTA's mbarriers are initialized, given fence.mbarrier_init).
 __device__ __forceinline__ void cluster_arrive_relaxed() {

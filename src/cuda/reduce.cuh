@@ -119,33 +119,6 @@ __device__ __forceinline__ float cluster_sum(float v, float* slot) {
   return cluster_reduce(v, slot, SumOp{});
 }
 
-// cluster_sum of `sum` and the cluster maximum of `max`, through one exchange; `slots` is two
-// floats of this CTA's shared memory. `sum` comes out bit for bit as cluster_sum's.
-__device__ __forceinline__ void cluster_sum_and_max(float& sum, float& max, float* slots) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  namespace cg = cooperative_groups;
-  cg::cluster_group cluster = cg::this_cluster();
-  if (threadIdx.x == 0 && threadIdx.y == 0) {
-    slots[0] = sum;
-    slots[1] = max;
-  }
-  cluster.sync();
-  float total = SumOp::kIdentity, largest = MaxOp::kIdentity;
-  const unsigned ranks = cluster.num_blocks();
-  for (unsigned r = 0; r < ranks; ++r) {
-    const float* remote = cluster.map_shared_rank(slots, r);
-    total += remote[0];
-    largest = fmaxf(largest, remote[1]);
-  }
-  cluster.sync();  // no CTA may overwrite or leave its slots while others still read them
-  sum = total;
-  max = largest;
-#else
-  (void)slots;
-  __trap();  // the launcher never picks clusters below sm_90
-#endif
-}
-
 // Per-row sums over the CTAs of a cluster without a cluster barrier per row. A cluster
 // barrier's arrive has release semantics at cluster scope: it waits until this thread's earlier
 // global stores (the previous row's dx) are visible there. Instead, each CTA's thread 0 writes
@@ -319,9 +292,8 @@ __device__ __forceinline__ float cluster_push_sum(float v, ClusterPush& s) {
 #endif
 }
 
-// cluster_sum_and_max through pushes (ClusterPushPair, after cluster_push_init), without its
-// two full cluster barriers (which also release this CTA's earlier global stores at cluster
-// scope); the results are bit for bit cluster_sum_and_max's (same rank order).
+// The cluster sum of `sum` (bit for bit as cluster_push_sum's: rank order) and the cluster
+// maximum of `max`, through one push each way (ClusterPushPair, after cluster_push_init).
 __device__ __forceinline__ void cluster_push_sum_and_max(float& sum, float& max,
                                                          ClusterPushPair& s) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900

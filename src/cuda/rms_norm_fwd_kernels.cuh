@@ -53,17 +53,16 @@ __device__ __forceinline__ float row_sum(float v, const RowShape& shape, float* 
   return v;
 }
 
-// row_sum of `sum` (bit for bit) and the row maximum of `max` (non-negative), sharing barriers.
-// `scratch` holds 2 * kMaxWarps floats, `cluster_slots` two.
-__device__ __forceinline__ void row_sum_and_max(float& sum, float& max, const RowShape& shape,
-                                                float* scratch, float* cluster_slots) {
+// cta_row_sum of `sum` (bit for bit) and the CTA's maximum of `max` (non-negative), sharing
+// barriers. `scratch` holds 2 * kMaxWarps floats.
+__device__ __forceinline__ void cta_row_sum_and_max(float& sum, float& max,
+                                                    float* scratch) {
   if (blockDim.x <= 32) {
     sum = group_sum(sum, blockDim.x);
     max = group_reduce(max, blockDim.x, MaxOp{});
   } else {
     block_sum_and_max(sum, max, scratch);
   }
-  if (shape.cluster_size > 1) cluster_sum_and_max(sum, max, cluster_slots);
 }
 
 // Scales s (VEC values at column col) into the output values, in place: s * rstd * w_eff + b.

@@ -237,14 +237,8 @@ __global__ void __launch_bounds__(512, 2) rms_norm_fwd_quant_token_folded(FwdPar
     products(i, sw);
     largest = fmaxf(largest, max_abs<VEC>(sw));
   }
-  // As row_sum_and_max, but the cluster's part pushed (no full cluster barriers: see
-  // rms_norm_fwd_quant_registers).
-  if (blockDim.x <= 32) {
-    sum_sq = group_sum(sum_sq, blockDim.x);
-    largest = group_reduce(largest, blockDim.x, MaxOp{});
-  } else {
-    block_sum_and_max(sum_sq, largest, scratch);
-  }
+  // The cluster's part pushed (no full cluster barriers: see rms_norm_fwd_quant_registers).
+  cta_row_sum_and_max(sum_sq, largest, scratch);
   if (shape.cluster_size > 1) cluster_push_sum_and_max(sum_sq, largest, cluster_push);
   const float rstd = 1.0f / sqrtf(sum_sq * shape.inv_hidden + p.eps);
   const bool row_writer = c.valid && c.rank == 0 && threadIdx.x == 0;

@@ -13,6 +13,7 @@ mkdir -p "$OUT"
 # The device tool returns at most 8 files: logs travel as one archive, results as JSON.
 LOGS=$(mktemp -d)
 trap 'tar czf "$OUT/logs.tar.gz" -C "$LOGS" .' EXIT
+trap 'exit 143' TERM INT  # under `timeout`, still write the logs archive
 BUILD=${BUILD:-build-device}
 steps=("$@")
 [ ${#steps[@]} -eq 0 ] && steps=(build test check bench)

@@ -3,7 +3,7 @@
 # `normkit check`, `normkit bench`, the Python tests and benchmarks; logs (as logs.tar.gz) and
 # the JSON results go to $OUT (or ./device-out).
 # Usage: bench/device.sh [steps...]   steps: build test check bench quant install python compare
-# train dtypes huge pending sanitize profile
+# train dtypes huge pending columns ncu_quant sanitize profile
 # (default: build test check bench)
 # BUILD=dir names the build tree (default build-device). (A tree built on the CPU machine cannot
 # travel instead: its binaries are over 64 MiB each.) `install` links that tree's libnormkit.a.
@@ -104,6 +104,26 @@ for step in "${steps[@]}"; do
         run "bench_quant_token_bias_wf$q" env NK_TUNE_QUANT_WEIGHT_FIRST=$q "$BUILD/tools/normkit" \
           bench --fwd-only --quant token --bias --explain --shapes "$big" \
           --json "$LOGS/bench_quant_token_bias_wf$q.json"
+      done ;;
+    columns)  # the column-owning backward (v3): its tests, memcheck, A/B on few-row shapes, ncu
+      few=1x4096,128x4096,29x17389,64x1001,9x1003,1x17389,32x8192,2x65536,256x2048,64x4096,4x17389,8x4095,16x4096,2x17389
+      run ctest_columns ctest --test-dir "$BUILD" --output-on-failure -R bwd_columns_kernel
+      run sanitize_columns env NK_TUNE_BWD_COLUMNS_MAX_ELEMENTS=1048576 compute-sanitizer \
+        --tool memcheck --error-exitcode 1 "$BUILD/tools/normkit" check --quick --backend cuda
+      for v in 1048576 0; do
+        run "bench_columns_$v" env NK_TUNE_BWD_COLUMNS_MAX_ELEMENTS=$v "$BUILD/tools/normkit" \
+          bench --bwd-only --explain --shapes "$few" --json "$LOGS/bench_columns_$v.json"
+      done
+      run profile_columns env NK_TUNE_BWD_COLUMNS_MAX_ELEMENTS=1048576 ncu \
+        --kernel-name regex:'rms_norm_bwd' --csv --metrics gpu__time_duration.sum \
+        "$BUILD/tools/normkit" bench --reps 2 --bwd-only --shapes 1x4096,128x4096,29x17389,256x2048 ;;
+    ncu_quant)  # why the quantized forward moves bytes no faster than the plain one (8192x8192)
+      for args in "" "--quant tensor" "--quant token" "--quant block"; do
+        name=ncu_fwd_$(echo "${args:-plain}" | tr -d ' -')
+        run "$name" ncu --kernel-name regex:'rms_norm_fwd' --launch-skip 3 --launch-count 1 \
+          --section SpeedOfLight --section Occupancy --section LaunchStats \
+          --section WarpStateStats --section MemoryWorkloadAnalysis --section SchedulerStats \
+          "$BUILD/tools/normkit" bench --reps 2 --fwd-only --shapes 8192x8192 $args
       done ;;
     sanitize)
       run sanitize compute-sanitizer --tool memcheck --error-exitcode 1 \

@@ -89,6 +89,29 @@ __device__ __forceinline__ void bulk_copy_to_shared(void* smem, const void* gmem
 #endif
 }
 
+// Copies `bytes` (a multiple of 16; both addresses 16-byte aligned) from this CTA's shared
+// memory to another CTA's of the cluster: `dst` and `bar` are shared::cluster addresses
+// (cluster_address), and completion is counted on that CTA's mbarrier. The source must stay
+// untouched, and its CTA resident, until the copy has landed.
+__device__ __forceinline__ void bulk_copy_to_cluster(unsigned dst, const void* src, unsigned bytes,
+                                                     unsigned bar) {
+#if NK_HAS_BULK_COPY
+  asm volatile(
+      "cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes [%0], [%1], %2, "
+      "[%3];\n" ::"r"(dst),
+      "r"(shared_address(src)), "r"(bytes), "r"(bar)
+      : "memory");
+#endif
+}
+
+// Makes this thread's ordinary shared-memory stores visible to the copy engine (before the
+// barrier after which a bulk copy reads them).
+__device__ __forceinline__ void fence_proxy_async_shared() {
+#if NK_HAS_BULK_COPY
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+#endif
+}
+
 // The cluster barrier in two halves: arrive, then wait (acquiring what the others released).
 // Every thread of every CTA of the cluster takes part; between the two, a CTA may work on while
 // the others catch up.

@@ -21,7 +21,9 @@ struct ColumnsLayout {
   int64_t barrier = 0;      // one mbarrier (8 bytes)
   int64_t weight = 0;       // float[cols]: the scale of each column (w, 1 + w or 1)
   int64_t rstd = 0;         // float[rows]
-  int64_t dots = 0;         // float[ranks][rows]: each cluster CTA's part of each row's dot
+  int64_t dots = 0;         // float[ranks][dot_stride(rows)]: each cluster CTA's part of each
+                            // row's dot product (a rank's parts are copied as one 16-byte
+                            // multiple)
   int64_t mean = 0;         // float[rows]: the row's dot product over hidden
   int64_t partials = 0;     // float[outputs][groups][cols]: row groups' dweight/dbias sums
   int64_t stage[3] = {};    // slots of x, dy, dresidual_out
@@ -29,6 +31,8 @@ struct ColumnsLayout {
   int64_t total = 0;
 
   static NK_HOST_DEVICE int64_t round16(int64_t v) { return (v + 15) / 16 * 16; }
+  // Floats between two ranks' parts in `dots`: the rows rounded up to 16 bytes.
+  static NK_HOST_DEVICE int64_t dot_stride(int64_t rows) { return (rows + 3) / 4 * 4; }
 
   // element_bytes[j]: element size of operand j (x, dy, dresidual_out), 0 if not staged;
   // ranks: CTAs of the cluster; outputs: how many of dweight and dbias are wanted; groups: row
@@ -39,7 +43,7 @@ struct ColumnsLayout {
     weight = 16;
     rstd = weight + round16(cols * 4);
     dots = rstd + round16(rows * 4);
-    mean = dots + round16(int64_t(ranks) * rows * 4);
+    mean = dots + int64_t(ranks) * dot_stride(rows) * 4;
     partials = mean + round16(rows * 4);
     int64_t at = partials + (groups > 1 ? round16(int64_t(outputs) * groups * cols * 4) : 0);
     for (int j = 0; j < 3; ++j) {

@@ -76,13 +76,14 @@ struct KernelFacts {
   // the second, which should remove the cause, has not run on a GPU yet.
   int64_t bwd_columns_max_elements = 0;
   // Quantized forward, registers kernel (16-byte vectors, 16-bit weights): where the weight is
-  // loaded (NK_TUNE_QUANT_WEIGHT_FIRST). 0 (the default until measured): TOKEN and BLOCK load it
-  // per item after the reduction, as in the kernels measured before docs/notes.md "fifth
-  // session", where the SASS showed each such load waiting behind the previous item's code
-  // stores (one L2 round trip per item in series); 1: with x, before the row reduction, in every
-  // mode but TOKEN at the small register budget (there it costs a CTA per SM); 2: with x in
-  // TOKEN's small budget too.
-  int quant_weight_first = 0;
+  // loaded (NK_TUNE_QUANT_WEIGHT_FIRST). 1 (the default): with x, before the row reduction, in
+  // every mode but TOKEN at the small register budget (there it costs a CTA per SM); 0: TOKEN and
+  // BLOCK load it per item after the reduction, as before docs/notes.md "fifth session" (the
+  // SASS showed each such load waiting behind the previous item's code stores); 2: with x in
+  // TOKEN's small budget too. Measured (sixth session, H100): 1 against 0, BLOCK 0.92-0.99x
+  // the time, TOKEN 0.93x at 1024 x 32768 and 1.00x elsewhere, TENSOR and MXFP8 1.00x; 2 was
+  // 1.10-1.43x slower for TOKEN with a bias.
+  int quant_weight_first = 1;
 };
 
 struct LaunchConfig {

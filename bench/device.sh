@@ -3,7 +3,7 @@
 # `normkit check`, `normkit bench`, the Python tests and benchmarks; logs (as logs.tar.gz) and
 # the JSON results go to $OUT (or ./device-out).
 # Usage: bench/device.sh [steps...]   steps: build test check bench quant install python compare
-# train dtypes huge pending columns ncu_quant sanitize profile
+# train dtypes huge pending columns ncu_quant quant_bench sanitize profile
 # (default: build test check bench)
 # BUILD=dir names the build tree (default build-device). (A tree built on the CPU machine cannot
 # travel instead: its binaries are over 64 MiB each.) `install` links that tree's libnormkit.a.
@@ -57,6 +57,13 @@ for step in "${steps[@]}"; do
         --normkit "token=$LOGS/bench_quant_token.json" \
         --normkit "block=$LOGS/bench_quant_block.json" \
         --normkit "mxfp8=$LOGS/bench_quant_mxfp8.json" ;;
+    quant_bench)  # the quant step's normkit tables alone (no torch.compile comparison)
+      for mode in tensor token block mxfp8; do
+        run "bench_quant_$mode" "$BUILD/tools/normkit" bench --quant "$mode" --fwd-only \
+          --explain --json "$LOGS/bench_quant_$mode.json"
+      done
+      run bench_quant_transposed "$BUILD/tools/normkit" bench --quant tensor --transposed \
+        --fwd-only --explain --json "$LOGS/bench_quant_transposed.json" ;;
     install) install_package ;;  # the Python package alone (compare and train need it)
     python)
       install_package &&

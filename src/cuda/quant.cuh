@@ -27,16 +27,29 @@ __device__ __forceinline__ unsigned quantize_pair(float a, float b, QuantFormat 
   return (static_cast<unsigned>(qa) & 0xffu) | ((static_cast<unsigned>(qb) & 0xffu) << 8);
 }
 
+// VEC values, each multiplied by `factor` first, as codes of format FMT packed in words.
+template <QuantFormat FMT, int VEC>
+__device__ __forceinline__ void quantize_words(const float* v, float factor, unsigned* word) {
+#pragma unroll
+  for (int k = 0; k < VEC; k += 2) {
+    const unsigned pair = quantize_pair(v[k] * factor, k + 1 < VEC ? v[k + 1] * factor : 0.0f, FMT);
+    word[k / 4] |= pair << (8 * (k % 4));
+  }
+}
+
 // Quantizes VEC values, each multiplied by `factor` first, and stores min(VEC, n) codes at p
-// (one word store, cached in L2 only, when the whole vector is in range).
+// (one word store, cached in L2 only, when the whole vector is in range). The format is tested
+// once per vector, not per pair (per pair, the SASS spent 2 branches on it per 2 values).
 template <int VEC>
 __device__ __forceinline__ void store_quantized(uint8_t* p, int64_t n, const float* v,
                                                 float factor, QuantFormat fmt) {
   unsigned word[(VEC + 3) / 4] = {};
-#pragma unroll
-  for (int k = 0; k < VEC; k += 2) {
-    const unsigned pair = quantize_pair(v[k] * factor, k + 1 < VEC ? v[k + 1] * factor : 0.0f, fmt);
-    word[k / 4] |= pair << (8 * (k % 4));
+  if (fmt == QuantFormat::kE4M3) {
+    quantize_words<QuantFormat::kE4M3, VEC>(v, factor, word);
+  } else if (fmt == QuantFormat::kE5M2) {
+    quantize_words<QuantFormat::kE5M2, VEC>(v, factor, word);
+  } else {
+    quantize_words<QuantFormat::kInt8, VEC>(v, factor, word);
   }
   if (n >= VEC) {
     if constexpr (VEC == 8) {

@@ -62,6 +62,39 @@ __device__ __forceinline__ void quantize_vector(const FwdParams& p, int64_t row,
   }
 }
 
+// The column scale as one add per value: w_eff = w + weight_add(p), where the add is 1 for a
+// zero-centered weight and -0.0 otherwise (w + -0.0 is w bit for bit, -0.0 included); without a
+// weight the lanes hold 1 (ones_lanes). Testing p.weight and p.zero_centered per value
+// (weight_scale) cost about 7 instructions per value in the SASS, against 2 here: these kernels
+// issue instructions at 80-88% of the SM's rate at 8192 x 8192 (ncu, sixth session), so
+// instructions, not bytes, set their speed.
+__device__ __forceinline__ float weight_add(const FwdParams& p) {
+  return p.weight && p.zero_centered ? 1.0f : -0.0f;
+}
+
+template <typename T, int VEC>
+__device__ __forceinline__ Lanes<T, VEC> ones_lanes() {
+  Lanes<T, VEC> lanes;
+#pragma unroll
+  for (int k = 0; k < VEC; ++k) lanes.set(k, from_float<T>(1.0f));
+  return lanes;
+}
+
+// sum_of_squares through get_float (fewer instructions for bfloat16; the same sums).
+template <typename XT, int VEC, int IMAX>
+__device__ __forceinline__ float lanes_sum_of_squares(const Lanes<XT, VEC> (&s)[IMAX]) {
+  float sum_sq = 0.0f;
+#pragma unroll
+  for (int i = 0; i < IMAX; ++i) {
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) {
+      const float v = s[i].get_float(k);
+      sum_sq += v * v;
+    }
+  }
+  return sum_sq;
+}
+
 // The row's reciprocal scale for TOKEN (writing the scale), else 0. `row_amax` is the largest
 // |v| of the row; every thread calls this.
 template <int MODE>
@@ -125,14 +158,17 @@ __global__ void __launch_bounds__(
   constexpr bool kPreloadWeight =
       WEIGHT_FIRST || MODE == NK_QUANT_TENSOR || MODE == NK_QUANT_MXFP8;
   [[maybe_unused]] Lanes<WT, VEC> w[kPreloadWeight ? IMAX : 1];
+  [[maybe_unused]] const float w_add = weight_add(p);
   if constexpr (kPreloadWeight) {
+#pragma unroll
+    for (int i = 0; i < IMAX; ++i) w[i] = ones_lanes<WT, VEC>();  // kept without a weight
     load_weight_lanes(p, c, w);  // every active item, partial vectors included
     if (p.bias) prefetch_row_params<WT>(p, c);
   } else {
     prefetch_row_params<WT>(p, c);
   }
   add_residual_lanes(p, c, s);
-  float sum_sq = sum_of_squares(s);
+  float sum_sq = lanes_sum_of_squares(s);
   sum_sq = cta_row_sum(sum_sq, scratch);
   // Pushed to the cluster's CTAs (st.async + mbarrier) as rms_norm_fwd_registers; the two full
   // cluster barriers of cluster_sum were a MEMBAR.ALL.GPU and a wait per CTA in the SASS.
@@ -145,7 +181,7 @@ __global__ void __launch_bounds__(
   auto values = [&](int i, float* v) {
     const int64_t col = c.column(i);
 #pragma unroll
-    for (int k = 0; k < VEC; ++k) v[k] = to_float(s[i].get(k));
+    for (int k = 0; k < VEC; ++k) v[k] = s[i].get_float(k);
     if (!c.active(i)) {
 #pragma unroll
       for (int k = 0; k < VEC; ++k) v[k] = 0.0f;
@@ -154,14 +190,23 @@ __global__ void __launch_bounds__(
       // rms_norm_fwd_quant_token_folded, which the launcher prefers where it fits).
       float w_eff[VEC];
       if constexpr (kPreloadWeight) {
-        weight_scale<WT, VEC>(p, w[i], w_eff);
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) w_eff[k] = w[i].get_float(k) + w_add;
       } else {
         load_scale<WT, VEC>(p, col, col_end - col, w_eff);
       }
 #pragma unroll
       for (int k = 0; k < VEC; ++k) v[k] = v[k] * w_eff[k] * rstd;
     } else if constexpr (kPreloadWeight) {
-      scale_with_weight<WT, VEC>(p, w[i], col, col_end - col, v, rstd);
+      // s * rstd * w_eff (+ b), as scale_with_weight
+#pragma unroll
+      for (int k = 0; k < VEC; ++k) v[k] = v[k] * rstd * (w[i].get_float(k) + w_add);
+      if (p.bias) {
+        float b[VEC];
+        load_readonly_upto<WT, VEC>(static_cast<const WT*>(p.bias) + col, col_end - col, b);
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) v[k] += b[k];
+      }
     } else {
       scale_in_place<WT, VEC>(p, col, col_end - col, v, rstd);
     }
@@ -210,26 +255,25 @@ __global__ void __launch_bounds__(512, 2) rms_norm_fwd_quant_token_folded(FwdPar
   if (shape.cluster_size > 1) cluster_push_init(cluster_push);
   Lanes<XT, VEC> s[IMAX];
   load_x_lanes(p, c, s);
-  Lanes<WT, VEC> w[IMAX];  // zeros where inactive and past the row's end, as s
+  // Ones without a weight; else zeros where inactive and past the row's end, as s.
+  Lanes<WT, VEC> w[IMAX];
 #pragma unroll
   for (int i = 0; i < IMAX; ++i) {
     const int64_t col = c.column(i);
-    w[i] = p.weight && c.active(i)
-               ? load_lanes_upto<WT, VEC>(static_cast<const WT*>(p.weight) + col, c.col_end - col)
-               : Lanes<WT, VEC>{};
+    w[i] = !p.weight     ? ones_lanes<WT, VEC>()
+           : c.active(i) ? load_lanes_upto<WT, VEC>(static_cast<const WT*>(p.weight) + col,
+                                                   c.col_end - col)
+                         : Lanes<WT, VEC>{};
   }
+  const float w_add = weight_add(p);
   add_residual_lanes(p, c, s);
   // s * w_eff of vector i; zero where s is. No branches: per-vector tests (active, partial)
   // took the kernel to 112 registers (ptxas).
   auto products = [&](int i, float* sw) {
 #pragma unroll
-    for (int k = 0; k < VEC; ++k) {
-      const float w_eff =
-          p.weight ? to_float(w[i].get(k)) + (p.zero_centered ? 1.0f : 0.0f) : 1.0f;
-      sw[k] = to_float(s[i].get(k)) * w_eff;
-    }
+    for (int k = 0; k < VEC; ++k) sw[k] = s[i].get_float(k) * (w[i].get_float(k) + w_add);
   };
-  float sum_sq = sum_of_squares(s);
+  float sum_sq = lanes_sum_of_squares(s);
   float largest = 0.0f;
 #pragma unroll
   for (int i = 0; i < IMAX; ++i) {

@@ -71,9 +71,10 @@ struct KernelFacts {
   int64_t fwd_realign_min_elements = int64_t(1) << 20;
   // The backward of at most this many elements takes one cluster whose CTAs own columns of
   // every row (plan_bwd_columns) where the rows fit its shared memory
-  // (NK_TUNE_BWD_COLUMNS_MAX_ELEMENTS; 0: never). Off until measured: its first version ran
-  // 1.4-3x slower than the default plans on every few-row shape (docs/notes.md, fifth session);
-  // the second, which should remove the cause, has not run on a GPU yet.
+  // (NK_TUNE_BWD_COLUMNS_MAX_ELEMENTS; 0: never). Off: measured slower than the default plans
+  // on most few-row shapes in all three versions (docs/notes.md, fifth and sixth sessions; v3,
+  // 2026-11-23: 128 x 4096 18.8 us against 9.9, 29 x 17389 23.1 against 18.4), faster only on
+  // single misaligned rows (1 x 17389 8.8 against 28.2) and at 2 x 17389 and 8 x 4095 (0.88x).
   int64_t bwd_columns_max_elements = 0;
   // Quantized forward, registers kernel (16-byte vectors, 16-bit weights): where the weight is
   // loaded (NK_TUNE_QUANT_WEIGHT_FIRST). 1 (the default): with x, before the row reduction, in

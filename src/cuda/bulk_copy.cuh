@@ -28,16 +28,6 @@ __device__ __forceinline__ void mbarrier_init(uint64_t* bar, unsigned arrivals) 
 #endif
 }
 
-// Adds `bytes` to the transaction count that the current phase waits for.
-__device__ __forceinline__ void mbarrier_expect_bytes(uint64_t* bar, unsigned bytes) {
-#if NK_HAS_BULK_COPY
-  asm volatile("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;\n" ::"r"(
-                   shared_address(bar)),
-               "r"(bytes)
-               : "memory");
-#endif
-}
-
 // Arrives once and adds `bytes` to the transaction count of the current phase.
 __device__ __forceinline__ void mbarrier_arrive_expecting(uint64_t* bar, unsigned bytes) {
 #if NK_HAS_BULK_COPY

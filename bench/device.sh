@@ -3,7 +3,7 @@
 # `normkit check`, `normkit bench`, the Python tests and benchmarks; logs (as logs.tar.gz) and
 # the JSON results go to $OUT (or ./device-out).
 # Usage: bench/device.sh [steps...]   steps: build test check bench quant install python compare
-# train dtypes huge pending columns ncu_quant quant_bench sanitize profile
+# train dtypes huge columns ncu_quant quant_bench sanitize profile
 # (default: build test check bench)
 # BUILD=dir names the build tree (default build-device). (A tree built on the CPU machine cannot
 # travel instead: its binaries are over 64 MiB each.) `install` links that tree's libnormkit.a.
@@ -34,6 +34,15 @@ install_package() {  # links the library that `build` made, when there is one
   run pip_install env CMAKE_ARGS="-DNK_CUDA_ARCHITECTURES=90 $prebuilt" python3 -m pip install \
     --no-build-isolation --no-deps -v .
 }
+quant_tables() {  # the forward with quantized outputs, one table per mode (JSON in the logs)
+  local mode
+  for mode in tensor token block mxfp8; do
+    run "bench_quant_$mode" "$BUILD/tools/normkit" bench --quant "$mode" --fwd-only --explain \
+      --json "$LOGS/bench_quant_$mode.json"
+  done
+  run bench_quant_transposed "$BUILD/tools/normkit" bench --quant tensor --transposed \
+    --fwd-only --explain --json "$LOGS/bench_quant_transposed.json"
+}
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader > "$LOGS/gpu.txt" 2>&1
 for step in "${steps[@]}"; do
   case $step in
@@ -43,27 +52,16 @@ for step in "${steps[@]}"; do
     test) run ctest ctest --test-dir "$BUILD" --output-on-failure -j4 ;;
     check) run check "$BUILD/tools/normkit" check ;;
     bench) run bench "$BUILD/tools/normkit" bench --explain --json "$OUT/bench.json" ;;
-    quant)  # the forward with quantized outputs, one table per mode (JSON in the logs)
-      for mode in tensor token block mxfp8; do
-        run "bench_quant_$mode" "$BUILD/tools/normkit" bench --quant "$mode" --explain \
-          --json "$LOGS/bench_quant_$mode.json"
-      done
-      run bench_quant_transposed "$BUILD/tools/normkit" bench --quant tensor --transposed \
-        --explain --json "$LOGS/bench_quant_transposed.json"
-      # torch.compile of the same composites, in the same call, with normkit's figures beside.
+    quant)  # quant_tables, then torch.compile of the same composites in the same call, with
+      # normkit's figures beside
+      quant_tables
       run compare_quant env PYTHONUNBUFFERED=1 python3 bench/compare_quant.py \
         --json "$OUT/compare_quant.json" --normkit "tensor=$LOGS/bench_quant_tensor.json" \
         --normkit "transposed=$LOGS/bench_quant_transposed.json" \
         --normkit "token=$LOGS/bench_quant_token.json" \
         --normkit "block=$LOGS/bench_quant_block.json" \
         --normkit "mxfp8=$LOGS/bench_quant_mxfp8.json" ;;
-    quant_bench)  # the quant step's normkit tables alone (no torch.compile comparison)
-      for mode in tensor token block mxfp8; do
-        run "bench_quant_$mode" "$BUILD/tools/normkit" bench --quant "$mode" --fwd-only \
-          --explain --json "$LOGS/bench_quant_$mode.json"
-      done
-      run bench_quant_transposed "$BUILD/tools/normkit" bench --quant tensor --transposed \
-        --fwd-only --explain --json "$LOGS/bench_quant_transposed.json" ;;
+    quant_bench) quant_tables ;;  # the quant step without the torch.compile comparison
     install) install_package ;;  # the Python package alone (compare and train need it)
     python)
       install_package &&
@@ -90,28 +88,6 @@ for step in "${steps[@]}"; do
         --metrics gpu__time_duration.sum,launch__registers_per_thread,launch__grid_size,launch__block_size,dram__throughput.avg.pct_of_peak_sustained_elapsed \
         "$BUILD/tools/normkit" bench --reps 2 --shapes "${PROFILE_SHAPES:-29x17389,4096x1024,128x4096,8192x2048}" \
         ${PROFILE_ARGS:-} ;;
-    pending)  # A/B of the kernels not yet the default (docs/notes.md, fifth session); read the
-      # JSON pairs side by side with bench/ab.py
-      few=1x4096,128x4096,29x17389,64x1001,9x1003,1x17389,32x8192,2x65536,256x2048,64x4096
-      for v in 1048576 0; do  # the column-owning backward on, then off
-        run "bench_columns_$v" env NK_TUNE_BWD_COLUMNS_MAX_ELEMENTS=$v "$BUILD/tools/normkit" \
-          bench --bwd-only --explain --shapes "$few" --json "$LOGS/bench_columns_$v.json"
-      done
-      # (A subset of the sweep's shapes of 16M elements and more: the whole sweep at each setting
-      # would not fit one call beside a build.)
-      big=256x65536,1024x32768,4096x12288,8192x4096,8192x8192,4096x4096
-      for q in 0 1; do  # the quantized forward's weight loads: per item (0), with x (1)
-        for mode in block token tensor mxfp8; do
-          run "bench_quant_${mode}_wf$q" env NK_TUNE_QUANT_WEIGHT_FIRST=$q "$BUILD/tools/normkit" \
-            bench --fwd-only --quant "$mode" --explain --shapes "$big" \
-            --json "$LOGS/bench_quant_${mode}_wf$q.json"
-        done
-      done
-      for q in 0 1 2; do  # per-token with a bias: the non-folded kernel, both register budgets
-        run "bench_quant_token_bias_wf$q" env NK_TUNE_QUANT_WEIGHT_FIRST=$q "$BUILD/tools/normkit" \
-          bench --fwd-only --quant token --bias --explain --shapes "$big" \
-          --json "$LOGS/bench_quant_token_bias_wf$q.json"
-      done ;;
     columns)  # the column-owning backward (v3): its tests, memcheck, A/B on few-row shapes, ncu
       few=1x4096,128x4096,29x17389,64x1001,9x1003,1x17389,32x8192,2x65536,256x2048,64x4096,4x17389,8x4095,16x4096,2x17389
       run ctest_columns ctest --test-dir "$BUILD" --output-on-failure -R bwd_columns_kernel

@@ -104,26 +104,28 @@ __global__ void __launch_bounds__(kColumnsThreads, 1) rms_norm_bwd_columns(BwdPa
   // has landed.
   {
     const int segments = ncols > 0 ? operands * nrows : 0;
-    auto body_of = [&](int segment, int& j, int& r) {
+    // Segment (j, r), its head bytes (loaded by threads below) and its 16-byte aligned body.
+    auto body_of = [&](int segment, int& j, int& r, int64_t& head) {
       j = segment < nrows ? 0 : segment < 2 * nrows ? 1 : 2;
       r = segment - j * nrows;
       const int64_t bytes = ncols * size_of(j);
-      const int64_t head = head_bytes(j, r, bytes);
+      head = head_bytes(j, r, bytes);
       return static_cast<unsigned>((bytes - head) & ~int64_t(15));
     };
     unsigned mine = 0;
     for (int segment = warp * 32 + lane; segment < segments; segment += threads) {
       int j, r;
-      mine += body_of(segment, j, r);
+      int64_t head;
+      mine += body_of(segment, j, r, head);
     }
     mine = __reduce_add_sync(0xffffffffu, mine);
     if (lane == 0) mbarrier_arrive_expecting(bar, mine);
     __syncwarp();
     for (int segment = warp * 32 + lane; segment < segments; segment += threads) {
       int j, r;
-      const unsigned body = body_of(segment, j, r);
+      int64_t head;
+      const unsigned body = body_of(segment, j, r, head);
       if (body > 0) {
-        const int64_t head = head_bytes(j, r, ncols * size_of(j));
         bulk_copy_to_shared(staged(j, r) + head, source(j, r) + head, body, bar);
       }
     }

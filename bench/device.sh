@@ -3,7 +3,7 @@
 # `normkit check`, `normkit bench`, the Python tests and benchmarks; logs (as logs.tar.gz) and
 # the JSON results go to $OUT (or ./device-out).
 # Usage: bench/device.sh [steps...]   steps: build test check bench quant install python compare
-# train dtypes huge columns ncu_quant quant_bench sanitize profile
+# train dtypes huge columns ncu_quant quant_bench exact sanitize profile
 # (default: build test check bench)
 # BUILD=dir names the build tree (default build-device). (A tree built on the CPU machine cannot
 # travel instead: its binaries are over 64 MiB each.) `install` links that tree's libnormkit.a.
@@ -107,6 +107,25 @@ for step in "${steps[@]}"; do
           --section SpeedOfLight --section Occupancy --section LaunchStats \
           --section WarpStateStats --section MemoryWorkloadAnalysis --section SchedulerStats \
           "$BUILD/tools/normkit" bench --reps 2 --fwd-only --shapes 8192x8192 $args
+      done ;;
+    exact)  # the EXACT forward kernels (no per-item range checks) against the general ones:
+      # event timings of the sweep, then ncu's instruction counts at 8192x8192
+      for v in 1 0; do
+        run "bench_exact_$v" env NK_TUNE_FWD_EXACT=$v "$BUILD/tools/normkit" bench --fwd-only \
+          --explain --json "$LOGS/bench_exact_$v.json"
+        for mode in tensor token block; do
+          run "bench_exact_${mode}_$v" env NK_TUNE_FWD_EXACT=$v "$BUILD/tools/normkit" bench \
+            --quant "$mode" --fwd-only --explain --json "$LOGS/bench_exact_${mode}_$v.json"
+        done
+      done
+      for v in 1 0; do
+        for args in "" "--quant tensor" "--quant token" "--quant block"; do
+          name=ncu_exact_${v}_$(echo "${args:-plain}" | tr -d ' -')
+          run "$name" env NK_TUNE_FWD_EXACT=$v ncu --kernel-name regex:'rms_norm_fwd' \
+            --launch-skip 3 --launch-count 1 --csv \
+            --metrics gpu__time_duration.sum,smsp__inst_executed.sum,launch__registers_per_thread,sm__warps_active.avg.pct_of_peak_sustained_active \
+            "$BUILD/tools/normkit" bench --reps 2 --fwd-only --shapes 8192x8192 $args
+        done
       done ;;
     sanitize)
       run sanitize compute-sanitizer --tool memcheck --error-exitcode 1 \

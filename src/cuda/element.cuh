@@ -139,7 +139,7 @@ __device__ __forceinline__ void load_vec(const T* p, float* out) {
   Lanes<T, VEC> lanes;
   lanes.load(p);
 #pragma unroll
-  for (int k = 0; k < VEC; ++k) out[k] = to_float(lanes.get(k));
+  for (int k = 0; k < VEC; ++k) out[k] = lanes.get_float(k);
 }
 
 // Stores VEC floats to p[0..VEC) as T. Full vector, aligned to its word size.
@@ -195,7 +195,7 @@ __device__ __forceinline__ void load_readonly_upto(const T* p, int64_t n, float*
     Lanes<T, VEC> lanes;
     lanes.load_readonly(p);
 #pragma unroll
-    for (int k = 0; k < VEC; ++k) out[k] = to_float(lanes.get(k));
+    for (int k = 0; k < VEC; ++k) out[k] = lanes.get_float(k);
   } else {
 #pragma unroll
     for (int k = 0; k < VEC; ++k) out[k] = k < n ? to_float(__ldg(p + k)) : 0.0f;

@@ -183,6 +183,7 @@ std::string LaunchConfig::describe() const {
                   " items=" + std::to_string(items) + " cluster=" + std::to_string(cluster_size) +
                   " cols/cta=" + std::to_string(cols_per_cta) + " grid=" + std::to_string(grid);
   if (realigned) s += " realigned";
+  if (exact) s += " exact";
   if (quant_weight_first != 0) s += " weight-first=" + std::to_string(quant_weight_first);
   if (slots) s += " slots=" + std::to_string(slots);
   if (smem_bytes) s += " smem=" + std::to_string(smem_bytes);
@@ -221,6 +222,13 @@ LaunchConfig plan_fwd_realigned(int64_t rows, int64_t hidden, const KernelFacts&
   return c;
 }
 
+bool chunks_exact(const LaunchConfig& c, int64_t rows, int64_t hidden) {
+  return (c.plan == RowPlan::kRegisters || c.plan == RowPlan::kCluster) && !c.realigned &&
+         c.vec > 0 && c.cols_per_cta == int64_t(c.threads_per_row) * c.items * c.vec &&
+         c.cols_per_cta * c.cluster_size == hidden && rows % c.rows_per_block == 0 &&
+         c.grid == rows / c.rows_per_block * c.cluster_size;
+}
+
 LaunchConfig plan_fwd(int64_t rows, int64_t hidden, int vec, const KernelFacts& facts,
                       int64_t staged_bytes_per_col) {
   // Measured (docs/notes.md, v10): the pipelined forward wins on few rows (its weight load
@@ -242,14 +250,19 @@ LaunchConfig plan_fwd(int64_t rows, int64_t hidden, int vec, const KernelFacts& 
       return pipelined;
     }
   }
-  return registers;
+  LaunchConfig c = registers;
+  c.exact = facts.fwd_exact && chunks_exact(c, rows, hidden);
+  return c;
 }
 
 LaunchConfig plan_fwd_quant(int64_t rows, int64_t hidden, int vec, int block,
                             const KernelFacts& facts) {
   LaunchConfig c = plan_fwd_registers(rows, hidden, vec, facts);
   c.quant_weight_first = facts.quant_weight_first;
-  if (block <= 0) return c;
+  if (block <= 0) {
+    c.exact = facts.fwd_exact && chunks_exact(c, rows, hidden);
+    return c;
+  }
   if (block / vec > 32) {  // one CTA of 256 threads per row, element by element
     c.vec = 0;
     c.plan = RowPlan::kStreaming;
@@ -274,6 +287,7 @@ LaunchConfig plan_fwd_quant(int64_t rows, int64_t hidden, int vec, int block,
   c.rows_per_block =
       c.cluster_size > 1 ? 1 : rows_per_block_for(c.threads_per_row, rows, facts.sm_count);
   c.grid = ceil_div(rows, c.rows_per_block) * c.cluster_size;
+  c.exact = facts.fwd_exact && chunks_exact(c, rows, hidden);
   return c;
 }
 

@@ -85,6 +85,10 @@ struct KernelFacts {
   // the time, TOKEN 0.93x at 1024 x 32768 and 1.00x elsewhere, TENSOR and MXFP8 1.00x; 2 was
   // 1.10-1.43x slower for TOKEN with a bias.
   int quant_weight_first = 1;
+  // Forward registers/cluster plans (plain and quantized): 1 takes the EXACT kernels where the
+  // plan covers the rows exactly (chunks_exact), 0 never (NK_TUNE_FWD_EXACT, for A/B runs and
+  // for the tests of the general kernels at such shapes).
+  int fwd_exact = 1;
 };
 
 struct LaunchConfig {
@@ -103,6 +107,10 @@ struct LaunchConfig {
   bool realigned = false;
   // Quantized forward: KernelFacts::quant_weight_first (printed only when not 0).
   int quant_weight_first = 0;
+  // Forward registers/cluster plans: every row of every CTA valid and every vector below
+  // `items` of every thread whole and inside the row (chunks_exact): the kernels then skip
+  // their per-item range checks (RowChunk's EXACT).
+  bool exact = false;
 
   std::string describe() const;
 };
@@ -155,6 +163,11 @@ LaunchConfig plan_fwd_realigned(int64_t rows, int64_t hidden, const KernelFacts&
 // has at least 32 threads and kPipelineStages rows fit in shared memory.
 LaunchConfig plan_bwd(int64_t rows, int64_t hidden, int vec, const KernelFacts& facts,
                       int64_t staged_bytes_per_col = 0);
+
+// Whether plan c (registers or cluster, not realigned) covers rows x hidden exactly: rows a
+// multiple of rows_per_block, and each CTA's chunk threads_per_row * items whole vectors, the
+// cluster's chunks the whole row. plan_fwd and plan_fwd_quant set LaunchConfig::exact from it.
+bool chunks_exact(const LaunchConfig& c, int64_t rows, int64_t hidden);
 
 // The forward with a quantized output: plan_fwd_registers, adjusted for block scales (block > 0, a power
 // of two dividing hidden, with block / vec <= 32) so that every iteration of a row starts on a

@@ -74,6 +74,17 @@ void launch_fwd(const nk_rms_norm_fwd_args& a, const LaunchConfig& cfg, cudaStre
       constexpr int IMAX_SMALL = kSmallItems < IMAX ? kSmallItems : IMAX;
       auto kernel = cfg.items <= IMAX_SMALL ? rms_norm_fwd_registers<XT, WT, YT, VEC, IMAX_SMALL>
                                             : rms_norm_fwd_registers<XT, WT, YT, VEC, IMAX>;
+      // EXACT (no per-item range checks) at the widest vectors only (16 bytes of the narrowest
+      // type): the other widths serve misaligned rows, which are rarely exact (fewer
+      // instantiations).
+      constexpr size_t kNarrowest = min_int(min_int(sizeof(XT), sizeof(WT)), sizeof(YT));
+      if constexpr (kNarrowest * VEC == 16) {
+        if (cfg.exact) {
+          kernel = cfg.items <= IMAX_SMALL
+                       ? rms_norm_fwd_registers<XT, WT, YT, VEC, IMAX_SMALL, true>
+                       : rms_norm_fwd_registers<XT, WT, YT, VEC, IMAX, true>;
+        }
+      }
       launch(kernel, cfg.grid, dim3(cfg.threads_per_row, cfg.rows_per_block), {cfg.cluster_size},
              stream, "rms_norm_fwd (registers)", 0, p);
     }

@@ -73,8 +73,23 @@ void launch_fwd_quant_mode(const FwdParams& p, const LaunchConfig& cfg, cudaStre
       // 1-element vectors, which only misaligned rows use).
       constexpr bool kFoldFits = sizeof(WT) * VEC * IMAX_SMALL <= 64 &&
                                  sizeof(XT) * VEC * IMAX_SMALL <= 64 && VEC >= 2;
+      // EXACT (no per-item range checks; RowChunk) for full 16-byte vectors of x with the
+      // default weight loads (the A/B settings of quant_weight_first keep the general kernels).
+      constexpr bool kExactWidth = sizeof(XT) * VEC == 16;
+      const bool exact = kExactWidth && cfg.exact && cfg.quant_weight_first == 1;
+      if constexpr (kExactWidth) {
+        if (exact) {
+          kernel = small ? rms_norm_fwd_quant_registers<XT, WT, MODE, VEC, IMAX_SMALL, kSmallFirst, true>
+                         : rms_norm_fwd_quant_registers<XT, WT, MODE, VEC, IMAX, kNarrowWeight, true>;
+        }
+      }
       if constexpr (MODE == NK_QUANT_TOKEN && kFoldFits) {
-        if (!p.bias && small) kernel = rms_norm_fwd_quant_token_folded<XT, WT, VEC, IMAX_SMALL>;
+        if (!p.bias && small) {
+          kernel = rms_norm_fwd_quant_token_folded<XT, WT, VEC, IMAX_SMALL>;
+          if constexpr (kExactWidth) {
+            if (exact) kernel = rms_norm_fwd_quant_token_folded<XT, WT, VEC, IMAX_SMALL, true>;
+          }
+        }
       }
       launch(kernel, cfg.grid, dim3(cfg.threads_per_row, cfg.rows_per_block), {cfg.cluster_size},
              stream, "rms_norm_fwd quantized (registers)", 0, p);

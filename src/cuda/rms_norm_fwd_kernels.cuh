@@ -8,16 +8,33 @@
 
 namespace normkit::cuda {
 
-// Scale of column values: weight (or 1 + weight), or 1 without a weight. Params: FwdParams or
-// BwdParams (both carry weight and zero_centered).
+// The column scale as one add per value: w_eff = w + weight_add(p), where the add is 1 for a
+// zero-centered weight and -0.0 otherwise (w + -0.0 is w bit for bit, -0.0 and NaN included).
+// Testing p.zero_centered per value cost about 7 instructions per value in the SASS against 2
+// here: the forward kernels issue instructions at 80-88% of the SM's rate (ncu, sixth
+// session), so instructions, not bytes, set their speed. Params: FwdParams or BwdParams.
+template <typename Params>
+__device__ __forceinline__ float weight_add(const Params& p) {
+  return p.weight && p.zero_centered ? 1.0f : -0.0f;
+}
+
+// Lanes of ones: the weight lanes of a kernel called without a weight, so that w + add is 1.
+template <typename T, int VEC>
+__device__ __forceinline__ Lanes<T, VEC> ones_lanes() {
+  Lanes<T, VEC> lanes;
+#pragma unroll
+  for (int k = 0; k < VEC; ++k) lanes.set(k, from_float<T>(1.0f));
+  return lanes;
+}
+
+// Scale of column values: weight (or 1 + weight), or 1 without a weight.
 template <typename WT, int VEC, typename Params>
 __device__ __forceinline__ void load_scale(const Params& p, int64_t col, int64_t n, float* w) {
   if (p.weight) {
     load_readonly_upto<WT, VEC>(static_cast<const WT*>(p.weight) + col, n, w);
-    if (p.zero_centered) {
+    const float add = weight_add(p);
 #pragma unroll
-      for (int k = 0; k < VEC; ++k) w[k] += 1.0f;
-    }
+    for (int k = 0; k < VEC; ++k) w[k] += add;
   } else {
 #pragma unroll
     for (int k = 0; k < VEC; ++k) w[k] = 1.0f;
@@ -84,7 +101,13 @@ __device__ __forceinline__ void scale_in_place(const FwdParams& p, int64_t col, 
 // The part of a row one thread of a registers kernel covers: the row of threadIdx.y in CTA
 // `rank` of its cluster, vector i at column col_begin + (i * blockDim.x + threadIdx.x) * VEC.
 // Threads of rows past the end stay (valid false): they still join the shuffles and barriers.
-template <int VEC>
+//
+// EXACT: the launcher guarantees that every row is valid and that every item below `items` is
+// a whole vector inside the chunk (exact_chunks in launch_config.h), so `active` is one
+// uniform compare and `left` the constant VEC: the per-item 64-bit range checks and the
+// partial-vector branches of every load and store leave the SASS. These kernels issue
+// instructions at 80-88% of the SM's rate (ncu, sixth session), so those checks cost time.
+template <int VEC, bool EXACT = false>
 struct RowChunk {
   int rank;
   int64_t row;
@@ -93,9 +116,13 @@ struct RowChunk {
   int items;
 
   __device__ __forceinline__ explicit RowChunk(const RowShape& shape)
-      : rank(blockIdx.x % shape.cluster_size),
-        row(static_cast<int64_t>(blockIdx.x / shape.cluster_size) * blockDim.y + threadIdx.y),
-        valid(row < shape.rows),
+      // Without clusters, no division by the runtime cluster size (about 20 instructions).
+      : rank(shape.cluster_size == 1 ? 0 : blockIdx.x % shape.cluster_size),
+        row(static_cast<int64_t>(shape.cluster_size == 1 ? blockIdx.x
+                                                          : blockIdx.x / shape.cluster_size) *
+                blockDim.y +
+            threadIdx.y),
+        valid(EXACT || row < shape.rows),
         col_begin(rank * shape.cols_per_cta),
         col_end(min(shape.hidden, col_begin + shape.cols_per_cta)),
         items(shape.items) {}
@@ -103,35 +130,48 @@ struct RowChunk {
     return col_begin + (static_cast<int64_t>(i) * blockDim.x + threadIdx.x) * VEC;
   }
   __device__ __forceinline__ bool active(int i) const {
-    return i < items && valid && column(i) < col_end;
+    if constexpr (EXACT) {
+      return i < items;
+    } else {
+      return i < items && valid && column(i) < col_end;
+    }
+  }
+  // Elements of the row from vector i's start (VEC or more: a whole vector).
+  __device__ __forceinline__ int64_t left(int i) const {
+    if constexpr (EXACT) {
+      return VEC;
+    } else {
+      return col_end - column(i);
+    }
   }
 };
 
 // Loads this thread's vectors of x, packed (zeros where inactive).
-template <typename XT, int VEC, int IMAX>
-__device__ __forceinline__ void load_x_lanes(const FwdParams& p, const RowChunk<VEC>& c,
+template <typename XT, int VEC, int IMAX, bool EXACT>
+__device__ __forceinline__ void load_x_lanes(const FwdParams& p, const RowChunk<VEC, EXACT>& c,
                                              Lanes<XT, VEC> (&s)[IMAX]) {
+  const XT* x = static_cast<const XT*>(p.x) + c.row * p.x_stride;
 #pragma unroll
   for (int i = 0; i < IMAX; ++i) {
-    const int64_t col = c.column(i);
-    s[i] = c.active(i) ? load_lanes_upto<XT, VEC>(static_cast<const XT*>(p.x) + c.row * p.x_stride +
-                                                      col, c.col_end - col)
-                       : Lanes<XT, VEC>{};
+    s[i] = c.active(i) ? load_lanes_upto<XT, VEC>(x + c.column(i), c.left(i)) : Lanes<XT, VEC>{};
   }
 }
 
 // Weight and bias are read after the row reduction; their first touch in a CTA would otherwise
 // add an HBM round trip there (it matters for small shapes, where nothing else hides it).
-// One prefetch per 128-byte line: by the thread whose vector starts in it.
-template <typename WT, int VEC>
-__device__ __forceinline__ void prefetch_row_params(const FwdParams& p, const RowChunk<VEC>& c) {
+// One prefetch per 128-byte line: by the thread whose vector starts in it. Unrolled over IMAX
+// and tested on the offset's low 32 bits (128 divides 2^32): as a runtime loop over 64-bit
+// columns with a signed remainder, this was about 170 instructions per thread in the SASS,
+// a fifth of the plain forward's at 8192 x 8192.
+template <typename WT, int IMAX, int VEC, bool EXACT>
+__device__ __forceinline__ void prefetch_row_params(const FwdParams& p,
+                                                    const RowChunk<VEC, EXACT>& c) {
   if (!c.valid || threadIdx.y != 0) return;
-  for (int i = 0; i < c.items; ++i) {
+#pragma unroll
+  for (int i = 0; i < IMAX; ++i) {
     const int64_t col = c.column(i);
-    const int64_t offset = col * static_cast<int64_t>(sizeof(WT)) % 128;
-    if (c.active(i) && offset < static_cast<int64_t>(VEC * sizeof(WT))) {
-      prefetch_params_l2<WT>(p.weight, p.bias, col);
-    }
+    const unsigned offset = static_cast<unsigned>(col) * sizeof(WT) % 128;
+    if (c.active(i) && offset < VEC * sizeof(WT)) prefetch_params_l2<WT>(p.weight, p.bias, col);
   }
 }
 
@@ -145,32 +185,27 @@ template <typename XT, int VEC, int IMAX>
 constexpr bool kWeightWithX = sizeof(XT) * VEC < 16 && VEC * IMAX <= 16;
 
 // This thread's weight lanes (left as they are without a weight).
-template <typename WT, int VEC, int IMAX>
-__device__ __forceinline__ void load_weight_lanes(const FwdParams& p, const RowChunk<VEC>& c,
+template <typename WT, int VEC, int IMAX, bool EXACT>
+__device__ __forceinline__ void load_weight_lanes(const FwdParams& p,
+                                                  const RowChunk<VEC, EXACT>& c,
                                                   Lanes<WT, VEC> (&w)[IMAX]) {
   if (!p.weight) return;
 #pragma unroll
   for (int i = 0; i < IMAX; ++i) {
-    const int64_t col = c.column(i);
     if (c.active(i)) {
-      w[i] = load_readonly_lanes_upto<WT, VEC>(static_cast<const WT*>(p.weight) + col,
-                                              c.col_end - col);
+      w[i] = load_readonly_lanes_upto<WT, VEC>(static_cast<const WT*>(p.weight) + c.column(i),
+                                              c.left(i));
     }
   }
 }
 
-// load_scale from weight lanes already in registers (unused without a weight).
+// load_scale from weight lanes already in registers (not read without a weight).
 template <typename WT, int VEC, typename Params>
 __device__ __forceinline__ void weight_scale(const Params& p, const Lanes<WT, VEC>& lanes,
                                              float* w) {
+  const float add = weight_add(p);
 #pragma unroll
-  for (int k = 0; k < VEC; ++k) {
-    w[k] = 1.0f;
-    if (p.weight) {
-      w[k] = to_float(lanes.get(k));
-      if (p.zero_centered) w[k] += 1.0f;
-    }
-  }
+  for (int k = 0; k < VEC; ++k) w[k] = p.weight ? lanes.get_float(k) + add : 1.0f;
 }
 
 // scale_in_place with the weight already in registers (bit for bit the same arithmetic).
@@ -192,8 +227,9 @@ __device__ __forceinline__ void scale_with_weight(const FwdParams& p, const Lane
 // With a residual: s = x + residual rounded to XT, stored to residual_out. All residual loads
 // come before the first store (a store between two loads would keep the compiler from issuing
 // the loads together: they might alias).
-template <typename XT, int VEC, int IMAX>
-__device__ __forceinline__ void add_residual_lanes(const FwdParams& p, const RowChunk<VEC>& c,
+template <typename XT, int VEC, int IMAX, bool EXACT>
+__device__ __forceinline__ void add_residual_lanes(const FwdParams& p,
+                                                   const RowChunk<VEC, EXACT>& c,
                                                    Lanes<XT, VEC> (&s)[IMAX]) {
   if (!p.residual) return;
 #pragma unroll
@@ -201,7 +237,7 @@ __device__ __forceinline__ void add_residual_lanes(const FwdParams& p, const Row
     const int64_t col = c.column(i);
     if (c.active(i)) {
       const Lanes<XT, VEC> r = load_lanes_upto<XT, VEC>(
-          static_cast<const XT*>(p.residual) + c.row * p.residual_stride + col, c.col_end - col);
+          static_cast<const XT*>(p.residual) + c.row * p.residual_stride + col, c.left(i));
       float sum[VEC];
 #pragma unroll
       for (int k = 0; k < VEC; ++k) sum[k] = to_float(s[i].get(k)) + to_float(r.get(k));
@@ -213,12 +249,12 @@ __device__ __forceinline__ void add_residual_lanes(const FwdParams& p, const Row
     const int64_t col = c.column(i);
     XT* out = static_cast<XT*>(p.residual_out) + c.row * p.residual_out_stride + col;
     if (c.active(i)) {
-      if (c.col_end - col >= VEC) {
+      if (c.left(i) >= VEC) {
         s[i].store(out);
       } else {
 #pragma unroll
         for (int k = 0; k < VEC; ++k) {
-          if (k < c.col_end - col) out[k] = s[i].get(k);
+          if (k < c.left(i)) out[k] = s[i].get(k);
         }
       }
     }
@@ -233,7 +269,7 @@ __device__ __forceinline__ float sum_of_squares(const Lanes<XT, VEC> (&s)[IMAX])
   for (int i = 0; i < IMAX; ++i) {
 #pragma unroll
     for (int k = 0; k < VEC; ++k) {
-      const float v = to_float(s[i].get(k));
+      const float v = s[i].get_float(k);
       sum_sq += v * v;
     }
   }
@@ -246,14 +282,13 @@ __device__ __forceinline__ float sum_of_squares(const Lanes<XT, VEC> (&s)[IMAX])
 // shape.cluster_size consecutive CTAs shares one row, each covering cols_per_cta columns.
 // Weight and bias go through the read-only path, which may run ahead of the residual_out
 // stores.
-template <typename XT, typename WT, typename YT, int VEC, int IMAX>
+template <typename XT, typename WT, typename YT, int VEC, int IMAX, bool EXACT = false>
 __global__ void __launch_bounds__(512) rms_norm_fwd_registers(FwdParams p) {
   __shared__ float scratch[kMaxWarps];
   __shared__ ClusterPush cluster_push;  // with clusters
   const RowShape& shape = p.shape;
-  const RowChunk<VEC> c(shape);
+  const RowChunk<VEC, EXACT> c(shape);
   const int64_t row = c.row;
-  const int64_t col_end = c.col_end;
 
   if (shape.cluster_size > 1) cluster_push_init(cluster_push);
   Lanes<XT, VEC> s[IMAX];
@@ -263,7 +298,7 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_registers(FwdParams p) {
   if constexpr (kWeightFirst) {
     load_weight_lanes(p, c, w);
   } else {
-    prefetch_row_params<WT>(p, c);
+    prefetch_row_params<WT, IMAX>(p, c);
   }
   add_residual_lanes(p, c, s);
   float sum_sq = sum_of_squares(s);
@@ -272,19 +307,20 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_registers(FwdParams p) {
   if (!c.valid) return;
   const float rstd = 1.0f / sqrtf(sum_sq * shape.inv_hidden + p.eps);
   if (p.rstd && c.rank == 0 && threadIdx.x == 0) p.rstd[row] = rstd;
+  YT* y = static_cast<YT*>(p.y) + row * p.y_stride;
 #pragma unroll
   for (int i = 0; i < IMAX; ++i) {
     const int64_t col = c.column(i);
     if (c.active(i)) {
       float out[VEC];
 #pragma unroll
-      for (int k = 0; k < VEC; ++k) out[k] = to_float(s[i].get(k));
+      for (int k = 0; k < VEC; ++k) out[k] = s[i].get_float(k);
       if constexpr (kWeightFirst) {
-        scale_with_weight<WT, VEC>(p, w[i], col, col_end - col, out, rstd);
+        scale_with_weight<WT, VEC>(p, w[i], col, c.left(i), out, rstd);
       } else {
-        scale_in_place<WT, VEC>(p, col, col_end - col, out, rstd);
+        scale_in_place<WT, VEC>(p, col, c.left(i), out, rstd);
       }
-      store_upto<YT, VEC>(static_cast<YT*>(p.y) + row * p.y_stride + col, col_end - col, out);
+      store_upto<YT, VEC>(y + col, c.left(i), out);
     }
   }
 }

@@ -62,39 +62,6 @@ __device__ __forceinline__ void quantize_vector(const FwdParams& p, int64_t row,
   }
 }
 
-// The column scale as one add per value: w_eff = w + weight_add(p), where the add is 1 for a
-// zero-centered weight and -0.0 otherwise (w + -0.0 is w bit for bit, -0.0 included); without a
-// weight the lanes hold 1 (ones_lanes). Testing p.weight and p.zero_centered per value
-// (weight_scale) cost about 7 instructions per value in the SASS, against 2 here: these kernels
-// issue instructions at 80-88% of the SM's rate at 8192 x 8192 (ncu, sixth session), so
-// instructions, not bytes, set their speed.
-__device__ __forceinline__ float weight_add(const FwdParams& p) {
-  return p.weight && p.zero_centered ? 1.0f : -0.0f;
-}
-
-template <typename T, int VEC>
-__device__ __forceinline__ Lanes<T, VEC> ones_lanes() {
-  Lanes<T, VEC> lanes;
-#pragma unroll
-  for (int k = 0; k < VEC; ++k) lanes.set(k, from_float<T>(1.0f));
-  return lanes;
-}
-
-// sum_of_squares through get_float (fewer instructions for bfloat16; the same sums).
-template <typename XT, int VEC, int IMAX>
-__device__ __forceinline__ float lanes_sum_of_squares(const Lanes<XT, VEC> (&s)[IMAX]) {
-  float sum_sq = 0.0f;
-#pragma unroll
-  for (int i = 0; i < IMAX; ++i) {
-#pragma unroll
-    for (int k = 0; k < VEC; ++k) {
-      const float v = s[i].get_float(k);
-      sum_sq += v * v;
-    }
-  }
-  return sum_sq;
-}
-
 // The row's reciprocal scale for TOKEN (writing the scale), else 0. `row_amax` is the largest
 // |v| of the row; every thread calls this.
 template <int MODE>
@@ -134,7 +101,8 @@ __device__ __forceinline__ float token_factor(const FwdParams& p, int64_t row, b
 // Not TOKEN (see above), nor narrower vectors (the bound raised their counts, 40 -> 62 for
 // TOKEN at 4-byte vectors: ptxas fills what it is allowed). 0 blocks per SM = no .minnctapersm
 // (an explicit 1 also moved ptxas's counts).
-template <typename XT, typename WT, int MODE, int VEC, int IMAX, bool WEIGHT_FIRST = true>
+template <typename XT, typename WT, int MODE, int VEC, int IMAX, bool WEIGHT_FIRST = true,
+          bool EXACT = false>
 __global__ void __launch_bounds__(
     512, IMAX <= kSmallItems && sizeof(XT) * VEC == 16 && sizeof(XT) <= 2 && sizeof(WT) <= 2 &&
                  MODE != NK_QUANT_TOKEN
@@ -145,9 +113,8 @@ __global__ void __launch_bounds__(
   __shared__ float cluster_slot;        // TOKEN's row maximum (cluster_reduce)
   __shared__ ClusterPush cluster_push;  // the row sum, with clusters
   const RowShape& shape = p.shape;
-  const RowChunk<VEC> c(shape);
+  const RowChunk<VEC, EXACT> c(shape);
   const int64_t row = c.row;
-  const int64_t col_end = c.col_end;
 
   if (shape.cluster_size > 1) cluster_push_init(cluster_push);
   // TENSOR's scale, before any store (it was read after the rstd store: one more L2 round trip
@@ -163,12 +130,12 @@ __global__ void __launch_bounds__(
 #pragma unroll
     for (int i = 0; i < IMAX; ++i) w[i] = ones_lanes<WT, VEC>();  // kept without a weight
     load_weight_lanes(p, c, w);  // every active item, partial vectors included
-    if (p.bias) prefetch_row_params<WT>(p, c);
+    if (p.bias) prefetch_row_params<WT, IMAX>(p, c);
   } else {
-    prefetch_row_params<WT>(p, c);
+    prefetch_row_params<WT, IMAX>(p, c);
   }
   add_residual_lanes(p, c, s);
-  float sum_sq = lanes_sum_of_squares(s);
+  float sum_sq = sum_of_squares(s);
   sum_sq = cta_row_sum(sum_sq, scratch);
   // Pushed to the cluster's CTAs (st.async + mbarrier) as rms_norm_fwd_registers; the two full
   // cluster barriers of cluster_sum were a MEMBAR.ALL.GPU and a wait per CTA in the SASS.
@@ -193,7 +160,7 @@ __global__ void __launch_bounds__(
 #pragma unroll
         for (int k = 0; k < VEC; ++k) w_eff[k] = w[i].get_float(k) + w_add;
       } else {
-        load_scale<WT, VEC>(p, col, col_end - col, w_eff);
+        load_scale<WT, VEC>(p, col, c.left(i), w_eff);
       }
 #pragma unroll
       for (int k = 0; k < VEC; ++k) v[k] = v[k] * w_eff[k] * rstd;
@@ -203,12 +170,12 @@ __global__ void __launch_bounds__(
       for (int k = 0; k < VEC; ++k) v[k] = v[k] * rstd * (w[i].get_float(k) + w_add);
       if (p.bias) {
         float b[VEC];
-        load_readonly_upto<WT, VEC>(static_cast<const WT*>(p.bias) + col, col_end - col, b);
+        load_readonly_upto<WT, VEC>(static_cast<const WT*>(p.bias) + col, c.left(i), b);
 #pragma unroll
         for (int k = 0; k < VEC; ++k) v[k] += b[k];
       }
     } else {
-      scale_in_place<WT, VEC>(p, col, col_end - col, v, rstd);
+      scale_in_place<WT, VEC>(p, col, c.left(i), v, rstd);
     }
   };
 
@@ -229,8 +196,7 @@ __global__ void __launch_bounds__(
     float v[VEC];
     values(i, v);
     if constexpr (MODE != NK_QUANT_TOKEN) amax = fmaxf(amax, max_abs<VEC>(v));
-    const int64_t col = c.column(i);
-    quantize_vector<MODE, VEC>(p, row, col, col_end - col, c.active(i), v, factor);
+    quantize_vector<MODE, VEC>(p, row, c.column(i), c.left(i), c.active(i), v, factor);
   }
   if (p.quant.amax) cta_amax_to_global(amax, scratch, p.quant.amax);
 }
@@ -242,14 +208,14 @@ __global__ void __launch_bounds__(
 // where x and the weight take at most 64 bytes per thread each). A separate kernel, not a
 // flag of rms_norm_fwd_quant_registers: sharing its body moved ptxas's register count for the
 // other modes from 64 to 80.
-template <typename XT, typename WT, int VEC, int IMAX>
+template <typename XT, typename WT, int VEC, int IMAX, bool EXACT = false>
 __global__ void __launch_bounds__(512, 2) rms_norm_fwd_quant_token_folded(FwdParams p) {
   static_assert(sizeof(WT) * VEC * IMAX <= 64 && sizeof(XT) * VEC * IMAX <= 64,
                 "x and the weight are held in registers");
   __shared__ float scratch[2 * kMaxWarps];
   __shared__ ClusterPushPair cluster_push;  // with clusters
   const RowShape& shape = p.shape;
-  const RowChunk<VEC> c(shape);
+  const RowChunk<VEC, EXACT> c(shape);
   const int64_t row = c.row;
 
   if (shape.cluster_size > 1) cluster_push_init(cluster_push);
@@ -259,10 +225,9 @@ __global__ void __launch_bounds__(512, 2) rms_norm_fwd_quant_token_folded(FwdPar
   Lanes<WT, VEC> w[IMAX];
 #pragma unroll
   for (int i = 0; i < IMAX; ++i) {
-    const int64_t col = c.column(i);
     w[i] = !p.weight     ? ones_lanes<WT, VEC>()
-           : c.active(i) ? load_lanes_upto<WT, VEC>(static_cast<const WT*>(p.weight) + col,
-                                                   c.col_end - col)
+           : c.active(i) ? load_lanes_upto<WT, VEC>(static_cast<const WT*>(p.weight) + c.column(i),
+                                                   c.left(i))
                          : Lanes<WT, VEC>{};
   }
   const float w_add = weight_add(p);
@@ -273,7 +238,7 @@ __global__ void __launch_bounds__(512, 2) rms_norm_fwd_quant_token_folded(FwdPar
 #pragma unroll
     for (int k = 0; k < VEC; ++k) sw[k] = s[i].get_float(k) * (w[i].get_float(k) + w_add);
   };
-  float sum_sq = lanes_sum_of_squares(s);
+  float sum_sq = sum_of_squares(s);
   float largest = 0.0f;
 #pragma unroll
   for (int i = 0; i < IMAX; ++i) {
@@ -296,8 +261,7 @@ __global__ void __launch_bounds__(512, 2) rms_norm_fwd_quant_token_folded(FwdPar
     products(i, v);
 #pragma unroll
     for (int k = 0; k < VEC; ++k) v[k] *= rstd;
-    const int64_t col = c.column(i);
-    quantize_vector<NK_QUANT_TOKEN, VEC>(p, row, col, c.col_end - col, c.active(i), v, factor);
+    quantize_vector<NK_QUANT_TOKEN, VEC>(p, row, c.column(i), c.left(i), c.active(i), v, factor);
   }
   if (p.quant.amax) cta_amax_to_global(c.valid ? row_amax : 0.0f, scratch, p.quant.amax);
 }

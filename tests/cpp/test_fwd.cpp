@@ -40,6 +40,11 @@ TEST_P(FwdEveryDtypeCombination, MatchesReferenceWithEachOption) {
       {3, 4096, true, false, false, true, true, 1e-6f},    // fused residual
       {7, 1, true, true, true, true, true, 0.1f},          // everything, hidden 1
       {1, 17389, false, true, false, true, false, 1e-6f},  // bias without weight, residual
+      // Rows past the pipelined plan's limit that the registers plan covers exactly (the
+      // EXACT kernels on a GPU; test_launch_config.cpp checks that they are planned so).
+      {272, 1024, true, true, true, true, true, 1e-6f},
+      {528, 2048, true, false, false, false, false, 1e-6f},
+      {272, 4096, false, false, false, false, true, 1e-6f},
   };
   Rng rng;
   for (const Options& o : options) {

@@ -302,6 +302,83 @@ TEST(LaunchConfig, RealignsMisalignedForwardRowsToSixteenByteVectors) {
   EXPECT_EQ(normkit::cuda::plan_fwd_realigned(512, 524289, f).grid, 0);
 }
 
+// What RowChunk<VEC, true> assumes, checked by walking the kernel's own indexing: every row of
+// every CTA is a real row, and every vector below `items` of every thread is whole and inside
+// its CTA's chunk, the chunks covering the row once.
+void expect_exact_indexing(const LaunchConfig& c, int64_t rows, int64_t hidden) {
+  SCOPED_TRACE(c.describe());
+  ASSERT_GT(c.cluster_size, 0);
+  EXPECT_EQ(c.grid / c.cluster_size * c.rows_per_block, rows);  // no row past the end
+  int64_t covered = 0;
+  for (int rank = 0; rank < c.cluster_size; ++rank) {
+    const int64_t col_begin = rank * c.cols_per_cta;
+    const int64_t col_end = std::min(hidden, col_begin + c.cols_per_cta);
+    for (int i = 0; i < c.items; ++i) {
+      for (int t = 0; t < c.threads_per_row; ++t) {
+        const int64_t col = col_begin + (int64_t(i) * c.threads_per_row + t) * c.vec;
+        ASSERT_LE(col + c.vec, col_end) << "rank " << rank << " item " << i << " thread " << t;
+        covered += c.vec;
+      }
+    }
+  }
+  EXPECT_EQ(covered, hidden);
+}
+
+TEST(LaunchConfig, ExactForwardPlansIndexOnlyWholeVectorsOfRealRows) {
+  int exact = 0, general = 0;
+  for (bool clusters : {true, false}) {
+    KernelFacts f;
+    f.cluster_launch = clusters;
+    for (int64_t rows : {1, 3, 29, 272, 528, 529, 4096, 8192}) {
+      for (int64_t hidden : {8, 128, 1000, 1024, 2048, 4096, 7168, 8192, 12288, 17389, 32768,
+                             65536, 262144}) {
+        for (int vec : {1, 2, 4, 8}) {
+          SCOPED_TRACE(testing::Message() << rows << "x" << hidden << " vec " << vec);
+          const LaunchConfig plans[] = {
+              normkit::cuda::plan_fwd(rows, hidden, vec, f),
+              normkit::cuda::plan_fwd_quant(rows, hidden, vec, 0, f),
+              normkit::cuda::plan_fwd_quant(rows, hidden, vec, hidden % 128 == 0 ? 128 : 0, f),
+              normkit::cuda::plan_fwd_quant(rows, hidden, vec, hidden % 32 == 0 ? 32 : 0, f)};
+          for (const LaunchConfig& c : plans) {
+            EXPECT_EQ(c.exact, normkit::cuda::chunks_exact(c, rows, hidden));
+            if (c.exact) {
+              expect_exact_indexing(c, rows, hidden);
+              ++exact;
+            } else {
+              ++general;
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(exact, 100);  // both kinds occur
+  EXPECT_GT(general, 100);
+}
+
+TEST(LaunchConfig, ExactForwardAtTheSweepsShapesAsPlanned) {
+  KernelFacts f;
+  // One CTA (or row group) per row, every vector whole: the EXACT kernels.
+  for (const auto& [rows, hidden] : {std::pair<int64_t, int64_t>{8192, 8192}, {4096, 1024},
+                                     {16384, 4096}, {4096, 12288}, {1024, 32768}, {272, 1024},
+                                     {528, 1024}, {528, 2048}, {272, 4096}}) {
+    SCOPED_TRACE(testing::Message() << rows << "x" << hidden);
+    const LaunchConfig c = normkit::cuda::plan_fwd(rows, hidden, 8, f);
+    EXPECT_TRUE(c.exact) << c.describe();
+    EXPECT_NE(c.describe().find(" exact"), std::string::npos);
+    EXPECT_TRUE(normkit::cuda::plan_fwd_quant(rows, hidden, 8, 128, f).exact);
+  }
+  // Rows of 7168 columns leave threads a partial last item; 529 rows leave a row group short;
+  // 29 x 17389 is misaligned (vec 1) and split over a cluster unevenly.
+  EXPECT_FALSE(normkit::cuda::plan_fwd(16384, 7168, 8, f).exact);
+  EXPECT_FALSE(normkit::cuda::plan_fwd(4097, 1024, 8, f).exact);
+  EXPECT_FALSE(normkit::cuda::plan_fwd(29, 17389, 1, f).exact);
+  // The knob NK_TUNE_FWD_EXACT=0 turns them off.
+  f.fwd_exact = 0;
+  EXPECT_FALSE(normkit::cuda::plan_fwd(8192, 8192, 8, f).exact);
+  EXPECT_FALSE(normkit::cuda::plan_fwd_quant(8192, 8192, 8, 128, f).exact);
+}
+
 TEST(LaunchConfig, SplitsFewLongRowsOverClusters) {
   KernelFacts f;
   const LaunchConfig c = normkit::cuda::plan_fwd(29, 65536, 8, f);

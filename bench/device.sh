@@ -110,15 +110,21 @@ for step in "${steps[@]}"; do
       done ;;
     exact)  # the EXACT forward kernels (no per-item range checks) against the general ones:
       # event timings of the sweep, then ncu's instruction counts at 8192x8192
-      for v in 1 0; do
+      for v in 2 1 0; do
         run "bench_exact_$v" env NK_TUNE_FWD_EXACT=$v "$BUILD/tools/normkit" bench --fwd-only \
           --explain --json "$LOGS/bench_exact_$v.json"
+        run "bench_exact_warps_$v" env NK_TUNE_FWD_EXACT=$v "$BUILD/tools/normkit" bench \
+          --fwd-only --explain --shapes 16384x7168,4096x5120,8192x5120,2048x7168 \
+          --json "$LOGS/bench_exact_warps_$v.json"
+        run "bench_exact_warps_block_$v" env NK_TUNE_FWD_EXACT=$v "$BUILD/tools/normkit" bench \
+          --quant block --fwd-only --explain --shapes 16384x7168,4096x5120,8192x5120,2048x7168 \
+          --json "$LOGS/bench_exact_warps_block_$v.json"
         for mode in tensor token block; do
           run "bench_exact_${mode}_$v" env NK_TUNE_FWD_EXACT=$v "$BUILD/tools/normkit" bench \
             --quant "$mode" --fwd-only --explain --json "$LOGS/bench_exact_${mode}_$v.json"
         done
       done
-      for v in 1 0; do
+      for v in 2 0; do
         for args in "" "--quant tensor" "--quant token" "--quant block"; do
           name=ncu_exact_${v}_$(echo "${args:-plain}" | tr -d ' -')
           run "$name" env NK_TUNE_FWD_EXACT=$v ncu --kernel-name regex:'rms_norm_fwd' \

@@ -22,6 +22,25 @@ int threads_for(int64_t nvec, int max_threads) {
   return static_cast<int>(std::min<int64_t>(next_pow2(ceil_div(nvec, 4)), max_threads));
 }
 
+// The forward's CTA shape with facts.fwd_exact >= 2: where `threads` (a power of two) x
+// `items` leaves some threads' last vectors empty, whole warps that cover the chunk's
+// `nvec_cta` vectors exactly with the same items, or more up to kSmallItems (never leaving the
+// smaller register budget), so that the EXACT kernels apply: 7168 columns (896 vectors) as 224
+// x 4 rather than 256 x 4, 5120 (640) as 160 x 4 rather than 256 x 3. `multiple`: a number of
+// vectors the thread count must be a multiple of (block scales), else 1.
+void exact_shape(LaunchConfig& c, int64_t nvec_cta, int64_t multiple, const KernelFacts& f) {
+  if (f.fwd_exact < 2) return;
+  for (int items = c.items; items <= std::max(c.items, kSmallItems); ++items) {
+    if (nvec_cta % items != 0) continue;
+    const int64_t t = nvec_cta / items;
+    if (t % 32 == 0 && t % multiple == 0 && t <= c.threads_per_row) {
+      c.threads_per_row = static_cast<int>(t);
+      c.items = items;
+      return;
+    }
+  }
+}
+
 // Fills the in-CTA shape for a CTA that covers `nvec_cta` vectors of one row.
 void shape_cta(LaunchConfig& c, int64_t nvec_cta, int max_threads) {
   c.threads_per_row = threads_for(nvec_cta, max_threads);
@@ -82,6 +101,7 @@ LaunchConfig plan(int64_t rows, int64_t hidden, int vec, const KernelFacts& f, i
   const int64_t nvec_cta = ceil_div(nvec, cluster);
   c.cols_per_cta = nvec_cta * vec;
   shape_cta(c, nvec_cta, max_threads);
+  if (!persistent) exact_shape(c, nvec_cta, 1, f);
   c.rows_per_block = cluster > 1 ? 1 : rows_per_block_for(c.threads_per_row, rows, f.sm_count);
   const int64_t row_groups = ceil_div(rows, c.rows_per_block);
   if (persistent) {
@@ -284,6 +304,7 @@ LaunchConfig plan_fwd_quant(int64_t rows, int64_t hidden, int vec, int block,
   c.threads_per_row = std::max<int>(threads_for(nvec_cta, kFwdMaxThreadsPerRow),
                                     static_cast<int>(block_vecs));
   c.items = static_cast<int>(ceil_div(nvec_cta, c.threads_per_row));
+  exact_shape(c, nvec_cta, block_vecs, facts);
   c.rows_per_block =
       c.cluster_size > 1 ? 1 : rows_per_block_for(c.threads_per_row, rows, facts.sm_count);
   c.grid = ceil_div(rows, c.rows_per_block) * c.cluster_size;

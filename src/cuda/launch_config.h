@@ -87,8 +87,11 @@ struct KernelFacts {
   int quant_weight_first = 1;
   // Forward registers/cluster plans (plain and quantized): 1 takes the EXACT kernels where the
   // plan covers the rows exactly (chunks_exact), 0 never (NK_TUNE_FWD_EXACT, for A/B runs and
-  // for the tests of the general kernels at such shapes).
-  int fwd_exact = 1;
+  // for the tests of the general kernels at such shapes); 2 also gives rows that a power of
+  // two threads would cover with some empty vectors a count of whole warps that covers them
+  // exactly (16384 x 7168: 224 threads x 4 vectors, not 256 x 4). Measured (seventh session,
+  // H100): 1 against 0, forward 1024 x 32768 0.86x the time, quantized 0.85-1.00x.
+  int fwd_exact = 2;
 };
 
 struct LaunchConfig {

@@ -22,6 +22,17 @@ __device__ __forceinline__ float row_max(float v, const RowShape& shape, float* 
   return v;
 }
 
+// Maximum over aligned groups of `width` lanes (a power of two up to 32, the same in every
+// lane), unrolled: group_reduce's loop over a runtime width cost a counter, a compare and a
+// branch per step on every item of the block modes.
+__device__ __forceinline__ float lane_group_max(float v, int width) {
+#pragma unroll
+  for (int offset = 16; offset > 0; offset /= 2) {
+    if (offset < width) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, offset));
+  }
+  return v;
+}
+
 template <int VEC>
 __device__ __forceinline__ float max_abs(const float* v) {
   float m = 0.0f;
@@ -41,8 +52,9 @@ __device__ __forceinline__ void quantize_vector(const FwdParams& p, int64_t row,
   const QuantParams& q = p.quant;
   if constexpr (MODE == NK_QUANT_BLOCK || MODE == NK_QUANT_MXFP8) {
     const int lanes = q.block / VEC;
-    const float m = group_reduce(max_abs<VEC>(v), lanes, MaxOp{});
-    const bool writes_scale = active && threadIdx.x % lanes == 0;
+    const float m = lane_group_max(max_abs<VEC>(v), lanes);
+    // A mask, not %: the runtime remainder was a dozen instructions per item in the SASS.
+    const bool writes_scale = active && (threadIdx.x & (lanes - 1)) == 0;
     // Shifts: as divisions by the runtime block, these were 64-bit integer divisions per item
     // in the SASS (a 32-bit fast path and a called 64-bit routine).
     const int64_t scale_index = row * (p.shape.hidden >> q.block_shift) + (col >> q.block_shift);

@@ -58,7 +58,7 @@ inline const KernelFacts& tuned_defaults() {
                                              1 << 30);
     k.quant_weight_first =
         tuning_knob("NK_TUNE_QUANT_WEIGHT_FIRST", k.quant_weight_first, 0, 2);
-    k.fwd_exact = tuning_knob("NK_TUNE_FWD_EXACT", k.fwd_exact, 0, 1);
+    k.fwd_exact = tuning_knob("NK_TUNE_FWD_EXACT", k.fwd_exact, 0, 2);
     return k;
   }();
   return tuned;

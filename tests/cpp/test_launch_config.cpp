@@ -330,8 +330,8 @@ TEST(LaunchConfig, ExactForwardPlansIndexOnlyWholeVectorsOfRealRows) {
     KernelFacts f;
     f.cluster_launch = clusters;
     for (int64_t rows : {1, 3, 29, 272, 528, 529, 4096, 8192}) {
-      for (int64_t hidden : {8, 128, 1000, 1024, 2048, 4096, 7168, 8192, 12288, 17389, 32768,
-                             65536, 262144}) {
+      for (int64_t hidden : {8, 128, 1000, 1024, 2048, 4096, 5120, 7168, 8192, 12288, 17389,
+                             32768, 65536, 262144}) {
         for (int vec : {1, 2, 4, 8}) {
           SCOPED_TRACE(testing::Message() << rows << "x" << hidden << " vec " << vec);
           const LaunchConfig plans[] = {
@@ -368,12 +368,26 @@ TEST(LaunchConfig, ExactForwardAtTheSweepsShapesAsPlanned) {
     EXPECT_NE(c.describe().find(" exact"), std::string::npos);
     EXPECT_TRUE(normkit::cuda::plan_fwd_quant(rows, hidden, 8, 128, f).exact);
   }
-  // Rows of 7168 columns leave threads a partial last item; 529 rows leave a row group short;
-  // 29 x 17389 is misaligned (vec 1) and split over a cluster unevenly.
-  EXPECT_FALSE(normkit::cuda::plan_fwd(16384, 7168, 8, f).exact);
+  // Rows of 7168 columns (896 vectors) take 7 warps of 4 vectors rather than 256 threads, one
+  // vector of each of 32 threads empty (fwd_exact 2, the default), also with blocks of 128.
+  const LaunchConfig seven = normkit::cuda::plan_fwd(16384, 7168, 8, f);
+  EXPECT_TRUE(seven.exact);
+  EXPECT_EQ(seven.threads_per_row, 224);
+  EXPECT_EQ(seven.items, 4);
+  const LaunchConfig seven_blocks = normkit::cuda::plan_fwd_quant(16384, 7168, 8, 128, f);
+  EXPECT_TRUE(seven_blocks.exact);
+  EXPECT_EQ(seven_blocks.threads_per_row * 8 % 128, 0);
+  // 5120 columns (640 vectors): 160 threads x 4.
+  EXPECT_EQ(normkit::cuda::plan_fwd(4096, 5120, 8, f).threads_per_row, 160);
+  // 529 rows leave a row group short; 29 x 17389 is misaligned (vec 1) and split over a
+  // cluster unevenly.
   EXPECT_FALSE(normkit::cuda::plan_fwd(4097, 1024, 8, f).exact);
   EXPECT_FALSE(normkit::cuda::plan_fwd(29, 17389, 1, f).exact);
-  // The knob NK_TUNE_FWD_EXACT=0 turns them off.
+  // NK_TUNE_FWD_EXACT=1 keeps the power-of-two counts; 0 turns the EXACT kernels off.
+  f.fwd_exact = 1;
+  EXPECT_FALSE(normkit::cuda::plan_fwd(16384, 7168, 8, f).exact);
+  EXPECT_EQ(normkit::cuda::plan_fwd(16384, 7168, 8, f).threads_per_row, 256);
+  EXPECT_TRUE(normkit::cuda::plan_fwd(8192, 8192, 8, f).exact);
   f.fwd_exact = 0;
   EXPECT_FALSE(normkit::cuda::plan_fwd(8192, 8192, 8, f).exact);
   EXPECT_FALSE(normkit::cuda::plan_fwd_quant(8192, 8192, 8, 128, f).exact);

@@ -22,7 +22,7 @@ int threads_for(int64_t nvec, int max_threads) {
   return static_cast<int>(std::min<int64_t>(next_pow2(ceil_div(nvec, 4)), max_threads));
 }
 
-// The forward's CTA shape with facts.fwd_exact >= 2: where `threads` (a power of two) x
+// The quantized forward's CTA shape with facts.fwd_exact >= 2: where `threads` (a power of two) x
 // `items` leaves some threads' last vectors empty, whole warps that cover the chunk's
 // `nvec_cta` vectors exactly with the same items, or more up to kSmallItems (never leaving the
 // smaller register budget), so that the EXACT kernels apply: 7168 columns (896 vectors) as 224
@@ -101,7 +101,6 @@ LaunchConfig plan(int64_t rows, int64_t hidden, int vec, const KernelFacts& f, i
   const int64_t nvec_cta = ceil_div(nvec, cluster);
   c.cols_per_cta = nvec_cta * vec;
   shape_cta(c, nvec_cta, max_threads);
-  if (!persistent) exact_shape(c, nvec_cta, 1, f);
   c.rows_per_block = cluster > 1 ? 1 : rows_per_block_for(c.threads_per_row, rows, f.sm_count);
   const int64_t row_groups = ceil_div(rows, c.rows_per_block);
   if (persistent) {
@@ -280,6 +279,12 @@ LaunchConfig plan_fwd_quant(int64_t rows, int64_t hidden, int vec, int block,
   LaunchConfig c = plan_fwd_registers(rows, hidden, vec, facts);
   c.quant_weight_first = facts.quant_weight_first;
   if (block <= 0) {
+    if (c.plan == RowPlan::kRegisters || c.plan == RowPlan::kCluster) {
+      exact_shape(c, c.cols_per_cta / c.vec, 1, facts);
+      c.rows_per_block =
+          c.cluster_size > 1 ? 1 : rows_per_block_for(c.threads_per_row, rows, facts.sm_count);
+      c.grid = ceil_div(rows, c.rows_per_block) * c.cluster_size;
+    }
     c.exact = facts.fwd_exact && chunks_exact(c, rows, hidden);
     return c;
   }

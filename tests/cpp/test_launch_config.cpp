@@ -368,25 +368,31 @@ TEST(LaunchConfig, ExactForwardAtTheSweepsShapesAsPlanned) {
     EXPECT_NE(c.describe().find(" exact"), std::string::npos);
     EXPECT_TRUE(normkit::cuda::plan_fwd_quant(rows, hidden, 8, 128, f).exact);
   }
-  // Rows of 7168 columns (896 vectors) take 7 warps of 4 vectors rather than 256 threads, one
-  // vector of each of 32 threads empty (fwd_exact 2, the default), also with blocks of 128.
-  const LaunchConfig seven = normkit::cuda::plan_fwd(16384, 7168, 8, f);
-  EXPECT_TRUE(seven.exact);
-  EXPECT_EQ(seven.threads_per_row, 224);
-  EXPECT_EQ(seven.items, 4);
-  const LaunchConfig seven_blocks = normkit::cuda::plan_fwd_quant(16384, 7168, 8, 128, f);
-  EXPECT_TRUE(seven_blocks.exact);
-  EXPECT_EQ(seven_blocks.threads_per_row * 8 % 128, 0);
-  // 5120 columns (640 vectors): 160 threads x 4.
-  EXPECT_EQ(normkit::cuda::plan_fwd(4096, 5120, 8, f).threads_per_row, 160);
+  // The quantized forward gives rows of 7168 columns (896 vectors) 7 warps of 4 vectors
+  // rather than 256 threads, one vector of each of 32 threads empty (fwd_exact 2, the
+  // default), also with blocks of 128; 5120 columns (640 vectors) 160 threads x 4. The plain
+  // forward keeps its powers of two (as measured).
+  for (int block : {0, 128}) {
+    const LaunchConfig seven = normkit::cuda::plan_fwd_quant(16384, 7168, 8, block, f);
+    EXPECT_TRUE(seven.exact) << seven.describe();
+    EXPECT_EQ(seven.threads_per_row, 224);
+    EXPECT_EQ(seven.items, 4);
+    EXPECT_EQ(seven.grid, 16384);
+    EXPECT_EQ(normkit::cuda::plan_fwd_quant(4096, 5120, 8, block, f).threads_per_row, 160);
+  }
+  // As test_quant_fwd.cpp's shapes have it.
+  EXPECT_EQ(normkit::cuda::plan_fwd_quant(37, 7168, 8, 128, f).threads_per_row, 224);
+  EXPECT_EQ(normkit::cuda::plan_fwd_quant(3, 7168, 8, 0, f).threads_per_row, 224);
+  EXPECT_FALSE(normkit::cuda::plan_fwd(16384, 7168, 8, f).exact);
+  EXPECT_EQ(normkit::cuda::plan_fwd(4096, 5120, 8, f).threads_per_row, 256);
   // 529 rows leave a row group short; 29 x 17389 is misaligned (vec 1) and split over a
   // cluster unevenly.
   EXPECT_FALSE(normkit::cuda::plan_fwd(4097, 1024, 8, f).exact);
   EXPECT_FALSE(normkit::cuda::plan_fwd(29, 17389, 1, f).exact);
   // NK_TUNE_FWD_EXACT=1 keeps the power-of-two counts; 0 turns the EXACT kernels off.
   f.fwd_exact = 1;
-  EXPECT_FALSE(normkit::cuda::plan_fwd(16384, 7168, 8, f).exact);
-  EXPECT_EQ(normkit::cuda::plan_fwd(16384, 7168, 8, f).threads_per_row, 256);
+  EXPECT_FALSE(normkit::cuda::plan_fwd_quant(16384, 7168, 8, 0, f).exact);
+  EXPECT_EQ(normkit::cuda::plan_fwd_quant(16384, 7168, 8, 0, f).threads_per_row, 256);
   EXPECT_TRUE(normkit::cuda::plan_fwd(8192, 8192, 8, f).exact);
   f.fwd_exact = 0;
   EXPECT_FALSE(normkit::cuda::plan_fwd(8192, 8192, 8, f).exact);

@@ -58,9 +58,11 @@ TEST_P(QuantEveryMode, MatchesReferenceOverShapesAndOptions) {
   // Block modes: multiples of the block; TENSOR/TOKEN also odd sizes.
   std::vector<int64_t> hiddens;
   if (block == 1) {
-    hiddens = {1, 29, 128, 4096 + 128, 17389};
+    hiddens = {1, 29, 128, 4096 + 128, 7168, 17389};
   } else {
-    for (int64_t h : {int64_t{32}, int64_t{64}, int64_t{128}, int64_t{384}, int64_t{4096 + 128}}) {
+    // 7168: 224 threads x 4 vectors on a GPU (whole warps, not a power of two: launch_config).
+    for (int64_t h : {int64_t{32}, int64_t{64}, int64_t{128}, int64_t{384}, int64_t{4096 + 128},
+                      int64_t{7168}}) {
       if (h % block == 0) hiddens.push_back(h);
     }
   }

@@ -91,7 +91,7 @@ struct KernelFacts {
   // forward's rows that a power of two threads would cover with some empty vectors a count of
   // whole warps that covers them exactly (16384 x 7168: 224 threads x 4 vectors, not 256 x 4).
   // Measured (seventh session, H100, bf16): 1 against 0, forward 1024 x 32768 0.87x the time,
-  // quantized 0.86-1.00x (block 0.92-0.93x from 16M elements); 2 against 1, quantized 16384 x
+  // quantized 0.85-1.00x (block 0.85-0.93x from 16M elements); 2 against 1, quantized 16384 x
   // 7168 tensor 0.98x, token 0.95x, block 0.90x (4096 x 5120 block 0.81x), but the plain
   // forward 4096 x 5120 1.21x (160 x 4 against 256 x 3), so the plain forward keeps powers of two.
   int fwd_exact = 2;

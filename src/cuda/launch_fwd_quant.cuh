@@ -79,8 +79,9 @@ void launch_fwd_quant_mode(const FwdParams& p, const LaunchConfig& cfg, cudaStre
       const bool exact = kExactWidth && cfg.exact && cfg.quant_weight_first == 1;
       if constexpr (kExactWidth) {
         if (exact) {
-          kernel = small ? rms_norm_fwd_quant_registers<XT, WT, MODE, VEC, IMAX_SMALL, kSmallFirst, true>
-                         : rms_norm_fwd_quant_registers<XT, WT, MODE, VEC, IMAX, kNarrowWeight, true>;
+          kernel =
+              small ? rms_norm_fwd_quant_registers<XT, WT, MODE, VEC, IMAX_SMALL, kSmallFirst, true>
+                    : rms_norm_fwd_quant_registers<XT, WT, MODE, VEC, IMAX, kNarrowWeight, true>;
         }
       }
       if constexpr (MODE == NK_QUANT_TOKEN && kFoldFits) {

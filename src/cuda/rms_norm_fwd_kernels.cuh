@@ -103,7 +103,7 @@ __device__ __forceinline__ void scale_in_place(const FwdParams& p, int64_t col, 
 // Threads of rows past the end stay (valid false): they still join the shuffles and barriers.
 //
 // EXACT: the launcher guarantees that every row is valid and that every item below `items` is
-// a whole vector inside the chunk (exact_chunks in launch_config.h), so `active` is one
+// a whole vector inside the chunk (chunks_exact in launch_config.h), so `active` is one
 // uniform compare and `left` the constant VEC: the per-item 64-bit range checks and the
 // partial-vector branches of every load and store leave the SASS. These kernels issue
 // instructions at 80-88% of the SM's rate (ncu, sixth session), so those checks cost time.
@@ -281,7 +281,7 @@ __device__ __forceinline__ float sum_of_squares(const Lanes<XT, VEC> (&s)[IMAX])
 // sum of squares and the output. blockDim = (threads per row, rows per block); a cluster of
 // shape.cluster_size consecutive CTAs shares one row, each covering cols_per_cta columns.
 // Weight and bias go through the read-only path, which may run ahead of the residual_out
-// stores.
+// stores. EXACT: no per-item range checks (RowChunk), where the plan says so.
 template <typename XT, typename WT, typename YT, int VEC, int IMAX, bool EXACT = false>
 __global__ void __launch_bounds__(512) rms_norm_fwd_registers(FwdParams p) {
   __shared__ float scratch[kMaxWarps];

@@ -112,7 +112,8 @@ __device__ __forceinline__ float token_factor(const FwdParams& p, int64_t row, b
 // Bounded: 64 and 4 bytes of spills.
 // Not TOKEN (see above), nor narrower vectors (the bound raised their counts, 40 -> 62 for
 // TOKEN at 4-byte vectors: ptxas fills what it is allowed). 0 blocks per SM = no .minnctapersm
-// (an explicit 1 also moved ptxas's counts).
+// (an explicit 1 also moved ptxas's counts). EXACT: no per-item range checks (RowChunk), where
+// the plan says so; also in rms_norm_fwd_quant_token_folded.
 template <typename XT, typename WT, int MODE, int VEC, int IMAX, bool WEIGHT_FIRST = true,
           bool EXACT = false>
 __global__ void __launch_bounds__(

@@ -3,7 +3,7 @@
 # `normkit check`, `normkit bench`, the Python tests and benchmarks; logs (as logs.tar.gz) and
 # the JSON results go to $OUT (or ./device-out).
 # Usage: bench/device.sh [steps...]   steps: build test check bench quant install python compare
-# train dtypes huge columns ncu_quant quant_bench exact sanitize profile
+# train dtypes huge columns ncu_quant quant_bench exact items sanitize profile
 # (default: build test check bench)
 # BUILD=dir names the build tree (default build-device). (A tree built on the CPU machine cannot
 # travel instead: its binaries are over 64 MiB each.) `install` links that tree's libnormkit.a.
@@ -48,7 +48,8 @@ for step in "${steps[@]}"; do
   case $step in
     build)
       run configure cmake -S . -B "$BUILD" -G Ninja -DNK_CUDA_ARCHITECTURES=90 -DCMAKE_BUILD_TYPE=Release &&
-      run build cmake --build "$BUILD" -j16 ;;
+      run build cmake --build "$BUILD" -j16
+      cp "$BUILD/.ninja_log" "$LOGS/ninja_log.txt" 2>/dev/null ;;  # compile time per file
     test) run ctest ctest --test-dir "$BUILD" --output-on-failure -j4 ;;
     check) run check "$BUILD/tools/normkit" check ;;
     bench) run bench "$BUILD/tools/normkit" bench --explain --json "$OUT/bench.json" ;;
@@ -132,6 +133,14 @@ for step in "${steps[@]}"; do
             --metrics gpu__time_duration.sum,smsp__inst_executed.sum,launch__registers_per_thread,sm__warps_active.avg.pct_of_peak_sustained_active \
             "$BUILD/tools/normkit" bench --reps 2 --fwd-only --shapes 8192x8192 $args
         done
+      done ;;
+    items)  # vectors per thread of the forward registers plans (NK_TUNE_FWD_ITEMS), plain and
+      # per-tensor, the sweep
+      for v in 4 2 1; do
+        run "bench_items_$v" env NK_TUNE_FWD_ITEMS=$v "$BUILD/tools/normkit" bench --fwd-only \
+          --explain --json "$LOGS/bench_items_$v.json"
+        run "bench_items_tensor_$v" env NK_TUNE_FWD_ITEMS=$v "$BUILD/tools/normkit" bench \
+          --quant tensor --fwd-only --explain --json "$LOGS/bench_items_tensor_$v.json"
       done ;;
     sanitize)
       run sanitize compute-sanitizer --tool memcheck --error-exitcode 1 \

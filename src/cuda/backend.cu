@@ -169,8 +169,10 @@ void rms_norm_bwd(const nk_rms_norm_bwd_args& a, void* stream) {
   const LaunchConfig cfg = plan_bwd_for(a, kernel_facts(current_device_facts()));
   const auto s = static_cast<cudaStream_t>(stream);
   try {
-    dispatch_dtype(a.x_dtype, "rms_norm_bwd x",
-                   [&](auto x) { launch_bwd_for_x<decltype(x)>(a, cfg, s); });
+    dispatch_dtype(a.x_dtype, "rms_norm_bwd x", [&](auto x) {
+      dispatch_dtype(a.weight_dtype, "rms_norm_bwd weight",
+                     [&](auto w) { launch_bwd_for<decltype(x), decltype(w)>(a, cfg, s); });
+    });
   } catch (const Error& e) {
     throw Error(e.status(), std::string(e.what()) + "; " +
                                 shape_context("rms_norm_bwd", a.rows, a.hidden, a.x_dtype,

@@ -1,4 +1,4 @@
-// Backward launcher template, included by the per-x-dtype translation units.
+// Backward launcher template, included by the generated per-(x, weight) translation units.
 #pragma once
 
 #include "cuda/launch_common.cuh"
@@ -118,14 +118,10 @@ void launch_bwd(const nk_rms_norm_bwd_args& a, const LaunchConfig& planned, cuda
          a.hidden);
 }
 
-template <typename XT>
-void launch_bwd_for_x(const nk_rms_norm_bwd_args& a, const LaunchConfig& cfg,
-                      cudaStream_t stream) {
-  dispatch_dtype(a.weight_dtype, "rms_norm_bwd weight", [&](auto w) {
-    dispatch_dtype(a.dy_dtype, "rms_norm_bwd dy", [&](auto dy) {
-      launch_bwd<XT, decltype(w), decltype(dy)>(a, cfg, stream);
-    });
-  });
+template <typename XT, typename WT>
+void launch_bwd_for(const nk_rms_norm_bwd_args& a, const LaunchConfig& cfg, cudaStream_t stream) {
+  dispatch_dtype(a.dy_dtype, "rms_norm_bwd dy",
+                 [&](auto dy) { launch_bwd<XT, WT, decltype(dy)>(a, cfg, stream); });
 }
 
 }  // namespace normkit::cuda

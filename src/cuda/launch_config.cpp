@@ -16,10 +16,12 @@ int next_pow2(int64_t v) {
   return p;
 }
 
-// Threads per row for `nvec` vectors: enough that each thread holds about 4 vectors (several
-// 16-byte loads in flight per thread), a power of two so sub-warp shuffles line up.
-int threads_for(int64_t nvec, int max_threads) {
-  return static_cast<int>(std::min<int64_t>(next_pow2(ceil_div(nvec, 4)), max_threads));
+// Threads per row for `nvec` vectors: enough that each thread holds about `items_target`
+// vectors (4: several 16-byte loads in flight per thread), a power of two so sub-warp shuffles
+// line up.
+int threads_for(int64_t nvec, int max_threads, int items_target = 4) {
+  return static_cast<int>(
+      std::min<int64_t>(next_pow2(ceil_div(nvec, items_target)), max_threads));
 }
 
 // The quantized forward's CTA shape with facts.fwd_exact >= 2: where `threads` (a power of two) x
@@ -42,8 +44,8 @@ void exact_shape(LaunchConfig& c, int64_t nvec_cta, int64_t multiple, const Kern
 }
 
 // Fills the in-CTA shape for a CTA that covers `nvec_cta` vectors of one row.
-void shape_cta(LaunchConfig& c, int64_t nvec_cta, int max_threads) {
-  c.threads_per_row = threads_for(nvec_cta, max_threads);
+void shape_cta(LaunchConfig& c, int64_t nvec_cta, int max_threads, int items_target = 4) {
+  c.threads_per_row = threads_for(nvec_cta, max_threads, items_target);
   c.items = static_cast<int>(ceil_div(nvec_cta, c.threads_per_row));
 }
 
@@ -100,7 +102,7 @@ LaunchConfig plan(int64_t rows, int64_t hidden, int vec, const KernelFacts& f, i
   c.plan = cluster > 1 ? RowPlan::kCluster : RowPlan::kRegisters;
   const int64_t nvec_cta = ceil_div(nvec, cluster);
   c.cols_per_cta = nvec_cta * vec;
-  shape_cta(c, nvec_cta, max_threads);
+  shape_cta(c, nvec_cta, max_threads, persistent ? 4 : f.fwd_items_target);
   c.rows_per_block = cluster > 1 ? 1 : rows_per_block_for(c.threads_per_row, rows, f.sm_count);
   const int64_t row_groups = ceil_div(rows, c.rows_per_block);
   if (persistent) {
@@ -306,7 +308,8 @@ LaunchConfig plan_fwd_quant(int64_t rows, int64_t hidden, int vec, int block,
   // nvec_cta within the register capacity (512 * items_max), itself a multiple of block_vecs.
   const int64_t nvec_cta = ceil_div(ceil_div(nvec, c.cluster_size), block_vecs) * block_vecs;
   c.cols_per_cta = nvec_cta * vec;
-  c.threads_per_row = std::max<int>(threads_for(nvec_cta, kFwdMaxThreadsPerRow),
+  c.threads_per_row = std::max<int>(threads_for(nvec_cta, kFwdMaxThreadsPerRow,
+                                                facts.fwd_items_target),
                                     static_cast<int>(block_vecs));
   c.items = static_cast<int>(ceil_div(nvec_cta, c.threads_per_row));
   exact_shape(c, nvec_cta, block_vecs, facts);

@@ -95,6 +95,11 @@ struct KernelFacts {
   // 7168 tensor 0.98x, token 0.95x, block 0.90x (4096 x 5120 block 0.81x), but the plain
   // forward 4096 x 5120 1.21x (160 x 4 against 256 x 3), so the plain forward keeps powers of two.
   int fwd_exact = 2;
+  // Forward registers plans (plain and quantized): the vectors per thread that the thread
+  // count aims for (NK_TUNE_FWD_ITEMS, 1-4). Not yet measured against 4: torch.compile's
+  // forward is 3-7% faster at 4096 x 4096, 8192 x 2048 and 4096 x 12288 (15:38 compare run),
+  // where these plans hold 4 vectors per thread (fewer, longer threads).
+  int fwd_items_target = 4;
 };
 
 struct LaunchConfig {

@@ -1,5 +1,5 @@
-// Launcher template of the forward with a quantized output, included by the per-x-dtype
-// translation units rms_norm_fwd_quant_<dtype>.cu.
+// Launcher template of the forward with a quantized output, included by the generated
+// per-(x, weight) translation units (src/CMakeLists.txt).
 #pragma once
 
 #include "cuda/launch_fwd.cuh"
@@ -98,23 +98,20 @@ void launch_fwd_quant_mode(const FwdParams& p, const LaunchConfig& cfg, cudaStre
   });
 }
 
-template <typename XT>
-void launch_fwd_quant_for_x(const nk_rms_norm_fwd_args& a, const LaunchConfig& cfg,
-                            cudaStream_t stream) {
+template <typename XT, typename WT>
+void launch_fwd_quant_for(const nk_rms_norm_fwd_args& a, const LaunchConfig& cfg,
+                          cudaStream_t stream) {
   FwdParams p = fwd_params(a, cfg);
   p.quant = quant_params(a);
-  dispatch_dtype(a.weight_dtype, "rms_norm_fwd weight", [&](auto w) {
-    using WT = decltype(w);
-    switch (a.quant) {
-      case NK_QUANT_TENSOR: return launch_fwd_quant_mode<XT, WT, NK_QUANT_TENSOR>(p, cfg, stream);
-      case NK_QUANT_TOKEN: return launch_fwd_quant_mode<XT, WT, NK_QUANT_TOKEN>(p, cfg, stream);
-      case NK_QUANT_BLOCK: return launch_fwd_quant_mode<XT, WT, NK_QUANT_BLOCK>(p, cfg, stream);
-      case NK_QUANT_MXFP8: return launch_fwd_quant_mode<XT, WT, NK_QUANT_MXFP8>(p, cfg, stream);
-      default:
-        throw Error(NK_ERROR_INTERNAL, "quantized forward: unhandled mode " +
-                                           std::to_string(static_cast<int>(a.quant)));
-    }
-  });
+  switch (a.quant) {
+    case NK_QUANT_TENSOR: return launch_fwd_quant_mode<XT, WT, NK_QUANT_TENSOR>(p, cfg, stream);
+    case NK_QUANT_TOKEN: return launch_fwd_quant_mode<XT, WT, NK_QUANT_TOKEN>(p, cfg, stream);
+    case NK_QUANT_BLOCK: return launch_fwd_quant_mode<XT, WT, NK_QUANT_BLOCK>(p, cfg, stream);
+    case NK_QUANT_MXFP8: return launch_fwd_quant_mode<XT, WT, NK_QUANT_MXFP8>(p, cfg, stream);
+    default:
+      throw Error(NK_ERROR_INTERNAL, "quantized forward: unhandled mode " +
+                                         std::to_string(static_cast<int>(a.quant)));
+  }
 }
 
 }  // namespace normkit::cuda

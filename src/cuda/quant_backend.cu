@@ -33,8 +33,11 @@ LaunchConfig quant_config(const nk_rms_norm_fwd_args& a) {
 
 void launch_quant(const nk_rms_norm_fwd_args& a, cudaStream_t stream) {
   const LaunchConfig cfg = quant_config(a);
-  dispatch_dtype(a.x_dtype, "rms_norm_fwd x",
-                 [&](auto x) { launch_fwd_quant_for_x<decltype(x)>(a, cfg, stream); });
+  dispatch_dtype(a.x_dtype, "rms_norm_fwd x", [&](auto x) {
+    dispatch_dtype(a.weight_dtype, "rms_norm_fwd weight", [&](auto w) {
+      launch_fwd_quant_for<decltype(x), decltype(w)>(a, cfg, stream);
+    });
+  });
 }
 
 void launch_transpose(const nk_rms_norm_fwd_args& a, cudaStream_t stream) {

@@ -59,6 +59,7 @@ inline const KernelFacts& tuned_defaults() {
     k.quant_weight_first =
         tuning_knob("NK_TUNE_QUANT_WEIGHT_FIRST", k.quant_weight_first, 0, 2);
     k.fwd_exact = tuning_knob("NK_TUNE_FWD_EXACT", k.fwd_exact, 0, 2);
+    k.fwd_items_target = tuning_knob("NK_TUNE_FWD_ITEMS", k.fwd_items_target, 1, 4);
     return k;
   }();
   return tuned;

@@ -123,6 +123,33 @@ TEST(LaunchConfig, CoversEveryShapeWithSmallerClusterCtas) {
   }
 }
 
+TEST(LaunchConfig, CoversEveryShapeAtFewerVectorsPerThread) {
+  // NK_TUNE_FWD_ITEMS: more threads per row, as many vectors in all.
+  for (int items_target : {1, 2}) {
+    KernelFacts f;
+    f.fwd_items_target = items_target;
+    for (int64_t rows : {1, 29, 4096}) {
+      for (int64_t hidden : {29, 1024, 4096, 7168, 12288, 17389, 65536}) {
+        for (int vec : {1, 8}) {
+          SCOPED_TRACE(testing::Message() << rows << "x" << hidden << " vec " << vec
+                                          << " items " << items_target);
+          const LaunchConfig c = normkit::cuda::plan_fwd(rows, hidden, vec, f);
+          expect_covers(c, rows, hidden, normkit::cuda::fwd_items_max(vec), false, f);
+          for (int block : {0, 128}) {
+            if (block > 0 && hidden % block != 0) continue;
+            expect_covers(normkit::cuda::plan_fwd_quant(rows, hidden, vec, block, f), rows,
+                          hidden, normkit::cuda::fwd_items_max(vec), false, f);
+          }
+        }
+      }
+    }
+    // 4096 x 4096 at vec 8: 512 vectors, 256 threads x 2 (not 128 x 4).
+    const LaunchConfig c = normkit::cuda::plan_fwd(4096, 4096, 8, f);
+    EXPECT_EQ(c.threads_per_row, items_target == 2 ? 256 : 512);
+    EXPECT_TRUE(c.exact);
+  }
+}
+
 TEST(LaunchConfig, WorkspaceBoundsTheSlotsOfEveryVectorWidth) {
   KernelFacts f;
   for (int64_t rows : {1, 7, 300, 100000}) {

@@ -1,7 +1,0 @@
-// Backward instantiations for x of type float.
-#include "cuda/launch_bwd.cuh"
-
-namespace normkit::cuda {
-template void launch_bwd_for_x<float>(const nk_rms_norm_bwd_args&, const LaunchConfig&,
-                                   cudaStream_t);
-}  // namespace normkit::cuda

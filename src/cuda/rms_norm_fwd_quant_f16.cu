@@ -1,7 +1,0 @@
-// Quantized-output forward instantiations for x of type __half.
-#include "cuda/launch_fwd_quant.cuh"
-
-namespace normkit::cuda {
-template void launch_fwd_quant_for_x<__half>(const nk_rms_norm_fwd_args&, const LaunchConfig&,
-                                         cudaStream_t);
-}  // namespace normkit::cuda

@@ -12,7 +12,8 @@ OUT=${OUT:-$PWD/device-out}
 mkdir -p "$OUT"
 # The device tool returns at most 8 files: logs travel as one archive, results as JSON.
 LOGS=$(mktemp -d)
-trap 'tar czf "$OUT/logs.tar.gz" -C "$LOGS" .' EXIT
+# (with ninja's per-file compile times, also when `timeout` stops a build)
+trap 'cp "$BUILD/.ninja_log" "$LOGS/ninja_log.txt" 2>/dev/null; tar czf "$OUT/logs.tar.gz" -C "$LOGS" .' EXIT
 trap 'exit 143' TERM INT  # under `timeout`, still write the logs archive
 BUILD=${BUILD:-build-device}
 steps=("$@")
@@ -48,8 +49,7 @@ for step in "${steps[@]}"; do
   case $step in
     build)
       run configure cmake -S . -B "$BUILD" -G Ninja -DNK_CUDA_ARCHITECTURES=90 -DCMAKE_BUILD_TYPE=Release &&
-      run build cmake --build "$BUILD" -j16
-      cp "$BUILD/.ninja_log" "$LOGS/ninja_log.txt" 2>/dev/null ;;  # compile time per file
+      run build cmake --build "$BUILD" -j16 ;;
     test) run ctest ctest --test-dir "$BUILD" --output-on-failure -j4 ;;
     check) run check "$BUILD/tools/normkit" check ;;
     bench) run bench "$BUILD/tools/normkit" bench --explain --json "$OUT/bench.json" ;;

@@ -3,7 +3,7 @@
 # `normkit check`, `normkit bench`, the Python tests and benchmarks; logs (as logs.tar.gz) and
 # the JSON results go to $OUT (or ./device-out).
 # Usage: bench/device.sh [steps...]   steps: build test check bench quant install python compare
-# train dtypes huge columns ncu_quant quant_bench exact items sanitize profile
+# train dtypes huge columns ncu_quant quant_bench exact items fused sanitize profile
 # (default: build test check bench)
 # BUILD=dir names the build tree (default build-device). (A tree built on the CPU machine cannot
 # travel instead: its binaries are over 64 MiB each.) `install` links that tree's libnormkit.a.
@@ -141,6 +141,14 @@ for step in "${steps[@]}"; do
           --explain --json "$LOGS/bench_items_$v.json"
         run "bench_items_tensor_$v" env NK_TUNE_FWD_ITEMS=$v "$BUILD/tools/normkit" bench \
           --quant tensor --fwd-only --explain --json "$LOGS/bench_items_tensor_$v.json"
+      done ;;
+    fused)  # the per-tensor forward with y_t in one kernel: its tests, memcheck, A/B
+      run ctest_fused ctest --test-dir "$BUILD" --output-on-failure -R 'quant_fused_transpose|LaunchConfig'
+      run sanitize_fused env NK_TUNE_QUANT_FUSED_TRANSPOSE=1 compute-sanitizer --tool memcheck \
+        --error-exitcode 1 "$BUILD/tools/normkit" check --quick --quant --backend cuda
+      for v in 1 0; do
+        run "bench_fused_$v" env NK_TUNE_QUANT_FUSED_TRANSPOSE=$v "$BUILD/tools/normkit" bench \
+          --quant tensor --transposed --fwd-only --explain --json "$LOGS/bench_fused_$v.json"
       done ;;
     sanitize)
       run sanitize compute-sanitizer --tool memcheck --error-exitcode 1 \

@@ -156,11 +156,14 @@ class CudaRunner final : public BenchRunner {
       result.fwd.bytes = fwd_bytes(shape, config_);
       if (explain) {
         result.fwd.explain = explain_or_error([&] {
+          if (config_.quant != NK_QUANT_NONE && config_.transposed) {
+            return normkit::cuda::explain_fwd_quant_transposed(shape.rows, shape.hidden,
+                                                               config_.dtype, config_.weight_dtype);
+          }
           if (config_.quant != NK_QUANT_NONE) {
             const int block = config_.quant == NK_QUANT_MXFP8 ? 32 : static_cast<int>(config_.quant_block);
             return normkit::cuda::explain_fwd_quant(shape.rows, shape.hidden, config_.dtype,
-                                                    config_.weight_dtype, block) +
-                   (config_.transposed ? "; then transpose_bytes 64x64 tiles" : "");
+                                                    config_.weight_dtype, block);
           }
           return normkit::cuda::explain_fwd(shape.rows, shape.hidden, config_.dtype,
                                             config_.weight_dtype, config_.dtype);

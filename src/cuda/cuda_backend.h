@@ -45,6 +45,8 @@ void rms_norm_bwd(const nk_rms_norm_bwd_args& args, void* stream);
 std::string explain_fwd(int64_t rows, int64_t hidden, nk_dtype x, nk_dtype w, nk_dtype y);
 // The same for the forward with a quantized y (block: elements per scale, 0 for none).
 std::string explain_fwd_quant(int64_t rows, int64_t hidden, nk_dtype x, nk_dtype w, int block);
+// The plan of the per-tensor forward with y_t (one kernel, or the forward then the transpose).
+std::string explain_fwd_quant_transposed(int64_t rows, int64_t hidden, nk_dtype x, nk_dtype w);
 // The backward's, for contiguous operands and dweight wanted (and dbias with `dbias`).
 std::string explain_bwd(int64_t rows, int64_t hidden, nk_dtype x, nk_dtype w, nk_dtype dy,
                         bool dbias = false);

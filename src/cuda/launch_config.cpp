@@ -205,6 +205,7 @@ std::string LaunchConfig::describe() const {
                   " cols/cta=" + std::to_string(cols_per_cta) + " grid=" + std::to_string(grid);
   if (realigned) s += " realigned";
   if (exact) s += " exact";
+  if (tile_rows) s += " tile_rows=" + std::to_string(tile_rows);
   if (quant_weight_first != 0) s += " weight-first=" + std::to_string(quant_weight_first);
   if (slots) s += " slots=" + std::to_string(slots);
   if (smem_bytes) s += " smem=" + std::to_string(smem_bytes);
@@ -317,6 +318,29 @@ LaunchConfig plan_fwd_quant(int64_t rows, int64_t hidden, int vec, int block,
       c.cluster_size > 1 ? 1 : rows_per_block_for(c.threads_per_row, rows, facts.sm_count);
   c.grid = ceil_div(rows, c.rows_per_block) * c.cluster_size;
   c.exact = facts.fwd_exact && chunks_exact(c, rows, hidden);
+  return c;
+}
+
+LaunchConfig plan_fwd_quant_transposed(int64_t rows, int64_t hidden, int vec, int x_bytes,
+                                       const KernelFacts& facts) {
+  LaunchConfig c;
+  c.grid = 0;
+  if (!facts.quant_fused_transpose || vec * x_bytes != 16 || hidden % vec != 0) return c;
+  const int64_t nvec = hidden / vec;
+  const int threads = threads_for(nvec, kFwdMaxThreadsPerRow, facts.fwd_items_target);
+  const int64_t items = ceil_div(nvec, threads);
+  if (items > kSmallItems) return c;
+  int tile = 32;
+  while (tile > 8 && tile * hidden > kTransposedTileBytes) tile /= 2;
+  if (tile * hidden > kTransposedTileBytes) return c;
+  c.plan = RowPlan::kRegisters;
+  c.vec = vec;
+  c.threads_per_row = threads;
+  c.items = static_cast<int>(items);
+  c.cols_per_cta = hidden;
+  c.tile_rows = tile;
+  c.smem_bytes = tile * hidden;
+  c.grid = ceil_div(rows, tile);
   return c;
 }
 

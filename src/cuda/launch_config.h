@@ -100,6 +100,10 @@ struct KernelFacts {
   // forward is 3-7% faster at 4096 x 4096, 8192 x 2048 and 4096 x 12288 (15:38 compare run),
   // where these plans hold 4 vectors per thread (fewer, longer threads).
   int fwd_items_target = 4;
+  // The quantized forward with y_t in one kernel (rms_norm_fwd_quant_transposed) where it
+  // applies (plan_fwd_quant_transposed); 0: the forward, then transpose_bytes
+  // (NK_TUNE_QUANT_FUSED_TRANSPOSE). Off until measured on a GPU.
+  int quant_fused_transpose = 0;
 };
 
 struct LaunchConfig {
@@ -122,6 +126,8 @@ struct LaunchConfig {
   // `items` of every thread whole and inside the row (chunks_exact): the kernels then skip
   // their per-item range checks (RowChunk's EXACT).
   bool exact = false;
+  // plan_fwd_quant_transposed: rows per CTA tile (8, 16 or 32), else 0.
+  int tile_rows = 0;
 
   std::string describe() const;
 };
@@ -188,6 +194,16 @@ bool chunks_exact(const LaunchConfig& c, int64_t rows, int64_t hidden);
 // element (rms_norm_fwd_quant_blocks_unaligned).
 LaunchConfig plan_fwd_quant(int64_t rows, int64_t hidden, int vec, int block,
                             const KernelFacts& facts);
+
+// The per-tensor quantized forward with y_t in one kernel (rms_norm_fwd_quant_transposed):
+// one CTA per tile of tile_rows rows (32, 16 or 8: the most whose codes fit
+// kTransposedTileBytes of shared memory, two CTAs per SM), the whole row in the CTA at up to
+// kSmallItems vectors per thread. grid 0 where it does not apply: facts.quant_fused_transpose
+// off, vectors of x other than 16 bytes (vec x x_bytes), hidden not a multiple of vec, rows too
+// long. The launcher also needs y_t aligned for the tile's runs.
+constexpr int64_t kTransposedTileBytes = 112 * 1024;
+LaunchConfig plan_fwd_quant_transposed(int64_t rows, int64_t hidden, int vec, int x_bytes,
+                                       const KernelFacts& facts);
 
 // The backward of few rows in one kernel (rms_norm_bwd_columns): one cluster of up to
 // max(max_cluster, max_cluster_pipelined) CTAs of kColumnsThreads threads, CTA r owning columns

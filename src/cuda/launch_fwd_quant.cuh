@@ -4,6 +4,7 @@
 
 #include "cuda/launch_fwd.cuh"
 #include "cuda/rms_norm_fwd_quant_kernels.cuh"
+#include "cuda/rms_norm_fwd_quant_transposed.cuh"
 
 namespace normkit::cuda {
 
@@ -112,6 +113,25 @@ void launch_fwd_quant_for(const nk_rms_norm_fwd_args& a, const LaunchConfig& cfg
       throw Error(NK_ERROR_INTERNAL, "quantized forward: unhandled mode " +
                                          std::to_string(static_cast<int>(a.quant)));
   }
+}
+
+template <typename XT, typename WT>
+void launch_fwd_quant_transposed_for(const nk_rms_norm_fwd_args& a, const LaunchConfig& cfg,
+                                     cudaStream_t stream) {
+  constexpr int VEC = static_cast<int>(16 / sizeof(XT));
+  if (cfg.vec != VEC || cfg.items > kSmallItems || a.quant != NK_QUANT_TENSOR) {
+    throw Error(NK_ERROR_INTERNAL, "rms_norm_fwd quantized + transposed: unexpected plan " +
+                                       cfg.describe());
+  }
+  FwdParams p = fwd_params(a, cfg);
+  p.quant = quant_params(a);
+  p.quant.y_t = static_cast<uint8_t*>(a.y_t);
+  p.quant.y_t_stride = a.y_t_row_stride;
+  auto kernel = cfg.tile_rows == 32   ? rms_norm_fwd_quant_transposed<XT, WT, VEC, kSmallItems, 32>
+                : cfg.tile_rows == 16 ? rms_norm_fwd_quant_transposed<XT, WT, VEC, kSmallItems, 16>
+                                      : rms_norm_fwd_quant_transposed<XT, WT, VEC, kSmallItems, 8>;
+  launch(kernel, cfg.grid, dim3(cfg.threads_per_row), {}, stream,
+         "rms_norm_fwd quantized + transposed", static_cast<size_t>(cfg.smem_bytes), p);
 }
 
 }  // namespace normkit::cuda

@@ -22,6 +22,12 @@ template <typename XT, typename WT>
 void launch_fwd_quant_for(const nk_rms_norm_fwd_args& args, const LaunchConfig& cfg,
                           cudaStream_t stream);
 
+// The per-tensor quantized forward with y_t in one kernel, for a plan of
+// plan_fwd_quant_transposed (16-byte vectors of x).
+template <typename XT, typename WT>
+void launch_fwd_quant_transposed_for(const nk_rms_norm_fwd_args& args, const LaunchConfig& cfg,
+                                     cudaStream_t stream);
+
 // Elements per scale of the block modes, else 0 (validation resolved the C API's 0 already).
 inline int64_t quant_block_size(const nk_rms_norm_fwd_args& a) {
   return a.quant == NK_QUANT_BLOCK || a.quant == NK_QUANT_MXFP8 ? a.quant_block : 0;

@@ -37,13 +37,14 @@ __device__ __forceinline__ void quantize_words(const float* v, float factor, uns
   }
 }
 
-// Quantizes VEC values, each multiplied by `factor` first, and stores min(VEC, n) codes at p
-// (one word store, cached in L2 only, when the whole vector is in range). The format is tested
-// once per vector, not per pair (per pair, the SASS spent 2 branches on it per 2 values).
+// VEC values, each multiplied by `factor` first, as codes of the runtime format in words
+// (zeroed here). The format is tested once per vector, not per pair (per pair, the SASS spent 2
+// branches on it per 2 values).
 template <int VEC>
-__device__ __forceinline__ void store_quantized(uint8_t* p, int64_t n, const float* v,
-                                                float factor, QuantFormat fmt) {
-  unsigned word[(VEC + 3) / 4] = {};
+__device__ __forceinline__ void quantize_to_words(const float* v, float factor, QuantFormat fmt,
+                                                  unsigned (&word)[(VEC + 3) / 4]) {
+#pragma unroll
+  for (int j = 0; j < (VEC + 3) / 4; ++j) word[j] = 0;
   if (fmt == QuantFormat::kE4M3) {
     quantize_words<QuantFormat::kE4M3, VEC>(v, factor, word);
   } else if (fmt == QuantFormat::kE5M2) {
@@ -51,6 +52,15 @@ __device__ __forceinline__ void store_quantized(uint8_t* p, int64_t n, const flo
   } else {
     quantize_words<QuantFormat::kInt8, VEC>(v, factor, word);
   }
+}
+
+// Quantizes VEC values, each multiplied by `factor` first, and stores min(VEC, n) codes at p
+// (one word store, cached in L2 only, when the whole vector is in range).
+template <int VEC>
+__device__ __forceinline__ void store_quantized(uint8_t* p, int64_t n, const float* v,
+                                                float factor, QuantFormat fmt) {
+  unsigned word[(VEC + 3) / 4];
+  quantize_to_words<VEC>(v, factor, fmt, word);
   if (n >= VEC) {
     if constexpr (VEC == 8) {
       __stcg(reinterpret_cast<uint2*>(p), make_uint2(word[0], word[1]));

@@ -1,5 +1,7 @@
 // CUDA entry point of the forward with a quantized output: vector width, configuration, the
 // amax reset, and the transpose into y_t.
+#include <algorithm>
+#include <cstdint>
 #include <string>
 
 #include "cuda/cuda_backend.h"
@@ -40,6 +42,20 @@ void launch_quant(const nk_rms_norm_fwd_args& a, cudaStream_t stream) {
   });
 }
 
+// The one-kernel plan for y_t where it applies (plan_fwd_quant_transposed) and y_t allows its
+// runs: rows of y_t at multiples of min(tile_rows, 16) bytes; else grid 0.
+LaunchConfig fused_transposed_config(const nk_rms_norm_fwd_args& a) {
+  LaunchConfig c = plan_fwd_quant_transposed(a.rows, a.hidden, quant_vector_width(a),
+                                             static_cast<int>(nk_dtype_size(a.x_dtype)),
+                                             kernel_facts(current_device_facts()));
+  if (c.grid == 0) return c;
+  const int64_t run_align = std::min(c.tile_rows, 16);
+  if (reinterpret_cast<uintptr_t>(a.y_t) % run_align != 0 || a.y_t_row_stride % run_align != 0) {
+    c.grid = 0;
+  }
+  return c;
+}
+
 void launch_transpose(const nk_rms_norm_fwd_args& a, cudaStream_t stream) {
   TransposeParams t;
   t.src = static_cast<const uint8_t*>(a.y);
@@ -68,13 +84,34 @@ std::string explain_fwd_quant(int64_t rows, int64_t hidden, nk_dtype x, nk_dtype
       .describe();
 }
 
+std::string explain_fwd_quant_transposed(int64_t rows, int64_t hidden, nk_dtype x, nk_dtype w) {
+  const int natural = static_cast<int>(16 / nk_dtype_size(x));
+  const LaunchConfig fused = plan_fwd_quant_transposed(
+      rows, hidden, hidden % natural == 0 ? natural : 1, static_cast<int>(nk_dtype_size(x)),
+      kernel_facts(current_device_facts()));
+  if (fused.grid > 0) return fused.describe() + " (y and y_t in one kernel)";
+  return explain_fwd_quant(rows, hidden, x, w, 0) + "; then transpose_bytes 64x64 tiles";
+}
+
 void rms_norm_fwd_quant(const nk_rms_norm_fwd_args& a, void* stream) {
   const auto s = static_cast<cudaStream_t>(stream);
   try {
     if (a.amax) check_cuda(cudaMemsetAsync(a.amax, 0, sizeof(float), s), "cudaMemsetAsync(amax)");
+    // y_t comes only with NK_QUANT_TENSOR (validated).
+    if (a.y_t) {
+      const LaunchConfig fused = fused_transposed_config(a);
+      if (fused.grid > 0) {
+        dispatch_dtype(a.x_dtype, "rms_norm_fwd x", [&](auto x) {
+          dispatch_dtype(a.weight_dtype, "rms_norm_fwd weight", [&](auto w) {
+            launch_fwd_quant_transposed_for<decltype(x), decltype(w)>(a, fused, s);
+          });
+        });
+        return;
+      }
+    }
     launch_quant(a, s);
-    // y_t comes only with NK_QUANT_TENSOR (validated): the transpose reads y back. Chunks of
-    // rows small enough for y to stay in L2 were slower (launch gaps; docs/notes.md, q2).
+    // The transpose reads y back. Chunks of rows small enough for y to stay in L2 were slower
+    // (launch gaps; docs/notes.md, q2).
     if (a.y_t) launch_transpose(a, s);
   } catch (const Error& e) {
     throw Error(e.status(), std::string(e.what()) + "; rms_norm_fwd quantized (" +

@@ -126,6 +126,14 @@ struct RowChunk {
         col_begin(rank * shape.cols_per_cta),
         col_end(min(shape.hidden, col_begin + shape.cols_per_cta)),
         items(shape.items) {}
+  // Row `row_index` whole, for kernels whose CTA walks rows (no clusters, blockDim.y 1).
+  __device__ __forceinline__ RowChunk(const RowShape& shape, int64_t row_index)
+      : rank(0),
+        row(row_index),
+        valid(EXACT || row_index < shape.rows),
+        col_begin(0),
+        col_end(shape.hidden),
+        items(shape.items) {}
   __device__ __forceinline__ int64_t column(int i) const {
     return col_begin + (static_cast<int64_t>(i) * blockDim.x + threadIdx.x) * VEC;
   }

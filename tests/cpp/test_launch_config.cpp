@@ -426,6 +426,36 @@ TEST(LaunchConfig, ExactForwardAtTheSweepsShapesAsPlanned) {
   EXPECT_FALSE(normkit::cuda::plan_fwd_quant(8192, 8192, 8, 128, f).exact);
 }
 
+TEST(LaunchConfig, FusedTransposeTilesAsManyRowsAsSharedMemoryHolds) {
+  KernelFacts f;
+  EXPECT_EQ(f.quant_fused_transpose, 0);  // off until measured
+  EXPECT_EQ(normkit::cuda::plan_fwd_quant_transposed(64, 1024, 8, 2, f).grid, 0);
+  f.quant_fused_transpose = 1;
+  struct Expect {
+    int64_t rows, hidden;
+    int vec, x_bytes, tile;
+  };
+  // As test_quant_fwd.cpp's TransposedOutputOfWholeTiles has them, and the sweep's shapes.
+  for (const Expect& e : {Expect{64, 1024, 8, 2, 32}, Expect{80, 2048, 8, 2, 32},
+                          Expect{48, 8192, 8, 2, 8}, Expect{32, 4096, 8, 2, 16},
+                          Expect{64, 1000, 4, 4, 32}, Expect{8192, 8192, 8, 2, 8},
+                          Expect{4096, 12288, 8, 2, 8}, Expect{16384, 7168, 8, 2, 16}}) {
+    const LaunchConfig c =
+        normkit::cuda::plan_fwd_quant_transposed(e.rows, e.hidden, e.vec, e.x_bytes, f);
+    SCOPED_TRACE(c.describe());
+    EXPECT_EQ(c.tile_rows, e.tile);
+    EXPECT_EQ(c.grid, (e.rows + e.tile - 1) / e.tile);
+    EXPECT_LE(c.smem_bytes, normkit::cuda::kTransposedTileBytes);
+    EXPECT_LE(c.items, normkit::cuda::kSmallItems);
+    EXPECT_GE(int64_t(c.threads_per_row) * c.items * c.vec, e.hidden);
+    EXPECT_NE(c.describe().find("tile_rows="), std::string::npos);
+  }
+  // Not: narrower vectors, hidden not a multiple of the vector, rows over 8 x 14336 bytes.
+  EXPECT_EQ(normkit::cuda::plan_fwd_quant_transposed(64, 1024, 4, 2, f).grid, 0);
+  EXPECT_EQ(normkit::cuda::plan_fwd_quant_transposed(64, 1001, 8, 2, f).grid, 0);
+  EXPECT_EQ(normkit::cuda::plan_fwd_quant_transposed(64, 16384, 8, 2, f).grid, 0);
+}
+
 TEST(LaunchConfig, SplitsFewLongRowsOverClusters) {
   KernelFacts f;
   const LaunchConfig c = normkit::cuda::plan_fwd(29, 65536, 8, f);

@@ -224,6 +224,34 @@ TEST_P(QuantRules, TransposedOutputWithPaddedStrides) {
   }
 }
 
+TEST_P(QuantRules, TransposedOutputOfWholeTiles) {
+  // Shapes whose y_t rows allow the one-kernel plan's runs (NK_TUNE_QUANT_FUSED_TRANSPOSE=1 on
+  // a GPU; launch_config's tests check which tile each takes): tiles of 32, 16 and 8 rows, a
+  // last tile short, float32 x (4-element vectors), every option of the forward.
+  Rng rng;
+  struct Shape {
+    int64_t rows, hidden, y_t_pad;
+    nk_dtype x, w;
+  };
+  for (const Shape& s : {Shape{64, 1024, 0, NK_BFLOAT16, NK_BFLOAT16},
+                         Shape{80, 2048, 16, NK_BFLOAT16, NK_FLOAT32},
+                         Shape{48, 8192, 0, NK_FLOAT16, NK_FLOAT16},
+                         Shape{32, 4096, 32, NK_BFLOAT16, NK_BFLOAT16},
+                         Shape{64, 1000, 0, NK_FLOAT32, NK_FLOAT32}}) {
+    SCOPED_TRACE(testing::Message() << s.rows << "x" << s.hidden);
+    QuantCase c = base_case(NK_QUANT_TENSOR, NK_FLOAT8_E4M3, s.rows, s.hidden);
+    c.fwd.x = s.x;
+    c.fwd.w = s.w;
+    c.y_t = true;
+    c.y_t_pad = s.y_t_pad;
+    c.fwd.residual = c.fwd.bias = s.rows % 3 != 0;
+    c.fwd.zero_centered = s.hidden % 2048 == 0;
+    c.tensor_scale_factor = 0.25;
+    const QuantOutcome o = test_quant_case(backend(), c, rng);
+    EXPECT_EQ(o.comparison.transposed_checked, s.rows * s.hidden);
+  }
+}
+
 TEST_P(QuantRules, WideRowsInEveryMode) {
   // Rows that the CUDA planner gives the streaming kernel (262144 columns) and one CTA per
   // row at the large register budget (32768 columns with >= 4 x SMs rows).

@@ -281,17 +281,7 @@ LaunchConfig plan_fwd_quant(int64_t rows, int64_t hidden, int vec, int block,
                             const KernelFacts& facts) {
   LaunchConfig c = plan_fwd_registers(rows, hidden, vec, facts);
   c.quant_weight_first = facts.quant_weight_first;
-  if (block <= 0) {
-    if (c.plan == RowPlan::kRegisters || c.plan == RowPlan::kCluster) {
-      exact_shape(c, c.cols_per_cta / c.vec, 1, facts);
-      c.rows_per_block =
-          c.cluster_size > 1 ? 1 : rows_per_block_for(c.threads_per_row, rows, facts.sm_count);
-      c.grid = ceil_div(rows, c.rows_per_block) * c.cluster_size;
-    }
-    c.exact = facts.fwd_exact && chunks_exact(c, rows, hidden);
-    return c;
-  }
-  if (block / vec > 32) {  // one CTA of 256 threads per row, element by element
+  if (block > 0 && block / vec > 32) {  // one CTA of 256 threads per row, element by element
     c.vec = 0;
     c.plan = RowPlan::kStreaming;
     c.threads_per_row = 256;
@@ -303,16 +293,20 @@ LaunchConfig plan_fwd_quant(int64_t rows, int64_t hidden, int vec, int block,
     return c;
   }
   if (c.plan == RowPlan::kStreaming) return c;  // steps of 512 * vec columns: whole blocks
-  const int64_t block_vecs = block / vec;
-  const int64_t nvec = ceil_div(hidden, vec);
-  // Each cluster CTA covers whole blocks; trailing CTAs may cover nothing. The rounding keeps
-  // nvec_cta within the register capacity (512 * items_max), itself a multiple of block_vecs.
-  const int64_t nvec_cta = ceil_div(ceil_div(nvec, c.cluster_size), block_vecs) * block_vecs;
-  c.cols_per_cta = nvec_cta * vec;
-  c.threads_per_row = std::max<int>(threads_for(nvec_cta, kFwdMaxThreadsPerRow,
-                                                facts.fwd_items_target),
-                                    static_cast<int>(block_vecs));
-  c.items = static_cast<int>(ceil_div(nvec_cta, c.threads_per_row));
+  int64_t nvec_cta = c.cols_per_cta / vec;
+  int64_t block_vecs = 1;
+  if (block > 0) {
+    block_vecs = block / vec;
+    const int64_t nvec = ceil_div(hidden, vec);
+    // Each cluster CTA covers whole blocks; trailing CTAs may cover nothing. The rounding keeps
+    // nvec_cta within the register capacity (512 * items_max), itself a multiple of block_vecs.
+    nvec_cta = ceil_div(ceil_div(nvec, c.cluster_size), block_vecs) * block_vecs;
+    c.cols_per_cta = nvec_cta * vec;
+    c.threads_per_row = std::max<int>(threads_for(nvec_cta, kFwdMaxThreadsPerRow,
+                                                  facts.fwd_items_target),
+                                      static_cast<int>(block_vecs));
+    c.items = static_cast<int>(ceil_div(nvec_cta, c.threads_per_row));
+  }
   exact_shape(c, nvec_cta, block_vecs, facts);
   c.rows_per_block =
       c.cluster_size > 1 ? 1 : rows_per_block_for(c.threads_per_row, rows, facts.sm_count);

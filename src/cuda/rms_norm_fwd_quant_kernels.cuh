@@ -74,6 +74,24 @@ __device__ __forceinline__ void quantize_vector(const FwdParams& p, int64_t row,
   }
 }
 
+// v = s * rstd * w_eff (+ b) of vector i of chunk c (at column col), in place (v holds s),
+// w_eff = w + w_add from weight lanes that hold ones without a weight (weight_add,
+// ones_lanes); the bias, if any, loaded here.
+template <typename WT, int VEC, bool EXACT>
+__device__ __forceinline__ void scale_with_weight_lanes(const FwdParams& p,
+                                                        const RowChunk<VEC, EXACT>& c, int i,
+                                                        int64_t col, const Lanes<WT, VEC>& w,
+                                                        float w_add, float rstd, float* v) {
+#pragma unroll
+  for (int k = 0; k < VEC; ++k) v[k] = v[k] * rstd * (w.get_float(k) + w_add);
+  if (p.bias) {
+    float b[VEC];
+    load_readonly_upto<WT, VEC>(static_cast<const WT*>(p.bias) + col, c.left(i), b);
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) v[k] += b[k];
+  }
+}
+
 // The row's reciprocal scale for TOKEN (writing the scale), else 0. `row_amax` is the largest
 // |v| of the row; every thread calls this.
 template <int MODE>
@@ -178,15 +196,7 @@ __global__ void __launch_bounds__(
 #pragma unroll
       for (int k = 0; k < VEC; ++k) v[k] = v[k] * w_eff[k] * rstd;
     } else if constexpr (kPreloadWeight) {
-      // s * rstd * w_eff (+ b), as scale_with_weight
-#pragma unroll
-      for (int k = 0; k < VEC; ++k) v[k] = v[k] * rstd * (w[i].get_float(k) + w_add);
-      if (p.bias) {
-        float b[VEC];
-        load_readonly_upto<WT, VEC>(static_cast<const WT*>(p.bias) + col, c.left(i), b);
-#pragma unroll
-        for (int k = 0; k < VEC; ++k) v[k] += b[k];
-      }
+      scale_with_weight_lanes(p, c, i, col, w[i], w_add, rstd, v);
     } else {
       scale_in_place<WT, VEC>(p, col, c.left(i), v, rstd);
     }

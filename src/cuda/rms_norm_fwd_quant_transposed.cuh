@@ -10,8 +10,7 @@
 // CTA of the neighbouring rows the rest at about the same time).
 #pragma once
 
-#include "cuda/quant.cuh"
-#include "cuda/rms_norm_fwd_kernels.cuh"
+#include "cuda/rms_norm_fwd_quant_kernels.cuh"
 
 namespace normkit::cuda {
 
@@ -87,15 +86,9 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_quant_transposed(FwdParams p
       const int64_t col = c.column(i);
       float v[VEC];
 #pragma unroll
-      for (int k = 0; k < VEC; ++k) v[k] = s[i].get_float(k) * rstd * (w[i].get_float(k) + w_add);
-      if (p.bias) {  // as scale_in_place: s * rstd * w_eff + b
-        float b[VEC];
-        load_readonly_upto<WT, VEC>(static_cast<const WT*>(p.bias) + col, VEC, b);
-#pragma unroll
-        for (int k = 0; k < VEC; ++k) v[k] += b[k];
-      }
-#pragma unroll
-      for (int k = 0; k < VEC; ++k) amax = fmaxf(amax, fabsf(v[k]));
+      for (int k = 0; k < VEC; ++k) v[k] = s[i].get_float(k);
+      scale_with_weight_lanes(p, c, i, col, w[i], w_add, rstd, v);
+      amax = fmaxf(amax, max_abs<VEC>(v));
       unsigned word[(VEC + 3) / 4];
       quantize_to_words<VEC>(v, factor, q.format, word);
       // y and the tile: whole vectors (hidden % VEC == 0), word-aligned in both.

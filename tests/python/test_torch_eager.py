@@ -18,6 +18,7 @@ nt = pytest.importorskip("normkit.torch")
 
 from normkit import _C  # noqa: E402
 from normkit.torch import _eager, _ops  # noqa: E402
+from torch_modes import DispatchLog, FunctionLog  # noqa: E402
 
 
 @pytest.fixture
@@ -295,19 +296,8 @@ def test_compiled_autograd_after_eager_forward(monkeypatch, calls):
 
 
 def test_dispatch_mode_sees_the_op(calls):
-    from torch.utils._python_dispatch import TorchDispatchMode
-
-    class Log(TorchDispatchMode):
-        def __init__(self):
-            super().__init__()
-            self.ops = []
-
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            self.ops.append(str(func))
-            return func(*args, **(kwargs or {}))
-
     x = torch.randn(3, 8, requires_grad=True)
-    with Log() as log:
+    with DispatchLog() as log:
         y = nt.rms_norm(x, torch.ones(8), 1e-6)
         y.sum().backward()
     assert "normkit.rms_norm_fwd.default" in log.ops and "normkit.rms_norm_bwd.default" in log.ops
@@ -315,18 +305,7 @@ def test_dispatch_mode_sees_the_op(calls):
 
 
 def test_function_mode_sees_the_op(calls):
-    from torch.overrides import TorchFunctionMode
-
-    class Log(TorchFunctionMode):
-        def __init__(self):
-            super().__init__()
-            self.funcs = []
-
-        def __torch_function__(self, func, types, args=(), kwargs=None):
-            self.funcs.append(str(func))
-            return func(*args, **(kwargs or {}))
-
-    with Log() as log:
+    with FunctionLog() as log:
         nt.rms_norm(torch.randn(3, 8), torch.ones(8), 1e-6)
     assert any("normkit.rms_norm_fwd" in f for f in log.funcs)
     assert calls["fast_fwd"] == 0 and calls["op_fwd"] == 1

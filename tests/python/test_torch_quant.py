@@ -18,6 +18,7 @@ torch = pytest.importorskip("torch")
 nt = pytest.importorskip("normkit.torch")
 from normkit import NormkitError, _C  # noqa: E402
 from normkit.torch import _eager, _ops, _quant_ops  # noqa: E402
+from torch_modes import DispatchLog, FunctionLog  # noqa: E402
 
 CODE_DTYPES = {"float8_e4m3": torch.float8_e4m3fn, "float8_e5m2": torch.float8_e5m2, "int8": torch.int8}
 X_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
@@ -380,6 +381,12 @@ def _assert_same_quant_output(got, want, what):
         assert _same(a, b), f"{what}: {field} differs between the eager path and the op"
 
 
+def _layout_args(device, mode_name, layout):
+    """_raw_args of the layout tests: the zero-centered config with a residual, 12 rows."""
+    shape = (4, 3, 160 if "mxfp8" in mode_name else 192)
+    return _raw_args(device, mode_name, "gemma_residual_bf16", layout, shape)
+
+
 def _both_calls(monkeypatch, quant_calls, args):
     """The op with the raw-pointer call and with the DLPack call; checks which one ran."""
     results = {}
@@ -405,8 +412,7 @@ def test_op_raw_pointer_call_matches_dlpack(torch_device, monkeypatch, quant_cal
 @pytest.mark.parametrize("layout", list(RAW_LAYOUTS))
 @pytest.mark.parametrize("mode_name", list(RAW_MODES))
 def test_op_raw_pointer_call_layouts(torch_device, monkeypatch, quant_calls, mode_name, layout):
-    shape = (4, 3, 160 if "mxfp8" in mode_name else 192)
-    args = _raw_args(torch_device, mode_name, "gemma_residual_bf16", layout, shape)
+    args = _layout_args(torch_device, mode_name, layout)
     got, want = _both_calls(monkeypatch, quant_calls, args)
     _assert_same_outputs(got, want, f"{mode_name} {layout}")
 
@@ -423,8 +429,7 @@ def test_eager_path_matches_op(torch_device, monkeypatch, quant_calls, mode_name
 @pytest.mark.parametrize("layout", list(RAW_LAYOUTS))
 @pytest.mark.parametrize("mode_name", list(RAW_MODES))
 def test_eager_path_layouts(torch_device, monkeypatch, quant_calls, mode_name, layout):
-    shape = (4, 3, 160 if "mxfp8" in mode_name else 192)
-    args = _raw_args(torch_device, mode_name, "gemma_residual_bf16", layout, shape)
+    args = _layout_args(torch_device, mode_name, layout)
     got, want = _eager_and_op(monkeypatch, quant_calls, args)
     _assert_same_quant_output(got, want, f"{mode_name} {layout}")
 
@@ -560,19 +565,8 @@ def test_opcheck(torch_device, case):
 
 
 def test_dispatch_mode_sees_the_op(quant_calls):
-    from torch.utils._python_dispatch import TorchDispatchMode
-
-    class Log(TorchDispatchMode):
-        def __init__(self):
-            super().__init__()
-            self.ops = []
-
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            self.ops.append(str(func))
-            return func(*args, **(kwargs or {}))
-
     x = torch.randn(3, 64)
-    with Log() as log:
+    with DispatchLog() as log:
         got = nt.rms_norm_quant(x, torch.ones(64), 1e-6, mode="token")
     assert "normkit.rms_norm_fwd_quant.default" in log.ops
     assert quant_calls["op"] == 1 and quant_calls["fast"] == 0, dict(quant_calls)
@@ -581,18 +575,7 @@ def test_dispatch_mode_sees_the_op(quant_calls):
 
 
 def test_function_mode_sees_the_op(quant_calls):
-    from torch.overrides import TorchFunctionMode
-
-    class Log(TorchFunctionMode):
-        def __init__(self):
-            super().__init__()
-            self.funcs = []
-
-        def __torch_function__(self, func, types, args=(), kwargs=None):
-            self.funcs.append(str(func))
-            return func(*args, **(kwargs or {}))
-
-    with Log() as log:
+    with FunctionLog() as log:
         nt.rms_norm_quant(torch.randn(3, 64), None, 1e-6, mode="mxfp8")
     assert any("normkit.rms_norm_fwd_quant" in f for f in log.funcs)
     assert quant_calls["op"] == 1 and quant_calls["fast"] == 0, dict(quant_calls)

@@ -76,18 +76,27 @@ void launch_transpose(const nk_rms_norm_fwd_args& a, cudaStream_t stream) {
 
 }  // namespace
 
-std::string explain_fwd_quant(int64_t rows, int64_t hidden, nk_dtype x, nk_dtype w, int block) {
-  (void)w;  // the vector width follows x (quant_vector_width); w only adds alignment limits
+namespace {
+
+// The vector width the explain functions assume: 16 bytes of x where the rows allow it
+// (quant_vector_width; the weight only adds alignment limits).
+int explained_quant_vec(int64_t hidden, nk_dtype x) {
   const int natural = static_cast<int>(16 / nk_dtype_size(x));
-  return plan_fwd_quant(rows, hidden, hidden % natural == 0 ? natural : 1, block,
+  return hidden % natural == 0 ? natural : 1;
+}
+
+}  // namespace
+
+std::string explain_fwd_quant(int64_t rows, int64_t hidden, nk_dtype x, nk_dtype w, int block) {
+  (void)w;
+  return plan_fwd_quant(rows, hidden, explained_quant_vec(hidden, x), block,
                         kernel_facts(current_device_facts()))
       .describe();
 }
 
 std::string explain_fwd_quant_transposed(int64_t rows, int64_t hidden, nk_dtype x, nk_dtype w) {
-  const int natural = static_cast<int>(16 / nk_dtype_size(x));
   const LaunchConfig fused = plan_fwd_quant_transposed(
-      rows, hidden, hidden % natural == 0 ? natural : 1, static_cast<int>(nk_dtype_size(x)),
+      rows, hidden, explained_quant_vec(hidden, x), static_cast<int>(nk_dtype_size(x)),
       kernel_facts(current_device_facts()));
   if (fused.grid > 0) return fused.describe() + " (y and y_t in one kernel)";
   return explain_fwd_quant(rows, hidden, x, w, 0) + "; then transpose_bytes 64x64 tiles";

@@ -76,8 +76,11 @@ __device__ __forceinline__ void quantize_vector(const FwdParams& p, int64_t row,
 
 // v = s * rstd * w_eff (+ b) of vector i of chunk c (at column col), in place (v holds s),
 // w_eff = w + w_add from weight lanes that hold ones without a weight (weight_add,
-// ones_lanes); the bias, if any, loaded here.
-template <typename WT, int VEC, bool EXACT>
+// ones_lanes); the bias, if any, loaded here: through the read-only path, or by plain loads
+// (READONLY_BIAS false) in a loop over rows, where nvcc hoisted the row-invariant ld.global.nc
+// of the bias out of the loop and above its null test (memcheck: reads at null + col, eighth
+// session); plain loads are never speculated.
+template <typename WT, int VEC, bool EXACT, bool READONLY_BIAS = true>
 __device__ __forceinline__ void scale_with_weight_lanes(const FwdParams& p,
                                                         const RowChunk<VEC, EXACT>& c, int i,
                                                         int64_t col, const Lanes<WT, VEC>& w,
@@ -86,7 +89,11 @@ __device__ __forceinline__ void scale_with_weight_lanes(const FwdParams& p,
   for (int k = 0; k < VEC; ++k) v[k] = v[k] * rstd * (w.get_float(k) + w_add);
   if (p.bias) {
     float b[VEC];
-    load_readonly_upto<WT, VEC>(static_cast<const WT*>(p.bias) + col, c.left(i), b);
+    if constexpr (READONLY_BIAS) {
+      load_readonly_upto<WT, VEC>(static_cast<const WT*>(p.bias) + col, c.left(i), b);
+    } else {
+      load_upto<WT, VEC>(static_cast<const WT*>(p.bias) + col, c.left(i), b);
+    }
 #pragma unroll
     for (int k = 0; k < VEC; ++k) v[k] += b[k];
   }

@@ -87,7 +87,8 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_quant_transposed(FwdParams p
       float v[VEC];
 #pragma unroll
       for (int k = 0; k < VEC; ++k) v[k] = s[i].get_float(k);
-      scale_with_weight_lanes(p, c, i, col, w[i], w_add, rstd, v);
+      // (the bias by plain loads: see scale_with_weight_lanes)
+      scale_with_weight_lanes<WT, VEC, false, false>(p, c, i, col, w[i], w_add, rstd, v);
       amax = fmaxf(amax, max_abs<VEC>(v));
       unsigned word[(VEC + 3) / 4];
       quantize_to_words<VEC>(v, factor, q.format, word);

@@ -146,6 +146,9 @@ for step in "${steps[@]}"; do
       run ctest_fused ctest --test-dir "$BUILD" --output-on-failure -R 'quant_fused_transpose|LaunchConfig'
       run sanitize_fused env NK_TUNE_QUANT_FUSED_TRANSPOSE=1 compute-sanitizer --tool memcheck \
         --error-exitcode 1 "$BUILD/tools/normkit" check --quick --quant --backend cuda
+      # (the quick check's y_t strides are too narrow for the one-kernel plan: its own test)
+      run sanitize_fused_runs env NK_TUNE_QUANT_FUSED_TRANSPOSE=1 compute-sanitizer --tool memcheck \
+        --error-exitcode 1 "$BUILD/tests/normkit_tests" --gtest_filter='*TransposedOutputOfWholeRuns/Cuda'
       for v in 1 0; do
         run "bench_fused_$v" env NK_TUNE_QUANT_FUSED_TRANSPOSE=$v "$BUILD/tools/normkit" bench \
           --quant tensor --transposed --fwd-only --explain --json "$LOGS/bench_fused_$v.json"

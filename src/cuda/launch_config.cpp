@@ -319,22 +319,34 @@ LaunchConfig plan_fwd_quant_transposed(int64_t rows, int64_t hidden, int vec, in
                                        const KernelFacts& facts) {
   LaunchConfig c;
   c.grid = 0;
-  if (!facts.quant_fused_transpose || vec * x_bytes != 16 || hidden % vec != 0) return c;
+  if (!facts.quant_fused_transpose || vec * x_bytes != 16 || hidden % kTransposedRun != 0 ||
+      rows <= 0) {
+    return c;
+  }
   const int64_t nvec = hidden / vec;
-  const int threads = threads_for(nvec, kFwdMaxThreadsPerRow, facts.fwd_items_target);
+  // As many threads as vectors, up to 512: more warps to hide each row's load-reduce-store.
+  const int threads = threads_for(nvec, kFwdMaxThreadsPerRow, 1);
   const int64_t items = ceil_div(nvec, threads);
   if (items > kSmallItems) return c;
-  int tile = 32;
-  while (tile > 8 && tile * hidden > kTransposedTileBytes) tile /= 2;
-  if (tile * hidden > kTransposedTileBytes) return c;
+  // The fewest CTAs per 32-row run whose rows' codes fit the budget, then more (fewer rows
+  // each) while the runs alone leave SMs without a CTA.
+  const int64_t runs = ceil_div(rows, kTransposedRun);
+  const int max_cluster = facts.cluster_launch ? std::min(facts.max_cluster, 8) : 1;
+  int cluster = 1;
+  while (cluster < max_cluster && (kTransposedRun / cluster * hidden > kTransposedTileBytes ||
+                                   runs * cluster < facts.sm_count)) {
+    cluster *= 2;
+  }
+  if (kTransposedRun / cluster * hidden > kTransposedTileBytes) return c;
   c.plan = RowPlan::kRegisters;
   c.vec = vec;
   c.threads_per_row = threads;
   c.items = static_cast<int>(items);
+  c.cluster_size = cluster;
   c.cols_per_cta = hidden;
-  c.tile_rows = tile;
-  c.smem_bytes = tile * hidden;
-  c.grid = ceil_div(rows, tile);
+  c.tile_rows = kTransposedRun / cluster;
+  c.smem_bytes = c.tile_rows * hidden;
+  c.grid = runs * cluster;
   return c;
 }
 

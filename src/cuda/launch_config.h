@@ -195,12 +195,14 @@ bool chunks_exact(const LaunchConfig& c, int64_t rows, int64_t hidden);
 LaunchConfig plan_fwd_quant(int64_t rows, int64_t hidden, int vec, int block,
                             const KernelFacts& facts);
 
-// The per-tensor quantized forward with y_t in one kernel (rms_norm_fwd_quant_transposed):
-// one CTA per tile of tile_rows rows (32, 16 or 8: the most whose codes fit
-// kTransposedTileBytes of shared memory, two CTAs per SM), the whole row in the CTA at up to
-// kSmallItems vectors per thread. grid 0 where it does not apply: facts.quant_fused_transpose
-// off, vectors of x other than 16 bytes (vec x x_bytes), hidden not a multiple of vec, rows too
-// long. The launcher also needs y_t aligned for the tile's runs.
+// The per-tensor quantized forward with y_t in one kernel (rms_norm_fwd_quant_transposed): a
+// cluster of cluster_size CTAs (1, 2, 4 or 8) per run of kTransposedRun rows, tile_rows =
+// 32 / cluster_size rows each: the fewest CTAs whose rows' codes fit kTransposedTileBytes of
+// shared memory, more while the runs leave SMs without a CTA. One vector per thread up to 512
+// threads, at most kSmallItems. grid 0 where it does not apply: facts.quant_fused_transpose
+// off, vectors of x other than 16 bytes (vec x x_bytes), hidden not a multiple of 32, rows too
+// long. The launcher also needs y_t and its row stride 16-byte aligned.
+constexpr int kTransposedRun = 32;
 constexpr int64_t kTransposedTileBytes = 112 * 1024;
 LaunchConfig plan_fwd_quant_transposed(int64_t rows, int64_t hidden, int vec, int x_bytes,
                                        const KernelFacts& facts);

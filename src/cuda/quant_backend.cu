@@ -43,16 +43,12 @@ void launch_quant(const nk_rms_norm_fwd_args& a, cudaStream_t stream) {
 }
 
 // The one-kernel plan for y_t where it applies (plan_fwd_quant_transposed) and y_t allows its
-// runs: rows of y_t at multiples of min(tile_rows, 16) bytes; else grid 0.
+// 32-byte runs as 16-byte stores; else grid 0.
 LaunchConfig fused_transposed_config(const nk_rms_norm_fwd_args& a) {
   LaunchConfig c = plan_fwd_quant_transposed(a.rows, a.hidden, quant_vector_width(a),
                                              static_cast<int>(nk_dtype_size(a.x_dtype)),
                                              kernel_facts(current_device_facts()));
-  if (c.grid == 0) return c;
-  const int64_t run_align = std::min(c.tile_rows, 16);
-  if (reinterpret_cast<uintptr_t>(a.y_t) % run_align != 0 || a.y_t_row_stride % run_align != 0) {
-    c.grid = 0;
-  }
+  if (reinterpret_cast<uintptr_t>(a.y_t) % 16 != 0 || a.y_t_row_stride % 16 != 0) c.grid = 0;
   return c;
 }
 

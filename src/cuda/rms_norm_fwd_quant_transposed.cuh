@@ -3,13 +3,19 @@
 //
 // The two-kernel path (the quantized forward, then transpose_bytes) reads y back: from HBM
 // wherever y does not fit L2, so it moves 5 bytes per element for the 4 that its byte count
-// has. Here a CTA normalizes a tile of R consecutive rows one after another, the whole row in
-// the CTA (threads_per_row x items vectors), x of the next LOOK rows already loaded; it writes
-// each row's codes to y and keeps them in shared memory, then writes every column of the tile to
-// y_t as one R-byte run (R = 8, 16 or 32; under 32 bytes a run fills part of a sector, the
-// CTA of the neighbouring rows the rest at about the same time).
+// has. Here a cluster of CLUSTER CTAs owns a run of 32 consecutive rows: each CTA normalizes
+// 32 / CLUSTER of them one after another (the whole row in the CTA, x of the next LOOK rows
+// already loaded), writes their codes to y and keeps them in its shared memory; then every CTA
+// writes a share of the columns of y_t, each column as one 32-byte run (a whole sector) that it
+// gathers from the cluster's tiles (distributed shared memory), 4 columns at a time.
+//
+// The first version kept a CTA's own 8 or 16 rows and wrote y_t runs of 8 or 16 bytes, partial
+// sectors: 2x slower than the two kernels at 8192x8192 (eighth session, docs/notes.md).
 #pragma once
 
+#include <cooperative_groups.h>
+
+#include "cuda/launch_config.h"  // kTransposedRun: rows (bytes) of one y_t run, a 32-byte sector
 #include "cuda/rms_norm_fwd_quant_kernels.cuh"
 
 namespace normkit::cuda {
@@ -17,39 +23,42 @@ namespace normkit::cuda {
 // Rows of x loaded ahead of the one being normalized.
 constexpr int kTransposedLookahead = 2;
 
-// Stores R bytes, packed in R / 4 words, as one or two 16-byte words (8 bytes for R = 8).
-template <int R>
-__device__ __forceinline__ void store_run(uint8_t* p, const unsigned (&w)[R / 4]) {
-  if constexpr (R == 8) {
-    __stcg(reinterpret_cast<uint2*>(p), make_uint2(w[0], w[1]));
-  } else {
-#pragma unroll
-    for (int j = 0; j < R / 16; ++j) {
-      __stcg(reinterpret_cast<uint4*>(p) + j,
-             make_uint4(w[4 * j], w[4 * j + 1], w[4 * j + 2], w[4 * j + 3]));
-    }
-  }
+// From 4 words holding 4 columns' bytes of 4 consecutive rows (a, b, c, d: byte k = column k),
+// the 4 words holding each column's bytes of those rows (out[k]: byte i = row i of column k).
+__device__ __forceinline__ void transpose_4x4_bytes(unsigned a, unsigned b, unsigned c, unsigned d,
+                                                    unsigned (&out)[4]) {
+  const unsigned ab_low = __byte_perm(a, b, 0x5140), ab_high = __byte_perm(a, b, 0x7362);
+  const unsigned cd_low = __byte_perm(c, d, 0x5140), cd_high = __byte_perm(c, d, 0x7362);
+  out[0] = __byte_perm(ab_low, cd_low, 0x5410);
+  out[1] = __byte_perm(ab_low, cd_low, 0x7632);
+  out[2] = __byte_perm(ab_high, cd_high, 0x5410);
+  out[3] = __byte_perm(ab_high, cd_high, 0x7632);
 }
 
-// blockDim = (threads_per_row, 1); one CTA per R rows; dynamic shared memory R x hidden bytes.
-// The launcher guarantees hidden % VEC == 0 (every vector whole), y and its row stride aligned
-// for VEC-byte stores, y_t and its row stride for min(R, 16)-byte stores, and
-// threads_per_row * IMAX * VEC >= hidden.
-template <typename XT, typename WT, int VEC, int IMAX, int R>
+// blockDim = (threads_per_row, 1); grid = CLUSTER CTAs per 32-row run, in clusters of CLUSTER;
+// dynamic shared memory (32 / CLUSTER) x hidden bytes. The launcher guarantees hidden % 32 == 0
+// (whole vectors, whole words per cluster CTA's column share), y aligned for VEC-byte stores,
+// y_t and its row stride for 16-byte stores, and threads_per_row * IMAX * VEC >= hidden.
+template <typename XT, typename WT, int VEC, int IMAX, int CLUSTER>
 __global__ void __launch_bounds__(512) rms_norm_fwd_quant_transposed(FwdParams p) {
-  static_assert(R == 8 || R == 16 || R == 32, "runs of 8, 16 or 32 bytes");
+  static_assert(CLUSTER == 1 || CLUSTER == 2 || CLUSTER == 4 || CLUSTER == 8, "cluster");
   static_assert(VEC == 4 || VEC == 8, "16-byte vectors of x (16- or 32-bit)");
-  extern __shared__ __align__(16) uint8_t tile[];  // [R][hidden]: the tile's codes
+  constexpr int kRows = kTransposedRun / CLUSTER;  // this CTA's rows of the run
+  extern __shared__ __align__(16) uint8_t tile[];  // [kRows][hidden]: their codes
   __shared__ float scratch[kMaxWarps];
   const RowShape& shape = p.shape;
   const QuantParams& q = p.quant;
   const int64_t hidden = shape.hidden;
-  const int64_t r0 = static_cast<int64_t>(blockIdx.x) * R;
-  const int tile_rows = static_cast<int>(min(static_cast<int64_t>(R), shape.rows - r0));
+  const int rank = CLUSTER == 1 ? 0 : static_cast<int>(blockIdx.x % CLUSTER);
+  const int64_t run_row0 = static_cast<int64_t>(blockIdx.x / CLUSTER) * kTransposedRun;
+  const int64_t r0 = run_row0 + rank * kRows;
+  // 0 for the last run's CTAs past the end: they still write their share of y_t.
+  const int tile_rows = static_cast<int>(
+      max(static_cast<int64_t>(0), min(static_cast<int64_t>(kRows), shape.rows - r0)));
   const float factor = __ldg(q.scale);  // before any store (see rms_norm_fwd_quant_registers)
 
   // Row r of the tile as a RowChunk; rows past the tile are past the end (no loads, zeros):
-  // the next tile's CTA reads those.
+  // another CTA reads those.
   auto tile_row = [&](int r) {
     return RowChunk<VEC>(shape, r < tile_rows ? r0 + r : shape.rows);
   };
@@ -60,7 +69,7 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_quant_transposed(FwdParams p
   Lanes<WT, VEC> w[IMAX];
 #pragma unroll
   for (int i = 0; i < IMAX; ++i) w[i] = ones_lanes<WT, VEC>();  // kept without a weight
-  load_weight_lanes(p, RowChunk<VEC>(shape, r0), w);
+  load_weight_lanes(p, RowChunk<VEC>(shape, 0), w);
   const float w_add = weight_add(p);
 
   float amax = 0.0f;
@@ -103,27 +112,64 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_quant_transposed(FwdParams p
       }
     }
   }
-  __syncthreads();
 
-  // y_t[col][r0 .. r0 + tile_rows): one thread per column; a full tile as one run.
-  uint8_t* y_t = q.y_t + r0;
-  for (int64_t col = threadIdx.x; col < hidden; col += blockDim.x) {
-    uint8_t* to = y_t + col * q.y_t_stride;
-    if (tile_rows == R) {
-      unsigned run[R / 4];
+  namespace cg = cooperative_groups;
+  // Every tile of the cluster written before any CTA reads it.
+  if constexpr (CLUSTER > 1) {
+    cg::this_cluster().sync();
+  } else {
+    __syncthreads();
+  }
+  const uint8_t* tiles[CLUSTER];
 #pragma unroll
-      for (int j = 0; j < R / 4; ++j) {
-        run[j] = 0;
-#pragma unroll
-        for (int k = 0; k < 4; ++k) {
-          run[j] |= static_cast<unsigned>(tile[(4 * j + k) * hidden + col]) << (8 * k);
-        }
-      }
-      store_run<R>(to, run);
+  for (int t = 0; t < CLUSTER; ++t) {
+    if constexpr (CLUSTER > 1) {
+      tiles[t] = cg::this_cluster().map_shared_rank(tile, t);
     } else {
-      for (int r = 0; r < tile_rows; ++r) to[r] = tile[r * hidden + col];
+      tiles[t] = tile;
     }
   }
+
+  // y_t[col][run_row0 .. run_row0 + 32): this CTA's share of the columns, 4 per thread at a
+  // time. Rows of the run past the end are read from tiles never written, and not stored.
+  const int run_rows = static_cast<int>(
+      min(static_cast<int64_t>(kTransposedRun), shape.rows - run_row0));
+  const int64_t share = hidden / CLUSTER;  // a multiple of 4 (hidden % 32 == 0)
+  const int64_t col_end = (rank + 1) * share;
+  uint8_t* y_t = q.y_t + run_row0;
+  for (int64_t col = rank * share + 4 * threadIdx.x; col < col_end; col += 4 * blockDim.x) {
+    unsigned row_words[kTransposedRun];  // row r's codes of columns col .. col + 3
+#pragma unroll
+    for (int r = 0; r < kTransposedRun; ++r) {
+      row_words[r] = *reinterpret_cast<const unsigned*>(tiles[r / kRows] +
+                                                         (r % kRows) * hidden + col);
+    }
+    unsigned run[4][kTransposedRun / 4];  // column col + k's 32 codes as words
+#pragma unroll
+    for (int j = 0; j < kTransposedRun / 4; ++j) {
+      unsigned columns[4];
+      transpose_4x4_bytes(row_words[4 * j], row_words[4 * j + 1], row_words[4 * j + 2],
+                          row_words[4 * j + 3], columns);
+#pragma unroll
+      for (int k = 0; k < 4; ++k) run[k][j] = columns[k];
+    }
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      uint8_t* to = y_t + (col + k) * q.y_t_stride;
+      if (run_rows == kTransposedRun) {
+        __stcg(reinterpret_cast<uint4*>(to), make_uint4(run[k][0], run[k][1], run[k][2], run[k][3]));
+        __stcg(reinterpret_cast<uint4*>(to) + 1,
+               make_uint4(run[k][4], run[k][5], run[k][6], run[k][7]));
+      } else {  // the last run: its rows only (indices known at compile time: run stays in registers)
+#pragma unroll
+        for (int r = 0; r < kTransposedRun; ++r) {
+          if (r < run_rows) to[r] = static_cast<uint8_t>(run[k][r / 4] >> (8 * (r % 4)));
+        }
+      }
+    }
+  }
+  // No CTA leaves (its shared memory with it) while another still reads its tile.
+  if constexpr (CLUSTER > 1) cg::this_cluster().sync();
   if (q.amax) cta_amax_to_global(amax, scratch, q.amax);
 }
 

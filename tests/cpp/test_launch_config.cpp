@@ -426,34 +426,47 @@ TEST(LaunchConfig, ExactForwardAtTheSweepsShapesAsPlanned) {
   EXPECT_FALSE(normkit::cuda::plan_fwd_quant(8192, 8192, 8, 128, f).exact);
 }
 
-TEST(LaunchConfig, FusedTransposeTilesAsManyRowsAsSharedMemoryHolds) {
+TEST(LaunchConfig, FusedTransposeSharesEach32RowRunOverAClusterThatFillsTheDevice) {
   KernelFacts f;
   EXPECT_EQ(f.quant_fused_transpose, 0);  // off until measured
   EXPECT_EQ(normkit::cuda::plan_fwd_quant_transposed(64, 1024, 8, 2, f).grid, 0);
   f.quant_fused_transpose = 1;
   struct Expect {
     int64_t rows, hidden;
-    int vec, x_bytes, tile;
+    int vec, x_bytes, cluster;
   };
-  // As test_quant_fwd.cpp's TransposedOutputOfWholeTiles has them, and the sweep's shapes.
-  for (const Expect& e : {Expect{64, 1024, 8, 2, 32}, Expect{80, 2048, 8, 2, 32},
-                          Expect{48, 8192, 8, 2, 8}, Expect{32, 4096, 8, 2, 16},
-                          Expect{64, 1000, 4, 4, 32}, Expect{8192, 8192, 8, 2, 8},
-                          Expect{4096, 12288, 8, 2, 8}, Expect{16384, 7168, 8, 2, 16}}) {
+  // As test_quant_fwd.cpp's TransposedOutputOfWholeRuns has them, and the sweep's shapes: the
+  // fewest CTAs per run whose codes fit the budget (8192 columns: 4 x 8 rows), more while the
+  // runs number under the SMs (132 here).
+  for (const Expect& e :
+       {Expect{64, 1024, 8, 2, 8}, Expect{80, 2048, 8, 2, 8}, Expect{48, 8192, 8, 2, 8},
+        Expect{32, 4096, 8, 2, 8}, Expect{64, 992, 4, 4, 8}, Expect{4224, 1024, 8, 2, 1},
+        Expect{4100, 4096, 8, 2, 2}, Expect{2100, 8192, 8, 2, 4}, Expect{8192, 8192, 8, 2, 4},
+        Expect{4096, 12288, 8, 2, 4}, Expect{16384, 7168, 8, 2, 2},
+        Expect{2048, 16384, 8, 2, 8}, Expect{8192, 2048, 8, 2, 1}}) {
     const LaunchConfig c =
         normkit::cuda::plan_fwd_quant_transposed(e.rows, e.hidden, e.vec, e.x_bytes, f);
     SCOPED_TRACE(c.describe());
-    EXPECT_EQ(c.tile_rows, e.tile);
-    EXPECT_EQ(c.grid, (e.rows + e.tile - 1) / e.tile);
+    EXPECT_EQ(c.cluster_size, e.cluster);
+    EXPECT_EQ(c.tile_rows * c.cluster_size, normkit::cuda::kTransposedRun);
+    EXPECT_EQ(c.grid, (e.rows + 31) / 32 * e.cluster);
+    EXPECT_EQ(c.smem_bytes, c.tile_rows * e.hidden);
     EXPECT_LE(c.smem_bytes, normkit::cuda::kTransposedTileBytes);
     EXPECT_LE(c.items, normkit::cuda::kSmallItems);
+    EXPECT_LE(c.threads_per_row, 512);
+    EXPECT_EQ(c.threads_per_row % 32, 0);
     EXPECT_GE(int64_t(c.threads_per_row) * c.items * c.vec, e.hidden);
     EXPECT_NE(c.describe().find("tile_rows="), std::string::npos);
   }
-  // Not: narrower vectors, hidden not a multiple of the vector, rows over 8 x 14336 bytes.
+  // Not: narrower vectors, hidden not a multiple of 32, rows over 4 vectors per thread.
   EXPECT_EQ(normkit::cuda::plan_fwd_quant_transposed(64, 1024, 4, 2, f).grid, 0);
+  EXPECT_EQ(normkit::cuda::plan_fwd_quant_transposed(64, 1000, 4, 4, f).grid, 0);
   EXPECT_EQ(normkit::cuda::plan_fwd_quant_transposed(64, 1001, 8, 2, f).grid, 0);
-  EXPECT_EQ(normkit::cuda::plan_fwd_quant_transposed(64, 16384, 8, 2, f).grid, 0);
+  EXPECT_EQ(normkit::cuda::plan_fwd_quant_transposed(64, 32768, 8, 2, f).grid, 0);
+  // Without clusters: whole runs in one CTA only where their codes fit.
+  f.cluster_launch = false;
+  EXPECT_EQ(normkit::cuda::plan_fwd_quant_transposed(64, 1024, 8, 2, f).cluster_size, 1);
+  EXPECT_EQ(normkit::cuda::plan_fwd_quant_transposed(64, 8192, 8, 2, f).grid, 0);
 }
 
 TEST(LaunchConfig, SplitsFewLongRowsOverClusters) {

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <tuple>
+#include <vector>
 
 #include "quant_harness.h"
 
@@ -224,20 +225,27 @@ TEST_P(QuantRules, TransposedOutputWithPaddedStrides) {
   }
 }
 
-TEST_P(QuantRules, TransposedOutputOfWholeTiles) {
-  // Shapes whose y_t rows allow the one-kernel plan's runs (NK_TUNE_QUANT_FUSED_TRANSPOSE=1 on
-  // a GPU; launch_config's tests check which tile each takes): tiles of 32, 16 and 8 rows, a
-  // last tile short, float32 x (4-element vectors), every option of the forward.
+TEST_P(QuantRules, TransposedOutputOfWholeRuns) {
+  // Shapes whose y_t allows the one-kernel plan's 32-byte runs (NK_TUNE_QUANT_FUSED_TRANSPOSE=1
+  // on a GPU; launch_config's tests check which cluster each takes): clusters of 8 on few rows
+  // (a last run short, CTAs with no rows), float32 x (4-element vectors), every option of the
+  // forward; on the GPU also clusters of 1, 2 and 4 (enough runs to fill the SMs).
   Rng rng;
   struct Shape {
     int64_t rows, hidden, y_t_pad;
     nk_dtype x, w;
   };
-  for (const Shape& s : {Shape{64, 1024, 0, NK_BFLOAT16, NK_BFLOAT16},
-                         Shape{80, 2048, 16, NK_BFLOAT16, NK_FLOAT32},
-                         Shape{48, 8192, 0, NK_FLOAT16, NK_FLOAT16},
-                         Shape{32, 4096, 32, NK_BFLOAT16, NK_BFLOAT16},
-                         Shape{64, 1000, 0, NK_FLOAT32, NK_FLOAT32}}) {
+  std::vector<Shape> shapes = {Shape{64, 1024, 0, NK_BFLOAT16, NK_BFLOAT16},
+                               Shape{80, 2048, 16, NK_BFLOAT16, NK_FLOAT32},
+                               Shape{48, 8192, 0, NK_FLOAT16, NK_FLOAT16},
+                               Shape{32, 4096, 32, NK_BFLOAT16, NK_BFLOAT16},
+                               Shape{64, 992, 0, NK_FLOAT32, NK_FLOAT32}};
+  if (backend() == NK_BACKEND_CUDA) {
+    shapes.push_back(Shape{4230, 1024, 10, NK_BFLOAT16, NK_BFLOAT16});
+    shapes.push_back(Shape{4100, 4096, 12, NK_FLOAT16, NK_FLOAT32});
+    shapes.push_back(Shape{2100, 8192, 12, NK_BFLOAT16, NK_BFLOAT16});
+  }
+  for (const Shape& s : shapes) {
     SCOPED_TRACE(testing::Message() << s.rows << "x" << s.hidden);
     QuantCase c = base_case(NK_QUANT_TENSOR, NK_FLOAT8_E4M3, s.rows, s.hidden);
     c.fwd.x = s.x;

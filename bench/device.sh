@@ -152,6 +152,11 @@ for step in "${steps[@]}"; do
       for v in 1 0; do
         run "bench_fused_$v" env NK_TUNE_QUANT_FUSED_TRANSPOSE=$v "$BUILD/tools/normkit" bench \
           --quant tensor --transposed --fwd-only --explain --json "$LOGS/bench_fused_$v.json"
+      done
+      for v in 2 4; do  # vectors per thread of the one-kernel plan (default 1)
+        run "bench_fused_items_$v" env NK_TUNE_QUANT_FUSED_TRANSPOSE=1 NK_TUNE_QUANT_FUSED_ITEMS=$v \
+          "$BUILD/tools/normkit" bench --quant tensor --transposed --fwd-only --explain \
+          --json "$LOGS/bench_fused_items_$v.json"
       done ;;
     sanitize)
       run sanitize compute-sanitizer --tool memcheck --error-exitcode 1 \

@@ -324,8 +324,8 @@ LaunchConfig plan_fwd_quant_transposed(int64_t rows, int64_t hidden, int vec, in
     return c;
   }
   const int64_t nvec = hidden / vec;
-  // As many threads as vectors, up to 512: more warps to hide each row's load-reduce-store.
-  const int threads = threads_for(nvec, kFwdMaxThreadsPerRow, 1);
+  // By default as many threads as vectors, up to 512 (facts.quant_fused_items_target).
+  const int threads = threads_for(nvec, kFwdMaxThreadsPerRow, facts.quant_fused_items_target);
   const int64_t items = ceil_div(nvec, threads);
   if (items > kSmallItems) return c;
   // The fewest CTAs per 32-row run whose rows' codes fit the budget, then more (fewer rows

@@ -62,6 +62,8 @@ inline const KernelFacts& tuned_defaults() {
     k.fwd_items_target = tuning_knob("NK_TUNE_FWD_ITEMS", k.fwd_items_target, 1, 4);
     k.quant_fused_transpose =
         tuning_knob("NK_TUNE_QUANT_FUSED_TRANSPOSE", k.quant_fused_transpose, 0, 1);
+    k.quant_fused_items_target =
+        tuning_knob("NK_TUNE_QUANT_FUSED_ITEMS", k.quant_fused_items_target, 1, 4);
     return k;
   }();
   return tuned;

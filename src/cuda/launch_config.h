@@ -102,7 +102,7 @@ struct KernelFacts {
   int fwd_items_target = 4;
   // The quantized forward with y_t in one kernel (rms_norm_fwd_quant_transposed) where it
   // applies (plan_fwd_quant_transposed); 0: the forward, then transpose_bytes
-  // (NK_TUNE_QUANT_FUSED_TRANSPOSE). Off until measured on a GPU.
+  // (NK_TUNE_QUANT_FUSED_TRANSPOSE). Off: measured slower (docs/notes.md, eighth session).
   int quant_fused_transpose = 0;
   // Vectors per thread that plan's thread count aims for (NK_TUNE_QUANT_FUSED_ITEMS, 1-4): 1 =
   // up to 512 threads, one CTA per SM at 8192 columns; 4 = fewer threads, two CTAs per SM.

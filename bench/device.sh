@@ -142,21 +142,24 @@ for step in "${steps[@]}"; do
         run "bench_items_tensor_$v" env NK_TUNE_FWD_ITEMS=$v "$BUILD/tools/normkit" bench \
           --quant tensor --fwd-only --explain --json "$LOGS/bench_items_tensor_$v.json"
       done ;;
-    fused)  # the per-tensor forward with y_t in one kernel: its tests, memcheck, A/B
+    fused)  # the per-tensor forward with y_t in one kernel (settings 1 and 2): tests, memcheck
+      # (the quick check's y_t strides are too narrow for those plans: their own test too), A/B
       run ctest_fused ctest --test-dir "$BUILD" --output-on-failure -R 'quant_fused_transpose|LaunchConfig'
-      run sanitize_fused env NK_TUNE_QUANT_FUSED_TRANSPOSE=1 compute-sanitizer --tool memcheck \
-        --error-exitcode 1 "$BUILD/tools/normkit" check --quick --quant --backend cuda
-      # (the quick check's y_t strides are too narrow for the one-kernel plan: its own test)
-      run sanitize_fused_runs env NK_TUNE_QUANT_FUSED_TRANSPOSE=1 compute-sanitizer --tool memcheck \
-        --error-exitcode 1 "$BUILD/tests/normkit_tests" --gtest_filter='*TransposedOutputOfWholeRuns/Cuda'
-      for v in 1 0; do
-        run "bench_fused_$v" env NK_TUNE_QUANT_FUSED_TRANSPOSE=$v "$BUILD/tools/normkit" bench \
-          --quant tensor --transposed --fwd-only --explain --json "$LOGS/bench_fused_$v.json"
+      for k in 1 2; do
+        run "sanitize_fused_$k" env NK_TUNE_QUANT_FUSED_TRANSPOSE=$k compute-sanitizer \
+          --tool memcheck --error-exitcode 1 "$BUILD/tools/normkit" check --quick --quant --backend cuda
+        run "sanitize_fused_runs_$k" env NK_TUNE_QUANT_FUSED_TRANSPOSE=$k compute-sanitizer \
+          --tool memcheck --error-exitcode 1 "$BUILD/tests/normkit_tests" \
+          --gtest_filter='*TransposedOutputOfWholeRuns/Cuda'
       done
-      for v in 2 4; do  # vectors per thread of the one-kernel plan (default 1)
-        run "bench_fused_items_$v" env NK_TUNE_QUANT_FUSED_TRANSPOSE=1 NK_TUNE_QUANT_FUSED_ITEMS=$v \
-          "$BUILD/tools/normkit" bench --quant tensor --transposed --fwd-only --explain \
-          --json "$LOGS/bench_fused_items_$v.json"
+      run bench_fused_0 "$BUILD/tools/normkit" bench --quant tensor --transposed --fwd-only \
+        --explain --json "$LOGS/bench_fused_0.json"
+      for k in 1 2; do
+        for v in 1 2 4; do  # vectors per thread of the one-kernel plans (NK_TUNE_QUANT_FUSED_ITEMS)
+          run "bench_fused_${k}_items_$v" env NK_TUNE_QUANT_FUSED_TRANSPOSE=$k \
+            NK_TUNE_QUANT_FUSED_ITEMS=$v "$BUILD/tools/normkit" bench --quant tensor --transposed \
+            --fwd-only --explain --json "$LOGS/bench_fused_${k}_items_$v.json"
+        done
       done ;;
     sanitize)
       run sanitize compute-sanitizer --tool memcheck --error-exitcode 1 \

@@ -113,6 +113,15 @@ __device__ __forceinline__ void cluster_arrive_relaxed() {
 #endif
 }
 
+// An arrive that releases this thread's earlier memory operations (shared-memory writes that
+// other CTAs will read after their wait; reads of other CTAs' shared memory that must be done
+// before they overwrite it).
+__device__ __forceinline__ void cluster_arrive() {
+#if NK_HAS_BULK_COPY
+  asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
+#endif
+}
+
 __device__ __forceinline__ void cluster_wait() {
 #if NK_HAS_BULK_COPY
   asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");

@@ -206,6 +206,7 @@ std::string LaunchConfig::describe() const {
   if (realigned) s += " realigned";
   if (exact) s += " exact";
   if (tile_rows) s += " tile_rows=" + std::to_string(tile_rows);
+  if (tile_buffers == 2) s += " persistent, 2 tiles";
   if (quant_weight_first != 0) s += " weight-first=" + std::to_string(quant_weight_first);
   if (slots) s += " slots=" + std::to_string(slots);
   if (smem_bytes) s += " smem=" + std::to_string(smem_bytes);
@@ -328,16 +329,21 @@ LaunchConfig plan_fwd_quant_transposed(int64_t rows, int64_t hidden, int vec, in
   const int threads = threads_for(nvec, kFwdMaxThreadsPerRow, facts.quant_fused_items_target);
   const int64_t items = ceil_div(nvec, threads);
   if (items > kSmallItems) return c;
-  // The fewest CTAs per 32-row run whose rows' codes fit the budget, then more (fewer rows
-  // each) while the runs alone leave SMs without a CTA.
+  // The fewest CTAs per 32-row run whose rows' codes (two tiles of them for the persistent
+  // kernel) fit the budget; one run per cluster: then more CTAs (fewer rows each) while the
+  // runs alone leave SMs without a CTA. The persistent kernel needs a cluster (its barriers).
+  const bool persistent = facts.quant_fused_transpose == 2;
+  const int buffers = persistent ? 2 : 1;
   const int64_t runs = ceil_div(rows, kTransposedRun);
   const int max_cluster = facts.cluster_launch ? std::min(facts.max_cluster, 8) : 1;
-  int cluster = 1;
-  while (cluster < max_cluster && (kTransposedRun / cluster * hidden > kTransposedTileBytes ||
-                                   runs * cluster < facts.sm_count)) {
+  int cluster = persistent ? 2 : 1;
+  if (cluster > max_cluster) return c;
+  auto tile_bytes = [&](int n) { return buffers * (kTransposedRun / n) * hidden; };
+  while (cluster < max_cluster && (tile_bytes(cluster) > kTransposedTileBytes ||
+                                   (!persistent && runs * cluster < facts.sm_count))) {
     cluster *= 2;
   }
-  if (kTransposedRun / cluster * hidden > kTransposedTileBytes) return c;
+  if (tile_bytes(cluster) > kTransposedTileBytes) return c;
   c.plan = RowPlan::kRegisters;
   c.vec = vec;
   c.threads_per_row = threads;
@@ -345,8 +351,9 @@ LaunchConfig plan_fwd_quant_transposed(int64_t rows, int64_t hidden, int vec, in
   c.cluster_size = cluster;
   c.cols_per_cta = hidden;
   c.tile_rows = kTransposedRun / cluster;
-  c.smem_bytes = c.tile_rows * hidden;
-  c.grid = runs * cluster;
+  c.tile_buffers = buffers;
+  c.smem_bytes = tile_bytes(cluster);
+  c.grid = runs * cluster;  // the persistent kernel's launcher caps it to resident clusters
   return c;
 }
 

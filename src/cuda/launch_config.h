@@ -102,7 +102,8 @@ struct KernelFacts {
   int fwd_items_target = 4;
   // The quantized forward with y_t in one kernel (rms_norm_fwd_quant_transposed) where it
   // applies (plan_fwd_quant_transposed); 0: the forward, then transpose_bytes
-  // (NK_TUNE_QUANT_FUSED_TRANSPOSE). Off: measured slower (docs/notes.md, eighth session).
+  // (NK_TUNE_QUANT_FUSED_TRANSPOSE). 1: one run per cluster, measured slower (docs/notes.md,
+  // eighth session); 2: the persistent, double-buffered kernel, not yet measured.
   int quant_fused_transpose = 0;
   // Vectors per thread that plan's thread count aims for (NK_TUNE_QUANT_FUSED_ITEMS, 1-4): 1 =
   // up to 512 threads, one CTA per SM at 8192 columns; 4 = fewer threads, two CTAs per SM.
@@ -129,8 +130,10 @@ struct LaunchConfig {
   // `items` of every thread whole and inside the row (chunks_exact): the kernels then skip
   // their per-item range checks (RowChunk's EXACT).
   bool exact = false;
-  // plan_fwd_quant_transposed: rows per CTA tile (8, 16 or 32), else 0.
+  // plan_fwd_quant_transposed: each CTA's rows of a 32-row run (4-32), else 0; tiles of them
+  // in shared memory (2: the persistent kernel, double-buffered).
   int tile_rows = 0;
+  int tile_buffers = 0;
 
   std::string describe() const;
 };
@@ -201,10 +204,12 @@ LaunchConfig plan_fwd_quant(int64_t rows, int64_t hidden, int vec, int block,
 // The per-tensor quantized forward with y_t in one kernel (rms_norm_fwd_quant_transposed): a
 // cluster of cluster_size CTAs (1, 2, 4 or 8) per run of kTransposedRun rows, tile_rows =
 // 32 / cluster_size rows each: the fewest CTAs whose rows' codes fit kTransposedTileBytes of
-// shared memory, more while the runs leave SMs without a CTA. One vector per thread up to 512
-// threads, at most kSmallItems. grid 0 where it does not apply: facts.quant_fused_transpose
-// off, vectors of x other than 16 bytes (vec x x_bytes), hidden not a multiple of 32, rows too
-// long. The launcher also needs y_t and its row stride 16-byte aligned.
+// shared memory, more while the runs leave SMs without a CTA. With facts.quant_fused_transpose
+// 2, the persistent kernel: two tiles per CTA, clusters of 2 or more (tile_buffers 2; its
+// launcher caps the grid to the resident clusters). Threads: facts.quant_fused_items_target
+// vectors each up to 512, at most kSmallItems vectors. grid 0 where it does not apply: the
+// knob off, vectors of x other than 16 bytes (vec x x_bytes), hidden not a multiple of 32,
+// rows too long. The launcher also needs y_t and its row stride 16-byte aligned.
 constexpr int kTransposedRun = 32;
 constexpr int64_t kTransposedTileBytes = 112 * 1024;
 LaunchConfig plan_fwd_quant_transposed(int64_t rows, int64_t hidden, int vec, int x_bytes,

@@ -128,22 +128,35 @@ void launch_fwd_quant_transposed_for(const nk_rms_norm_fwd_args& a, const Launch
   p.quant.y_t = static_cast<uint8_t*>(a.y_t);
   p.quant.y_t_stride = a.y_t_row_stride;
   // 2 vectors per thread or fewer: a smaller register budget (90 against 121 at 16 bits).
+  // Setting 2 (tile_buffers 2): the persistent kernel, on the clusters the device holds at once.
+  const bool persistent = cfg.tile_buffers == 2;
   auto pick = [&](auto imax) {
     constexpr int IMAX = decltype(imax)::value;
-    switch (cfg.cluster_size) {
-      case 1: return rms_norm_fwd_quant_transposed<XT, WT, VEC, IMAX, 1>;
-      case 2: return rms_norm_fwd_quant_transposed<XT, WT, VEC, IMAX, 2>;
-      case 4: return rms_norm_fwd_quant_transposed<XT, WT, VEC, IMAX, 4>;
-      case 8: return rms_norm_fwd_quant_transposed<XT, WT, VEC, IMAX, 8>;
-      default:
-        throw Error(NK_ERROR_INTERNAL, "rms_norm_fwd quantized + transposed: cluster of " +
-                                           std::to_string(cfg.cluster_size));
+    if (persistent) {
+      switch (cfg.cluster_size) {
+        case 2: return rms_norm_fwd_quant_transposed_persistent<XT, WT, VEC, IMAX, 2>;
+        case 4: return rms_norm_fwd_quant_transposed_persistent<XT, WT, VEC, IMAX, 4>;
+        case 8: return rms_norm_fwd_quant_transposed_persistent<XT, WT, VEC, IMAX, 8>;
+        default: break;
+      }
+    } else {
+      switch (cfg.cluster_size) {
+        case 1: return rms_norm_fwd_quant_transposed<XT, WT, VEC, IMAX, 1>;
+        case 2: return rms_norm_fwd_quant_transposed<XT, WT, VEC, IMAX, 2>;
+        case 4: return rms_norm_fwd_quant_transposed<XT, WT, VEC, IMAX, 4>;
+        case 8: return rms_norm_fwd_quant_transposed<XT, WT, VEC, IMAX, 8>;
+        default: break;
+      }
     }
+    throw Error(NK_ERROR_INTERNAL, "rms_norm_fwd quantized + transposed: unexpected plan " +
+                                       cfg.describe());
   };
   auto kernel = cfg.items <= 2 ? pick(std::integral_constant<int, 2>{})
                                : pick(std::integral_constant<int, kSmallItems>{});
-  launch(kernel, cfg.grid, dim3(cfg.threads_per_row), {cfg.cluster_size}, stream,
-         "rms_norm_fwd quantized + transposed", static_cast<size_t>(cfg.smem_bytes), p);
+  const char* what = "rms_norm_fwd quantized + transposed";
+  const LaunchConfig fit = persistent ? fit_resident_clusters(cfg, kernel, what) : cfg;
+  launch(kernel, fit.grid, dim3(fit.threads_per_row), {fit.cluster_size}, stream, what,
+         static_cast<size_t>(fit.smem_bytes), p);
 }
 
 }  // namespace normkit::cuda

@@ -61,7 +61,7 @@ inline const KernelFacts& tuned_defaults() {
     k.fwd_exact = tuning_knob("NK_TUNE_FWD_EXACT", k.fwd_exact, 0, 2);
     k.fwd_items_target = tuning_knob("NK_TUNE_FWD_ITEMS", k.fwd_items_target, 1, 4);
     k.quant_fused_transpose =
-        tuning_knob("NK_TUNE_QUANT_FUSED_TRANSPOSE", k.quant_fused_transpose, 0, 1);
+        tuning_knob("NK_TUNE_QUANT_FUSED_TRANSPOSE", k.quant_fused_transpose, 0, 2);
     k.quant_fused_items_target =
         tuning_knob("NK_TUNE_QUANT_FUSED_ITEMS", k.quant_fused_items_target, 1, 4);
     return k;

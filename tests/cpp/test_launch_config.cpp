@@ -426,37 +426,49 @@ TEST(LaunchConfig, ExactForwardAtTheSweepsShapesAsPlanned) {
   EXPECT_FALSE(normkit::cuda::plan_fwd_quant(8192, 8192, 8, 128, f).exact);
 }
 
+// A shape for plan_fwd_quant_transposed and the CTAs per 32-row run it should get.
+struct FusedExpect {
+  int64_t rows, hidden;
+  int vec, x_bytes, cluster;
+};
+
+// What every fused-transpose plan must hold: e's cluster, `buffers` tiles of whole rows within
+// the budget, one cluster per run, at most kSmallItems whole warps' vectors per thread.
+void expect_fused_plan(const KernelFacts& f, const FusedExpect& e, int buffers) {
+  const LaunchConfig c =
+      normkit::cuda::plan_fwd_quant_transposed(e.rows, e.hidden, e.vec, e.x_bytes, f);
+  SCOPED_TRACE(c.describe());
+  EXPECT_EQ(c.cluster_size, e.cluster);
+  EXPECT_EQ(c.tile_buffers, buffers);
+  EXPECT_EQ(c.tile_rows * c.cluster_size, normkit::cuda::kTransposedRun);
+  EXPECT_EQ(c.grid, (e.rows + 31) / 32 * e.cluster);
+  EXPECT_EQ(c.smem_bytes, buffers * c.tile_rows * e.hidden);
+  EXPECT_LE(c.smem_bytes, normkit::cuda::kTransposedTileBytes);
+  EXPECT_LE(c.items, normkit::cuda::kSmallItems);
+  EXPECT_LE(c.threads_per_row, 512);
+  EXPECT_EQ(c.threads_per_row % 32, 0);
+  EXPECT_GE(int64_t(c.threads_per_row) * c.items * c.vec, e.hidden);
+  EXPECT_NE(c.describe().find("tile_rows="), std::string::npos);
+  EXPECT_EQ(c.describe().find("persistent") != std::string::npos, buffers == 2);
+}
+
 TEST(LaunchConfig, FusedTransposeSharesEach32RowRunOverAClusterThatFillsTheDevice) {
   KernelFacts f;
   EXPECT_EQ(f.quant_fused_transpose, 0);  // off: measured slower than the two kernels
   EXPECT_EQ(normkit::cuda::plan_fwd_quant_transposed(64, 1024, 8, 2, f).grid, 0);
   f.quant_fused_transpose = 1;
-  struct Expect {
-    int64_t rows, hidden;
-    int vec, x_bytes, cluster;
-  };
   // As test_quant_fwd.cpp's TransposedOutputOfWholeRuns has them, and the sweep's shapes: the
   // fewest CTAs per run whose codes fit the budget (8192 columns: 4 x 8 rows), more while the
   // runs number under the SMs (132 here).
-  for (const Expect& e :
-       {Expect{64, 1024, 8, 2, 8}, Expect{80, 2048, 8, 2, 8}, Expect{48, 8192, 8, 2, 8},
-        Expect{32, 4096, 8, 2, 8}, Expect{64, 992, 4, 4, 8}, Expect{4224, 1024, 8, 2, 1},
-        Expect{4100, 4096, 8, 2, 2}, Expect{2100, 8192, 8, 2, 4}, Expect{8192, 8192, 8, 2, 4},
-        Expect{4096, 12288, 8, 2, 4}, Expect{16384, 7168, 8, 2, 2},
-        Expect{2048, 16384, 8, 2, 8}, Expect{8192, 2048, 8, 2, 1}}) {
-    const LaunchConfig c =
-        normkit::cuda::plan_fwd_quant_transposed(e.rows, e.hidden, e.vec, e.x_bytes, f);
-    SCOPED_TRACE(c.describe());
-    EXPECT_EQ(c.cluster_size, e.cluster);
-    EXPECT_EQ(c.tile_rows * c.cluster_size, normkit::cuda::kTransposedRun);
-    EXPECT_EQ(c.grid, (e.rows + 31) / 32 * e.cluster);
-    EXPECT_EQ(c.smem_bytes, c.tile_rows * e.hidden);
-    EXPECT_LE(c.smem_bytes, normkit::cuda::kTransposedTileBytes);
-    EXPECT_LE(c.items, normkit::cuda::kSmallItems);
-    EXPECT_LE(c.threads_per_row, 512);
-    EXPECT_EQ(c.threads_per_row % 32, 0);
-    EXPECT_GE(int64_t(c.threads_per_row) * c.items * c.vec, e.hidden);
-    EXPECT_NE(c.describe().find("tile_rows="), std::string::npos);
+  for (const FusedExpect& e :
+       {FusedExpect{64, 1024, 8, 2, 8}, FusedExpect{80, 2048, 8, 2, 8},
+        FusedExpect{48, 8192, 8, 2, 8}, FusedExpect{32, 4096, 8, 2, 8},
+        FusedExpect{64, 992, 4, 4, 8}, FusedExpect{4224, 1024, 8, 2, 1},
+        FusedExpect{4100, 4096, 8, 2, 2}, FusedExpect{2100, 8192, 8, 2, 4},
+        FusedExpect{8192, 8192, 8, 2, 4}, FusedExpect{4096, 12288, 8, 2, 4},
+        FusedExpect{16384, 7168, 8, 2, 2}, FusedExpect{2048, 16384, 8, 2, 8},
+        FusedExpect{8192, 2048, 8, 2, 1}}) {
+    expect_fused_plan(f, e, 1);
   }
   // Not: narrower vectors, hidden not a multiple of 32, rows over 4 vectors per thread.
   EXPECT_EQ(normkit::cuda::plan_fwd_quant_transposed(64, 1024, 4, 2, f).grid, 0);
@@ -467,6 +479,24 @@ TEST(LaunchConfig, FusedTransposeSharesEach32RowRunOverAClusterThatFillsTheDevic
   f.cluster_launch = false;
   EXPECT_EQ(normkit::cuda::plan_fwd_quant_transposed(64, 1024, 8, 2, f).cluster_size, 1);
   EXPECT_EQ(normkit::cuda::plan_fwd_quant_transposed(64, 8192, 8, 2, f).grid, 0);
+}
+
+TEST(LaunchConfig, PersistentFusedTransposeFitsTwoTilesPerCta) {
+  KernelFacts f;
+  f.quant_fused_transpose = 2;
+  // The fewest CTAs (2 at least: the kernel's split barriers) whose two tiles fit 112 KB; no
+  // more for the fill (the launcher caps the grid to the resident clusters).
+  for (const FusedExpect& e :
+       {FusedExpect{64, 1024, 8, 2, 2}, FusedExpect{64, 992, 4, 4, 2},
+        FusedExpect{4096, 4096, 8, 2, 4}, FusedExpect{16384, 7168, 8, 2, 4},
+        FusedExpect{8192, 8192, 8, 2, 8}, FusedExpect{4096, 12288, 8, 2, 8},
+        FusedExpect{4230, 1024, 8, 2, 2}, FusedExpect{2100, 8192, 8, 2, 8}}) {
+    expect_fused_plan(f, e, 2);
+  }
+  // Two tiles of 16384 columns do not fit even at 4 rows each; no clusters, no plan.
+  EXPECT_EQ(normkit::cuda::plan_fwd_quant_transposed(2048, 16384, 8, 2, f).grid, 0);
+  f.cluster_launch = false;
+  EXPECT_EQ(normkit::cuda::plan_fwd_quant_transposed(64, 1024, 8, 2, f).grid, 0);
 }
 
 TEST(LaunchConfig, SplitsFewLongRowsOverClusters) {

@@ -18,6 +18,7 @@
 
 #include <cooperative_groups.h>
 
+#include "cuda/async_copy.cuh"    // shared_address
 #include "cuda/bulk_copy.cuh"     // cluster_arrive, cluster_wait
 #include "cuda/launch_config.h"  // kTransposedRun: rows (bytes) of one y_t run, a 32-byte sector
 #include "cuda/rms_norm_fwd_quant_kernels.cuh"
@@ -39,17 +40,33 @@ __device__ __forceinline__ void transpose_4x4_bytes(unsigned a, unsigned b, unsi
   out[3] = __byte_perm(ab_high, cd_high, 0x7632);
 }
 
-// Every CTA's tile of the cluster (`tile` at the same offset in each CTA's shared memory).
+// The 32-bit shared::cluster addresses of every CTA's copy of `tile` (the same offset in each
+// CTA's shared memory): 32 bits a CTA where generic pointers took 64 (the persistent kernel
+// spilled with those).
 template <int CLUSTER>
-__device__ __forceinline__ void cluster_tiles(uint8_t* tile, const uint8_t* (&tiles)[CLUSTER]) {
+__device__ __forceinline__ void cluster_tiles(const uint8_t* tile, unsigned (&tiles)[CLUSTER]) {
 #pragma unroll
   for (int t = 0; t < CLUSTER; ++t) {
     if constexpr (CLUSTER > 1) {
-      tiles[t] = cooperative_groups::this_cluster().map_shared_rank(tile, t);
+      asm("mapa.shared::cluster.u32 %0, %1, %2;\n"
+          : "=r"(tiles[t])
+          : "r"(shared_address(tile)), "r"(t));
     } else {
-      tiles[t] = tile;
+      tiles[t] = shared_address(tile);
     }
   }
+}
+
+// The word at `address` (shared::cluster with a cluster, else this CTA's shared window).
+template <int CLUSTER>
+__device__ __forceinline__ unsigned load_tile_word(unsigned address) {
+  unsigned v;
+  if constexpr (CLUSTER > 1) {
+    asm volatile("ld.shared::cluster.u32 %0, [%1];\n" : "=r"(v) : "r"(address));
+  } else {
+    asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(v) : "r"(address));
+  }
+  return v;
 }
 
 // Normalizes `row` (x in s, packed), writes its codes to y and to tile_row (hidden bytes);
@@ -95,11 +112,11 @@ __device__ __forceinline__ float quantize_row_to_tile(const FwdParams& p, int64_
 // y_t[col][run_row0 .. run_row0 + run_rows) for this CTA's share of the columns (CTA `rank` of
 // CLUSTER), 4 columns per thread at a time, from the cluster's tiles (tiles[t]: rows
 // t * 32 / CLUSTER onwards of the run, `hidden` bytes apart), in two halves of 16 rows (16
-// bytes per column each; half the registers of a whole run, which spilled in the persistent
+// bytes per column each: half the registers of a whole run, which spilled in the persistent
 // kernel). Rows of the run past the end are read from tile rows never written, and not stored.
 template <int CLUSTER>
 __device__ __forceinline__ void store_transposed_run(const QuantParams& q,
-                                                     const uint8_t* const (&tiles)[CLUSTER],
+                                                     const unsigned (&tiles)[CLUSTER],
                                                      int64_t hidden, int rank, int64_t run_row0,
                                                      int run_rows) {
   constexpr int kRows = kTransposedRun / CLUSTER;
@@ -108,14 +125,14 @@ __device__ __forceinline__ void store_transposed_run(const QuantParams& q,
   const int64_t col_end = (rank + 1) * share;
   uint8_t* y_t = q.y_t + run_row0;
   for (int64_t col = rank * share + 4 * threadIdx.x; col < col_end; col += 4 * blockDim.x) {
-#pragma unroll 1
+#pragma unroll
     for (int half = 0; half < 2; ++half) {
       unsigned row_words[kHalf];  // row half * 16 + r's codes of columns col .. col + 3
 #pragma unroll
       for (int r = 0; r < kHalf; ++r) {
         const int run_row = half * kHalf + r;
-        row_words[r] = *reinterpret_cast<const unsigned*>(tiles[run_row / kRows] +
-                                                           (run_row % kRows) * hidden + col);
+        row_words[r] = load_tile_word<CLUSTER>(
+            tiles[run_row / kRows] + static_cast<unsigned>((run_row % kRows) * hidden + col));
       }
       unsigned run[4][kHalf / 4];  // column col + k's 16 codes of this half as words
 #pragma unroll
@@ -140,6 +157,10 @@ __device__ __forceinline__ void store_transposed_run(const QuantParams& q,
           }
         }
       }
+      // The second half's loads not hoisted above the first half's stores: one half's words
+      // live at a time (unrolled with both halves in flight, or as a runtime loop, the
+      // persistent kernel spilled).
+      asm volatile("" ::: "memory");
     }
   }
 }
@@ -212,7 +233,7 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_quant_transposed(FwdParams p
   } else {
     __syncthreads();
   }
-  const uint8_t* tiles[CLUSTER];
+  unsigned tiles[CLUSTER];
   cluster_tiles<CLUSTER>(tile, tiles);
   store_transposed_run<CLUSTER>(
       p.quant, tiles, shape.hidden, rank, run_row0,
@@ -266,11 +287,14 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_quant_transposed_persistent(
   Lanes<WT, VEC> w[IMAX];
   load_row_weight(p, w);
   const float w_add = weight_add(p);
-  // Run n's y_t from tile n % 2 of every CTA of the cluster (the addresses mapped per run: an
-  // array of both tiles' addresses, indexed at run time, went to local memory).
+  // Run n's y_t from tile n % 2 of every CTA of the cluster.
+  unsigned first_tiles[CLUSTER];
+  cluster_tiles<CLUSTER>(tile_pair, first_tiles);
   auto store_run_of = [&](int64_t n) {
-    const uint8_t* tiles[CLUSTER];
-    cluster_tiles<CLUSTER>(tile_pair + (n & 1) * kRows * hidden, tiles);
+    unsigned tiles[CLUSTER];
+    const unsigned offset = static_cast<unsigned>((n & 1) * kRows * hidden);
+#pragma unroll
+    for (int t = 0; t < CLUSTER; ++t) tiles[t] = first_tiles[t] + offset;
     store_transposed_run<CLUSTER>(p.quant, tiles, hidden, rank, run_row0(n), run_rows(n));
   };
 

@@ -20,6 +20,11 @@ const char* backend_label(nk_backend backend) {
   return backend == NK_BACKEND_CUDA ? "Cuda" : "Cpu";
 }
 
+std::string shape_test_name(nk_backend backend, int64_t rows, int64_t hidden) {
+  return std::string(backend_label(backend)) + "_rows" + std::to_string(rows) + "_hidden" +
+         std::to_string(hidden);
+}
+
 std::string backend_unavailable_reason(nk_backend backend) {
   if (backend == NK_BACKEND_CPU) return "";
   if (!nk_has_cuda_build()) return "this build has no CUDA backend (NK_WITH_CUDA off)";

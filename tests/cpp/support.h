@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <random>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "common/dtype_host.h"
@@ -20,6 +22,22 @@ namespace nktest {
 
 const char* backend_label(nk_backend backend);  // "Cpu" / "Cuda", for test names
 
+// Shape parameters of the parameterized tests, and their test names ("Cuda_rows29_hidden17389").
+using RowsHidden = std::pair<int64_t, int64_t>;
+std::string shape_test_name(nk_backend backend, int64_t rows, int64_t hidden);
+struct ShapeTestName {
+  std::string operator()(
+      const ::testing::TestParamInfo<std::tuple<nk_backend, int64_t, int64_t>>& info) const {
+    return shape_test_name(std::get<0>(info.param), std::get<1>(info.param),
+                           std::get<2>(info.param));
+  }
+  std::string operator()(
+      const ::testing::TestParamInfo<std::tuple<nk_backend, RowsHidden>>& info) const {
+    const RowsHidden shape = std::get<1>(info.param);
+    return shape_test_name(std::get<0>(info.param), shape.first, shape.second);
+  }
+};
+
 // "" when `backend` can run here; otherwise why not (for the skip message).
 std::string backend_unavailable_reason(nk_backend backend);
 
@@ -28,6 +46,16 @@ std::string backend_unavailable_reason(nk_backend backend);
   do {                                                                           \
     const std::string nk_why_ = ::nktest::backend_unavailable_reason(backend);   \
     if (!nk_why_.empty()) GTEST_SKIP() << "no CUDA device: " << nk_why_;         \
+  } while (0)
+
+// Shapes of more than 4Mi elements on the CPU backend are skipped (with why): its float64
+// reference makes them slow, and `covered_by` (a test name) covers that backend.
+#define NK_SKIP_IF_SLOW_ON_CPU(backend, rows, hidden, covered_by)                              \
+  do {                                                                                       \
+    if ((backend) == NK_BACKEND_CPU && (rows) * (hidden) > (int64_t{1} << 22)) {             \
+      GTEST_SKIP() << "slow on CPU (" << (rows) * (hidden) << " elements); the CPU backend " \
+                   << "is covered by " << (covered_by);                                      \
+    }                                                                                        \
   } while (0)
 
 // Waits for the backend's queued work and reports an asynchronous failure as a test failure.

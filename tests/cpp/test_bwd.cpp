@@ -104,15 +104,9 @@ INSTANTIATE_TEST_SUITE_P(
     AllBackends, BwdShapes,
     ::testing::Combine(::testing::ValuesIn(all_backends()), ::testing::Values(1, 3, 7, 64),
                        ::testing::Values(1, 29, 71, 128, 1000, 4096, 17389, 65537)),
-    [](const auto& info) {
-      return std::string(backend_label(std::get<0>(info.param))) + "_rows" +
-             std::to_string(std::get<1>(info.param)) + "_hidden" +
-             std::to_string(std::get<2>(info.param));
-    });
+    ShapeTestName());
 
 // ---- large shapes; many rows stress the dweight/dbias reduction ----
-
-using RowsHidden = std::pair<int64_t, int64_t>;
 
 class BwdLargeShapes : public ::testing::TestWithParam<std::tuple<nk_backend, RowsHidden>> {};
 
@@ -120,10 +114,7 @@ TEST_P(BwdLargeShapes, MatchesAnalyticGradient) {
   const nk_backend backend = std::get<0>(GetParam());
   const auto [rows, hidden] = std::get<1>(GetParam());
   NK_SKIP_IF_UNAVAILABLE(backend);
-  if (backend == NK_BACKEND_CPU && rows * hidden > (int64_t{1} << 22)) {
-    GTEST_SKIP() << "slow on CPU (" << rows * hidden << " elements); the CPU backend is covered "
-                 << "by BwdShapes";
-  }
+  NK_SKIP_IF_SLOW_ON_CPU(backend, rows, hidden, "BwdShapes");
   Rng rng;
   BwdCase c;
   c.rows = rows;
@@ -145,11 +136,7 @@ INSTANTIATE_TEST_SUITE_P(
                                          // (or the column-owning cluster, where enabled), then
                                          // of 15 with more rows than slots
                                          RowsHidden{29, 17389}, RowsHidden{601, 30001})),
-    [](const auto& info) {
-      const RowsHidden shape = std::get<1>(info.param);
-      return std::string(backend_label(std::get<0>(info.param))) + "_rows" +
-             std::to_string(shape.first) + "_hidden" + std::to_string(shape.second);
-    });
+    ShapeTestName());
 
 class BwdLargeSplitRows : public ::testing::TestWithParam<nk_backend> {};
 
@@ -304,11 +291,7 @@ INSTANTIATE_TEST_SUITE_P(
                                          RowsHidden{128, 4096}, RowsHidden{29, 17389},
                                          RowsHidden{9, 1003}, RowsHidden{150, 3000},
                                          RowsHidden{31, 32768})),
-    [](const auto& info) {
-      const RowsHidden shape = std::get<1>(info.param);
-      return std::string(backend_label(std::get<0>(info.param))) + "_rows" +
-             std::to_string(shape.first) + "_hidden" + std::to_string(shape.second);
-    });
+    ShapeTestName());
 
 // ---- semantics and determinism ----
 

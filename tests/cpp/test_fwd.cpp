@@ -108,15 +108,9 @@ INSTANTIATE_TEST_SUITE_P(
     AllBackends, FwdShapes,
     ::testing::Combine(::testing::ValuesIn(all_backends()), ::testing::Values(1, 3, 7, 64),
                        ::testing::Values(1, 29, 71, 128, 1000, 4096, 17389, 65537)),
-    [](const auto& info) {
-      return std::string(backend_label(std::get<0>(info.param))) + "_rows" +
-             std::to_string(std::get<1>(info.param)) + "_hidden" +
-             std::to_string(std::get<2>(info.param));
-    });
+    ShapeTestName());
 
 // ---- large shapes (the GPU's multi-block / cluster paths) ----
-
-using RowsHidden = std::pair<int64_t, int64_t>;
 
 class FwdLargeShapes : public ::testing::TestWithParam<std::tuple<nk_backend, RowsHidden>> {};
 
@@ -124,10 +118,7 @@ TEST_P(FwdLargeShapes, MatchesReference) {
   const nk_backend backend = std::get<0>(GetParam());
   const auto [rows, hidden] = std::get<1>(GetParam());
   NK_SKIP_IF_UNAVAILABLE(backend);
-  if (backend == NK_BACKEND_CPU && rows * hidden > (int64_t{1} << 22)) {
-    GTEST_SKIP() << "slow on CPU (" << rows * hidden << " elements); the CPU backend is covered "
-                 << "by FwdShapes";
-  }
+  NK_SKIP_IF_SLOW_ON_CPU(backend, rows, hidden, "FwdShapes");
   Rng rng;
   FwdCase c;
   c.rows = rows;
@@ -136,12 +127,6 @@ TEST_P(FwdLargeShapes, MatchesReference) {
   c.w = NK_FLOAT32;
   c.bias = c.residual = true;
   test_fwd_case(backend, c, rng);
-}
-
-std::string large_shape_name(const ::testing::TestParamInfo<std::tuple<nk_backend, RowsHidden>>& info) {
-  const RowsHidden shape = std::get<1>(info.param);
-  return std::string(backend_label(std::get<0>(info.param))) + "_rows" +
-         std::to_string(shape.first) + "_hidden" + std::to_string(shape.second);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllBackends, FwdLargeShapes,
@@ -155,7 +140,7 @@ INSTANTIATE_TEST_SUITE_P(AllBackends, FwdLargeShapes,
                                                               // one CTA per row, 8 vectors
                                                               // per thread (rows >= 4 x SMs)
                                                               RowsHidden{531, 32768})),
-                         large_shape_name);
+                         ShapeTestName());
 
 // ---- layouts: strides, alignment, in place ----
 

@@ -12,10 +12,6 @@
 namespace nktool {
 namespace {
 
-void add_if(std::vector<HostTensor*>& list, HostTensor& t) {
-  if (!t.empty()) list.push_back(&t);
-}
-
 void* maybe(HostTensor& t, const PointerMap& ptr) { return t.empty() ? nullptr : ptr(t); }
 
 // qmax of the case's y dtype, from the reference's Q (saturation of +inf).
@@ -56,27 +52,16 @@ void choose_scales(const QuantCheckCase& c, QuantCaseTensors& t, LayoutChooser& 
 }  // namespace
 
 std::vector<HostTensor*> QuantCaseTensors::inputs() {
-  std::vector<HostTensor*> list;
-  for (HostTensor* t : {&x, &residual, &weight, &bias, &scale}) add_if(list, *t);
-  return list;
+  return non_empty({&x, &residual, &weight, &bias, &scale});
 }
 
 std::vector<HostTensor*> QuantCaseTensors::outputs() {
-  std::vector<HostTensor*> list;
-  for (HostTensor* t : {&y, &residual_out, &rstd, &scales, &amax, &y_t}) add_if(list, *t);
-  return list;
+  return non_empty({&y, &residual_out, &rstd, &scales, &amax, &y_t});
 }
 
-std::vector<HostTensor*> QuantCaseTensors::all() {
-  std::vector<HostTensor*> list = inputs();
-  for (HostTensor* t : outputs()) list.push_back(t);
-  return list;
-}
+std::vector<HostTensor*> QuantCaseTensors::all() { return joined(inputs(), outputs()); }
 
-void QuantCaseTensors::reset_for_run() {
-  for (HostTensor* t : inputs()) t->restore();
-  for (HostTensor* t : outputs()) t->poison();
-}
+void QuantCaseTensors::reset_for_run() { restore_and_poison(inputs(), outputs()); }
 
 QuantCaseTensors make_quant_case_tensors(const QuantCheckCase& c) {
   Random rng(c.data_seed);

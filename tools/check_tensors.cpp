@@ -6,38 +6,18 @@
 #include "random.h"
 
 namespace nktool {
-namespace {
-
-void add_if(std::vector<HostTensor*>& list, HostTensor& t) {
-  if (!t.empty()) list.push_back(&t);
-}
-
-}  // namespace
 
 std::vector<HostTensor*> CaseTensors::inputs() {
-  std::vector<HostTensor*> list;
-  for (HostTensor* t : {&x, &residual, &weight, &bias, &dy, &bwd_x, &bwd_rstd, &dresidual_out}) {
-    add_if(list, *t);
-  }
-  return list;
+  return non_empty({&x, &residual, &weight, &bias, &dy, &bwd_x, &bwd_rstd, &dresidual_out});
 }
 
 std::vector<HostTensor*> CaseTensors::outputs() {
-  std::vector<HostTensor*> list;
-  for (HostTensor* t : {&y, &residual_out, &rstd, &dx, &dweight, &dbias}) add_if(list, *t);
-  return list;
+  return non_empty({&y, &residual_out, &rstd, &dx, &dweight, &dbias});
 }
 
-std::vector<HostTensor*> CaseTensors::all() {
-  std::vector<HostTensor*> list = inputs();
-  for (HostTensor* t : outputs()) list.push_back(t);
-  return list;
-}
+std::vector<HostTensor*> CaseTensors::all() { return joined(inputs(), outputs()); }
 
-void CaseTensors::reset_for_run() {
-  for (HostTensor* t : inputs()) t->restore();
-  for (HostTensor* t : outputs()) t->poison();
-}
+void CaseTensors::reset_for_run() { restore_and_poison(inputs(), outputs()); }
 
 CaseTensors make_case_tensors(const CheckCase& c) {
   Random rng(c.data_seed);

@@ -85,4 +85,24 @@ AlignedBytes::AlignedBytes(size_t bytes)
   std::memset(base_, HostTensor::kPoisonByte, bytes_);
 }
 
+std::vector<HostTensor*> non_empty(std::initializer_list<HostTensor*> candidates) {
+  std::vector<HostTensor*> list;
+  for (HostTensor* t : candidates) {
+    if (!t->empty()) list.push_back(t);
+  }
+  return list;
+}
+
+std::vector<HostTensor*> joined(std::vector<HostTensor*> inputs,
+                                const std::vector<HostTensor*>& outputs) {
+  inputs.insert(inputs.end(), outputs.begin(), outputs.end());
+  return inputs;
+}
+
+void restore_and_poison(const std::vector<HostTensor*>& inputs,
+                        const std::vector<HostTensor*>& outputs) {
+  for (HostTensor* t : inputs) t->restore();
+  for (HostTensor* t : outputs) t->poison();
+}
+
 }  // namespace nktool

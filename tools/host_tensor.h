@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <vector>
 
@@ -83,6 +84,15 @@ class HostTensor {
   unsigned char* base_ = nullptr;         // raw_ rounded up to kBaseAlignment
   std::vector<unsigned char> pristine_;   // snapshot of the allocation
 };
+
+// The tensors of a check case, as lists: the non-empty ones among `candidates`; inputs then
+// outputs; every input restored from its snapshot and every output poisoned (before a backend
+// runs).
+std::vector<HostTensor*> non_empty(std::initializer_list<HostTensor*> candidates);
+std::vector<HostTensor*> joined(std::vector<HostTensor*> inputs,
+                                const std::vector<HostTensor*>& outputs);
+void restore_and_poison(const std::vector<HostTensor*>& inputs,
+                        const std::vector<HostTensor*>& outputs);
 
 // A plain byte buffer aligned to 256 bytes (host workspace).
 class AlignedBytes {

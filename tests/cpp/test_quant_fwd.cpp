@@ -226,10 +226,11 @@ TEST_P(QuantRules, TransposedOutputWithPaddedStrides) {
 }
 
 TEST_P(QuantRules, TransposedOutputOfWholeRuns) {
-  // Shapes whose y_t allows the one-kernel plan's 32-byte runs (NK_TUNE_QUANT_FUSED_TRANSPOSE=1
-  // on a GPU; launch_config's tests check which cluster each takes): clusters of 8 on few rows
-  // (a last run short, CTAs with no rows), float32 x (4-element vectors), every option of the
-  // forward; on the GPU also clusters of 1, 2 and 4 (enough runs to fill the SMs).
+  // Shapes whose y_t allows the one-kernel plans' 32-byte runs (NK_TUNE_QUANT_FUSED_TRANSPOSE=1
+  // or 2 on a GPU; launch_config's tests check which cluster each takes): clusters of 8 on few
+  // rows (a last run short, CTAs with no rows), float32 x (4-element vectors), every option of
+  // the forward; on the GPU also clusters of 1, 2 and 4 (enough runs to fill the SMs), where
+  // the persistent kernel's clusters take several runs each (4100x4096, 2100x8192).
   Rng rng;
   struct Shape {
     int64_t rows, hidden, y_t_pad;

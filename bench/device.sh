@@ -3,7 +3,7 @@
 # `normkit check`, `normkit bench`, the Python tests and benchmarks; logs (as logs.tar.gz) and
 # the JSON results go to $OUT (or ./device-out).
 # Usage: bench/device.sh [steps...]   steps: build test check bench quant install python compare
-# train dtypes huge columns ncu_quant quant_bench exact items fused sanitize profile
+# train dtypes huge columns ncu_quant quant_bench exact items fused wide sanitize profile
 # (default: build test check bench)
 # BUILD=dir names the build tree (default build-device). (A tree built on the CPU machine cannot
 # travel instead: its binaries are over 64 MiB each.) `install` links that tree's libnormkit.a.
@@ -159,6 +159,19 @@ for step in "${steps[@]}"; do
           run "bench_fused_${k}_items_$v" env NK_TUNE_QUANT_FUSED_TRANSPOSE=$k \
             NK_TUNE_QUANT_FUSED_ITEMS=$v "$BUILD/tools/normkit" bench --quant tensor --transposed \
             --fwd-only --explain --json "$LOGS/bench_fused_${k}_items_$v.json"
+        done
+      done ;;
+    wide)  # rows of 16K-32K bf16 columns on many rows: one CTA per row or a cluster of two
+      # (NK_TUNE_FWD_SPLIT_WIDE_ROWS), plain and quantized forwards; its tests under the knob
+      run ctest_wide env NK_TUNE_FWD_SPLIT_WIDE_ROWS=1 "$BUILD/tests/normkit_tests" \
+        --gtest_filter='*Fwd*/Cuda*:*Quant*/Cuda*' --gtest_brief=1
+      for v in 0 1; do
+        run "bench_wide_$v" env NK_TUNE_FWD_SPLIT_WIDE_ROWS=$v "$BUILD/tools/normkit" bench \
+          --fwd-only --explain --shapes 1024x32768,600x32768,2048x24576 --json "$LOGS/bench_wide_$v.json"
+        for mode in tensor token block mxfp8; do
+          run "bench_wide_${mode}_$v" env NK_TUNE_FWD_SPLIT_WIDE_ROWS=$v "$BUILD/tools/normkit" \
+            bench --quant "$mode" --fwd-only --explain --shapes 1024x32768,600x32768,2048x24576 \
+            --json "$LOGS/bench_wide_${mode}_$v.json"
         done
       done ;;
     sanitize)

@@ -224,7 +224,7 @@ LaunchConfig plan_fwd_registers(int64_t rows, int64_t hidden, int vec, const Ker
   if (vec >= 4 && f.cluster_launch) {
     const int64_t one_cta = int64_t(kFwdMaxThreadsPerRow) * fwd_items_max(vec);
     const int64_t small_ctas = ceil_div(nvec, int64_t(kFwdMaxThreadsPerRow) * kSmallItems);
-    if (nvec <= one_cta && rows >= 4 * int64_t(f.sm_count)) {
+    if (nvec <= one_cta && rows >= 4 * int64_t(f.sm_count) && !f.fwd_split_wide_rows) {
       f.cluster_launch = false;  // one CTA per row
     } else if (small_ctas > f.max_cluster) {
       f.max_cluster = small_ctas <= f.fwd_wide_row_cluster ? f.fwd_wide_row_cluster : 1;

@@ -56,6 +56,14 @@ struct KernelFacts {
   // 262144 in 245 us on 16 CTAs against 284 streaming, once the cluster sum stopped waiting on
   // a cluster barrier.
   int fwd_wide_row_cluster = 16;
+  // Rows of 4- to 16-byte vectors that one CTA holds at the large register budget (more than
+  // kSmallItems vectors per thread: bf16 rows of 16K-32K columns) get one CTA per row when there
+  // are 4 x SMs rows or more (measured v14: 1024 x 32768 59 against 67 us on clusters of two);
+  // 1 splits them over a cluster at the small budget anyway (NK_TUNE_FWD_SPLIT_WIDE_ROWS): to
+  // re-measure since the cluster sum stopped waiting on a cluster barrier (v16), for the
+  // quantized forward too (block 1024 x 32768 is 2% slower than torch.compile with one CTA per
+  // row, eighth session).
+  int fwd_split_wide_rows = 0;
   // The pipelined backward splits a row over a cluster when it has more vectors than this
   // (NK_TUNE_BWD_SPLIT_VECTORS). Measured (docs/notes.md v16-v17): 12K-16K columns of 8-element
   // vectors run faster on clusters of 2 CTAs at 2 vectors per thread than on one CTA at 3-4

@@ -282,6 +282,18 @@ TEST(LaunchConfig, ForwardOfWideRowsAsMeasured) {
   EXPECT_EQ(normkit::cuda::plan_fwd(1024, 131072, 8, f, 2).plan, RowPlan::kCluster);
   // Narrow vectors keep their clusters (their streaming loop is slow: 29 x 17389, 35 vs 13 us).
   EXPECT_EQ(normkit::cuda::plan_fwd(29, 17389, 1, f, 0).plan, RowPlan::kCluster);
+  // NK_TUNE_FWD_SPLIT_WIDE_ROWS: those many rows split over a cluster at the small budget, in
+  // whole 128-element blocks for the quantized forward.
+  KernelFacts split = f;
+  split.fwd_split_wide_rows = 1;
+  const LaunchConfig two = normkit::cuda::plan_fwd(1024, 32768, 8, split, 2);
+  EXPECT_EQ(two.cluster_size, 2) << two.describe();
+  EXPECT_EQ(two.items, 4);
+  const LaunchConfig block = normkit::cuda::plan_fwd_quant(1024, 32768, 8, 128, split);
+  EXPECT_EQ(block.cluster_size, 2) << block.describe();
+  EXPECT_EQ(block.items, 4);
+  EXPECT_EQ(block.cols_per_cta % 128, 0);
+  EXPECT_EQ(block.cols_per_cta * block.cluster_size, 32768);
 }
 
 TEST(LaunchConfig, ForwardOfLongFloat32RowsTakesPipelinedClusters) {

@@ -57,14 +57,15 @@ __device__ __forceinline__ void cluster_tiles(const uint8_t* tile, unsigned (&ti
   }
 }
 
-// The word at `address` (shared::cluster with a cluster, else this CTA's shared window).
+// The word at `address` (shared::cluster with a cluster, else this CTA's shared window). The
+// "memory" clobber keeps it after the barrier that makes the tiles' stores visible.
 template <int CLUSTER>
 __device__ __forceinline__ unsigned load_tile_word(unsigned address) {
   unsigned v;
   if constexpr (CLUSTER > 1) {
-    asm volatile("ld.shared::cluster.u32 %0, [%1];\n" : "=r"(v) : "r"(address));
+    asm volatile("ld.shared::cluster.u32 %0, [%1];\n" : "=r"(v) : "r"(address) : "memory");
   } else {
-    asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(v) : "r"(address));
+    asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(v) : "r"(address) : "memory");
   }
   return v;
 }

@@ -38,13 +38,6 @@ __device__ __forceinline__ void mbarrier_arrive_expecting(uint64_t* bar, unsigne
 #endif
 }
 
-__device__ __forceinline__ void mbarrier_arrive(uint64_t* bar) {
-#if NK_HAS_BULK_COPY
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(shared_address(bar))
-               : "memory");
-#endif
-}
-
 // Waits until the phase of parity PARITY of the mbarrier at shared address `bar` completes.
 template <unsigned PARITY = 0>
 __device__ __forceinline__ void mbarrier_wait(unsigned bar) {

@@ -324,11 +324,9 @@ LaunchConfig plan_fwd_quant_transposed(int64_t rows, int64_t hidden, int vec, in
       rows <= 0) {
     return c;
   }
-  const int64_t nvec = hidden / vec;
   // By default as many threads as vectors, up to 512 (facts.quant_fused_items_target).
-  const int threads = threads_for(nvec, kFwdMaxThreadsPerRow, facts.quant_fused_items_target);
-  const int64_t items = ceil_div(nvec, threads);
-  if (items > kSmallItems) return c;
+  shape_cta(c, hidden / vec, kFwdMaxThreadsPerRow, facts.quant_fused_items_target);
+  if (c.items > kSmallItems) return c;
   // The fewest CTAs per 32-row run whose rows' codes (two tiles of them for the persistent
   // kernel) fit the budget; one run per cluster: then more CTAs (fewer rows each) while the
   // runs alone leave SMs without a CTA. The persistent kernel needs a cluster (its barriers).
@@ -346,8 +344,6 @@ LaunchConfig plan_fwd_quant_transposed(int64_t rows, int64_t hidden, int vec, in
   if (tile_bytes(cluster) > kTransposedTileBytes) return c;
   c.plan = RowPlan::kRegisters;
   c.vec = vec;
-  c.threads_per_row = threads;
-  c.items = static_cast<int>(items);
   c.cluster_size = cluster;
   c.cols_per_cta = hidden;
   c.tile_rows = kTransposedRun / cluster;

@@ -104,9 +104,8 @@ struct KernelFacts {
   // forward 4096 x 5120 1.21x (160 x 4 against 256 x 3), so the plain forward keeps powers of two.
   int fwd_exact = 2;
   // Forward registers plans (plain and quantized): the vectors per thread that the thread
-  // count aims for (NK_TUNE_FWD_ITEMS, 1-4). Not yet measured against 4: torch.compile's
-  // forward is 3-7% faster at 4096 x 4096, 8192 x 2048 and 4096 x 12288 (15:38 compare run),
-  // where these plans hold 4 vectors per thread (fewer, longer threads).
+  // count aims for (NK_TUNE_FWD_ITEMS, 1-4). Measured (eighth session, H100): 2 and 1 slower
+  // than 4 nearly everywhere (8192 x 8192 96.5 -> 111 us), 4096 x 12288 unchanged.
   int fwd_items_target = 4;
   // The quantized forward with y_t in one kernel (rms_norm_fwd_quant_transposed) where it
   // applies (plan_fwd_quant_transposed); 0: the forward, then transpose_bytes

@@ -1,6 +1,5 @@
 // CUDA entry point of the forward with a quantized output: vector width, configuration, the
 // amax reset, and the transpose into y_t.
-#include <algorithm>
 #include <cstdint>
 #include <string>
 
@@ -27,6 +26,14 @@ int quant_vector_width(const nk_rms_norm_fwd_args& a) {
                       static_cast<int>(16 / xs));
 }
 
+// Calls f(x, w) with values of x's and the weight's element types.
+template <typename F>
+void dispatch_x_and_weight(const nk_rms_norm_fwd_args& a, F&& f) {
+  dispatch_dtype(a.x_dtype, "rms_norm_fwd x", [&](auto x) {
+    dispatch_dtype(a.weight_dtype, "rms_norm_fwd weight", [&](auto w) { f(x, w); });
+  });
+}
+
 LaunchConfig quant_config(const nk_rms_norm_fwd_args& a) {
   const int64_t block = quant_block_size(a);
   return plan_fwd_quant(a.rows, a.hidden, quant_vector_width(a), static_cast<int>(block),
@@ -35,10 +42,8 @@ LaunchConfig quant_config(const nk_rms_norm_fwd_args& a) {
 
 void launch_quant(const nk_rms_norm_fwd_args& a, cudaStream_t stream) {
   const LaunchConfig cfg = quant_config(a);
-  dispatch_dtype(a.x_dtype, "rms_norm_fwd x", [&](auto x) {
-    dispatch_dtype(a.weight_dtype, "rms_norm_fwd weight", [&](auto w) {
-      launch_fwd_quant_for<decltype(x), decltype(w)>(a, cfg, stream);
-    });
+  dispatch_x_and_weight(a, [&](auto x, auto w) {
+    launch_fwd_quant_for<decltype(x), decltype(w)>(a, cfg, stream);
   });
 }
 
@@ -106,10 +111,8 @@ void rms_norm_fwd_quant(const nk_rms_norm_fwd_args& a, void* stream) {
     if (a.y_t) {
       const LaunchConfig fused = fused_transposed_config(a);
       if (fused.grid > 0) {
-        dispatch_dtype(a.x_dtype, "rms_norm_fwd x", [&](auto x) {
-          dispatch_dtype(a.weight_dtype, "rms_norm_fwd weight", [&](auto w) {
-            launch_fwd_quant_transposed_for<decltype(x), decltype(w)>(a, fused, s);
-          });
+        dispatch_x_and_weight(a, [&](auto x, auto w) {
+          launch_fwd_quant_transposed_for<decltype(x), decltype(w)>(a, fused, s);
         });
         return;
       }

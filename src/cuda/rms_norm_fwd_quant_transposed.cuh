@@ -20,6 +20,7 @@
 
 #include "cuda/async_copy.cuh"    // shared_address
 #include "cuda/bulk_copy.cuh"     // cluster_arrive, cluster_wait
+#include "cuda/reduce.cuh"        // cluster_address
 #include "cuda/launch_config.h"  // kTransposedRun: rows (bytes) of one y_t run, a 32-byte sector
 #include "cuda/rms_norm_fwd_quant_kernels.cuh"
 
@@ -48,9 +49,7 @@ __device__ __forceinline__ void cluster_tiles(const uint8_t* tile, unsigned (&ti
 #pragma unroll
   for (int t = 0; t < CLUSTER; ++t) {
     if constexpr (CLUSTER > 1) {
-      asm("mapa.shared::cluster.u32 %0, %1, %2;\n"
-          : "=r"(tiles[t])
-          : "r"(shared_address(tile)), "r"(t));
+      tiles[t] = cluster_address(tile, t);
     } else {
       tiles[t] = shared_address(tile);
     }
@@ -265,7 +264,8 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_quant_transposed_persistent(
   const int64_t clusters = gridDim.x / CLUSTER;
   const int64_t first_run = blockIdx.x / CLUSTER;
   const int64_t runs = (shape.rows + kTransposedRun - 1) / kTransposedRun;
-  const int64_t my_runs = (runs - first_run + clusters - 1) / clusters;  // >= 1: grid <= runs
+  // >= 1: the grid holds at most one cluster per run.
+  const int64_t my_runs = (runs - first_run + clusters - 1) / clusters;
   const int64_t positions = my_runs * kRows;  // this CTA's rows, past-the-end ones included
   auto run_row0 = [&](int64_t n) { return (first_run + n * clusters) * kTransposedRun; };
   // The row at position j of this CTA's sequence (rows of run 0, of run 1, ...); past the end:

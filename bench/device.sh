@@ -3,7 +3,8 @@
 # `normkit check`, `normkit bench`, the Python tests and benchmarks; logs (as logs.tar.gz) and
 # the JSON results go to $OUT (or ./device-out).
 # Usage: bench/device.sh [steps...]   steps: build test check bench quant install python compare
-# train dtypes huge columns ncu_quant quant_bench exact items fused wide sanitize profile
+# train dtypes huge columns ncu_quant quant_bench exact items fused wide bwd_probe sanitize
+# profile
 # (default: build test check bench)
 # BUILD=dir names the build tree (default build-device). (A tree built on the CPU machine cannot
 # travel instead: its binaries are over 64 MiB each.) `install` links that tree's libnormkit.a.
@@ -154,7 +155,7 @@ for step in "${steps[@]}"; do
       done
       run bench_fused_0 "$BUILD/tools/normkit" bench --quant tensor --transposed --fwd-only \
         --explain --json "$LOGS/bench_fused_0.json"
-      for k in 1 2; do
+      for k in ${FUSED_SETTINGS:-1 2}; do
         for v in 1 2 4; do  # vectors per thread of the one-kernel plans (NK_TUNE_QUANT_FUSED_ITEMS)
           run "bench_fused_${k}_items_$v" env NK_TUNE_QUANT_FUSED_TRANSPOSE=$k \
             NK_TUNE_QUANT_FUSED_ITEMS=$v "$BUILD/tools/normkit" bench --quant tensor --transposed \
@@ -173,6 +174,17 @@ for step in "${steps[@]}"; do
             bench --quant "$mode" --fwd-only --explain --shapes 1024x32768,600x32768,2048x24576 \
             --json "$LOGS/bench_wide_${mode}_$v.json"
         done
+      done ;;
+    bwd_probe)  # where the backward's time goes at the shapes that miss their goals: per-kernel
+      # GPU time at the card's own clocks (ncu --clock-control none), then the knobs' A/B
+      shapes=${PROBE_SHAPES:-4096x1024,8192x2048,128x4096,4096x4096,29x17389,256x65536,2048x16384}
+      run ncu_bwd ncu --clock-control none --kernel-name regex:'rms_norm_bwd|reduce_partials' \
+        --csv --metrics gpu__time_duration.sum,launch__registers_per_thread,launch__grid_size,launch__block_size,launch__occupancy_limit_registers,sm__warps_active.avg.pct_of_peak_sustained_active,dram__throughput.avg.pct_of_peak_sustained_elapsed \
+        "$BUILD/tools/normkit" bench --reps 3 --bwd-only --shapes "$shapes"
+      for cfg in "NK_TUNE_BWD_ITEMS=0" "NK_TUNE_BWD_ITEMS=1" "NK_TUNE_BWD_CTAS_PER_SM=1" \
+        "NK_TUNE_BWD_CTAS_PER_SM=3" ${PROBE_CONFIGS:-}; do
+        run "bench_probe_${cfg//[^A-Za-z0-9_]/_}" env "$cfg" "$BUILD/tools/normkit" bench \
+          --bwd-only --explain --shapes "$shapes" --json "$LOGS/bench_probe_${cfg//[^A-Za-z0-9_]/_}.json"
       done ;;
     sanitize)
       run sanitize compute-sanitizer --tool memcheck --error-exitcode 1 \

@@ -176,15 +176,19 @@ for step in "${steps[@]}"; do
         done
       done ;;
     bwd_probe)  # where the backward's time goes at the shapes that miss their goals: per-kernel
-      # GPU time at the card's own clocks (ncu --clock-control none), then the knobs' A/B
+      # GPU time at the card's own clocks (ncu --clock-control none), then the knobs' A/B over
+      # PROBE_SHAPES (PROBE_SHAPES=sweep: the default sweep) under each of PROBE_CONFIGS
       shapes=${PROBE_SHAPES:-4096x1024,8192x2048,128x4096,4096x4096,29x17389,256x65536,2048x16384}
+      ncu_shapes=$shapes
+      [ "$shapes" = sweep ] && ncu_shapes=4096x1024,8192x2048,128x4096,4096x4096,29x17389,256x65536,2048x16384
       run ncu_bwd ncu --clock-control none --kernel-name regex:'rms_norm_bwd|reduce_partials' \
         --csv --metrics gpu__time_duration.sum,launch__registers_per_thread,launch__grid_size,launch__block_size,launch__occupancy_limit_registers,sm__warps_active.avg.pct_of_peak_sustained_active,dram__throughput.avg.pct_of_peak_sustained_elapsed \
-        "$BUILD/tools/normkit" bench --reps 3 --bwd-only --shapes "$shapes"
-      for cfg in "NK_TUNE_BWD_ITEMS=0" "NK_TUNE_BWD_ITEMS=1" "NK_TUNE_BWD_CTAS_PER_SM=1" \
-        "NK_TUNE_BWD_CTAS_PER_SM=3" ${PROBE_CONFIGS:-}; do
+        "$BUILD/tools/normkit" bench --reps 3 --bwd-only --shapes "$ncu_shapes"
+      shape_args=(--shapes "$shapes")
+      [ "$shapes" = sweep ] && shape_args=()
+      for cfg in ${PROBE_CONFIGS:-NK_TUNE_BWD_ITEMS=0 NK_TUNE_BWD_ITEMS=1 NK_TUNE_BWD_CTAS_PER_SM=1 NK_TUNE_BWD_CTAS_PER_SM=3}; do
         run "bench_probe_${cfg//[^A-Za-z0-9_]/_}" env "$cfg" "$BUILD/tools/normkit" bench \
-          --bwd-only --explain --shapes "$shapes" --json "$LOGS/bench_probe_${cfg//[^A-Za-z0-9_]/_}.json"
+          --bwd-only --explain "${shape_args[@]}" --json "$LOGS/bench_probe_${cfg//[^A-Za-z0-9_]/_}.json"
       done ;;
     sanitize)
       run sanitize compute-sanitizer --tool memcheck --error-exitcode 1 \

@@ -161,9 +161,9 @@ class CudaRunner final : public BenchRunner {
                                                                config_.dtype, config_.weight_dtype);
           }
           if (config_.quant != NK_QUANT_NONE) {
-            const int block = config_.quant == NK_QUANT_MXFP8 ? 32 : static_cast<int>(config_.quant_block);
             return normkit::cuda::explain_fwd_quant(shape.rows, shape.hidden, config_.dtype,
-                                                    config_.weight_dtype, block);
+                                                    config_.weight_dtype, config_.quant,
+                                                    static_cast<int>(config_.quant_block));
           }
           return normkit::cuda::explain_fwd(shape.rows, shape.hidden, config_.dtype,
                                             config_.weight_dtype, config_.dtype);

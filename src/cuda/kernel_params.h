@@ -71,9 +71,16 @@ struct BwdParams {
   // no reduction kernel follows; then partial_* are null.
   void* dweight;  // [hidden] or null
   void* dbias;    // [hidden] or null
+  // Under a cooperative launch (every CTA resident) the kernel itself then sums partial_* over
+  // the `slots` rows into these (weight dtype; reduce_slots_in_grid) and no reduction kernel
+  // follows; null otherwise.
+  void* grid_dweight;  // [hidden] or null
+  void* grid_dbias;    // [hidden] or null
+  int64_t slots;
 
   __host__ __device__ bool want_dweight() const { return partial_dweight || dweight; }
   __host__ __device__ bool want_dbias() const { return partial_dbias || dbias; }
+  __host__ __device__ bool reduce_in_grid() const { return grid_dweight || grid_dbias; }
 };
 
 }  // namespace normkit::cuda

@@ -1,6 +1,9 @@
 // Backward launcher template, included by the generated per-(x, weight) translation units.
 #pragma once
 
+#include <algorithm>
+
+#include "cuda/grid_reduce.cuh"
 #include "cuda/launch_common.cuh"
 #include "cuda/launchers.h"
 #include "cuda/rms_norm_bwd_columns.cuh"
@@ -25,6 +28,14 @@ void launch_bwd(const nk_rms_norm_bwd_args& a, const LaunchConfig& planned, cuda
   p.dx = a.dx;
   p.dx_stride = a.dx_row_stride;
   LaunchConfig cfg = planned;  // a pipelined cluster plan may get fewer slots at launch
+  // Whether the main kernel sums the partial sums over the slots itself (a cooperative launch:
+  // the plan asks for it and every CTA fits on the device at once); else reduce_partials does.
+  bool in_grid = false;
+  auto reduce_in_grid_fits = [&](auto kernel, dim3 block, size_t smem) {
+    return cfg.reduce_in_grid && cfg.slots > 1 && (a.dweight || a.dbias) &&
+           (block.x * block.y) % 32 == 0 &&
+           grid_fits_at_once(kernel, cfg.grid, block, smem, cfg.cluster_size, "rms_norm_bwd");
+  };
   // The partial sums ([slots, hidden] float32 each, dweight then dbias) in the workspace. One
   // slot: the main kernel writes dweight/dbias itself and no reduction follows. (The
   // streaming kernel accumulates in the workspace across rows, so it always needs one.)
@@ -35,8 +46,25 @@ void launch_bwd(const nk_rms_norm_bwd_args& a, const LaunchConfig& planned, cuda
     p.partial_dbias = !direct && a.dbias ? ws + (a.dweight ? cfg.slots * a.hidden : 0) : nullptr;
     p.dweight = direct ? a.dweight : nullptr;
     p.dbias = direct ? a.dbias : nullptr;
+    p.grid_dweight = in_grid ? a.dweight : nullptr;
+    p.grid_dbias = in_grid ? a.dbias : nullptr;
+    p.slots = cfg.slots;
+  };
+  // The registers or pipelined kernel, cooperative where the reduction can be in the grid.
+  auto launch_main = [&](auto kernel, dim3 block, size_t smem, const char* what) {
+    in_grid = reduce_in_grid_fits(kernel, block, smem);
+    set_outputs();
+    if (in_grid && launch_if_cooperative(kernel, cfg.grid, block, {cfg.cluster_size}, stream,
+                                         what, smem, p)) {
+      return;
+    }
+    in_grid = false;  // reduce_partials follows
+    set_outputs();
+    launch(kernel, cfg.grid, block, {cfg.cluster_size}, stream, what, smem, p);
   };
   p.partial_dweight = p.partial_dbias = nullptr;
+  p.grid_dweight = p.grid_dbias = nullptr;
+  p.slots = 0;
   p.dweight = a.dweight;  // for want_dbias()/want_dweight() until set_outputs
   p.dbias = a.dbias;
   if (cfg.plan == RowPlan::kColumns) {  // writes dweight/dbias itself: no workspace, one launch
@@ -70,11 +98,16 @@ void launch_bwd(const nk_rms_norm_bwd_args& a, const LaunchConfig& planned, cuda
                              : rms_norm_bwd_pipelined<XT, WT, DYT, VEC, kSmall, false, false>)
                     : (dbias ? rms_norm_bwd_pipelined<XT, WT, DYT, VEC, kLarge, true, false>
                              : rms_norm_bwd_pipelined<XT, WT, DYT, VEC, kLarge, false, false>);
+        const dim3 block(cfg.threads_per_row, cfg.rows_per_block);
+        if (cfg.reduce_in_grid) {  // (the stages hold more already: 24 bytes per thread or more)
+          cfg.smem_bytes = std::max(cfg.smem_bytes,
+                                    grid_reduce_smem_bytes(static_cast<int>(block.x * block.y)));
+        }
         cfg = fit_resident_clusters(cfg, kernel, "rms_norm_bwd (pipelined)");
-        set_outputs();
-        launch(kernel, cfg.grid, dim3(cfg.threads_per_row, cfg.rows_per_block),
-               {cfg.cluster_size}, stream, "rms_norm_bwd (pipelined)",
-               static_cast<size_t>(cfg.smem_bytes), p);
+        // The reduction in the grid needs every CTA resident.
+        if (cfg.reduce_in_grid) cfg = fit_resident_ctas(cfg, kernel, "rms_norm_bwd (pipelined)");
+        launch_main(kernel, block, static_cast<size_t>(cfg.smem_bytes),
+                    "rms_norm_bwd (pipelined)");
       } else {
         throw Error(NK_ERROR_INTERNAL, "rms_norm_bwd: pipelined plan with accesses under 4 bytes");
       }
@@ -85,17 +118,20 @@ void launch_bwd(const nk_rms_norm_bwd_args& a, const LaunchConfig& planned, cuda
     } else {
       constexpr int IMAX = bwd_items_max(VEC);
       auto kernel = rms_norm_bwd_registers<XT, WT, DYT, VEC, IMAX>;
-      const size_t smem = sizeof(float) * bwd_group_floats(cfg.rows_per_block, cfg.cols_per_cta,
-                                                           p.want_dweight(), p.want_dbias());
-      cfg.smem_bytes = static_cast<int64_t>(smem);
+      const dim3 block(cfg.threads_per_row, cfg.rows_per_block);
+      int64_t smem = static_cast<int64_t>(sizeof(float)) *
+                     bwd_group_floats(cfg.rows_per_block, cfg.cols_per_cta, p.want_dweight(),
+                                      p.want_dbias());
+      if (cfg.reduce_in_grid) {
+        smem = std::max(smem, grid_reduce_smem_bytes(static_cast<int>(block.x * block.y)));
+      }
+      cfg.smem_bytes = smem;
       cfg = fit_resident_clusters(cfg, kernel, "rms_norm_bwd (registers)");
-      set_outputs();
-      launch(kernel, cfg.grid,
-             dim3(cfg.threads_per_row, cfg.rows_per_block), {cfg.cluster_size}, stream,
-             "rms_norm_bwd (registers)", smem, p);
+      if (cfg.reduce_in_grid) cfg = fit_resident_ctas(cfg, kernel, "rms_norm_bwd (registers)");
+      launch_main(kernel, block, static_cast<size_t>(smem), "rms_norm_bwd (registers)");
     }
   });
-  if (!p.partial_dweight && !p.partial_dbias) return;
+  if (in_grid || (!p.partial_dweight && !p.partial_dbias)) return;
   // One launch reduces both: blockIdx.y = 0 dweight (or dbias alone), 1 dbias. Wide rows
   // take 4 columns per thread where the partial sums allow 16-byte loads; few slots take
   // fewer lanes (idle lanes would only add zeros).

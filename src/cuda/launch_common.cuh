@@ -59,9 +59,12 @@ inline RowShape row_shape(int64_t rows, int64_t hidden, const LaunchConfig& cfg)
 // Launch options beyond the grid: CTAs per cluster, and programmatic dependent launch (the
 // kernel may start while the previous kernel in the stream finishes; it must call
 // cudaGridDependencySynchronize() before reading that kernel's results).
+// Cooperative: every CTA is resident at once (the launch fails otherwise), so the kernel may
+// wait at a grid barrier (cooperative_groups::this_grid().sync()).
 struct LaunchOptions {
   int cluster = 1;
   bool dependent = false;
+  bool cooperative = false;
 };
 
 // Allows `kernel` up to `bytes` of dynamic shared memory on the current device. The attribute
@@ -125,6 +128,62 @@ int max_active_clusters(Kernel kernel, dim3 block, size_t dynamic_smem, int clus
   return clusters;
 }
 
+// How many CTAs of `kernel` (block, dynamic shared memory) the device runs at once: the
+// occupancy calculator's CTAs per SM (registers, shared memory, threads) times the SMs. Cached
+// like max_active_clusters.
+template <typename Kernel>
+int64_t resident_ctas(Kernel kernel, dim3 block, size_t dynamic_smem, const char* what) {
+  static std::mutex mutex;
+  static std::map<std::tuple<const void*, int, unsigned, unsigned, size_t>, int64_t> known;
+  int device = 0;
+  check_cuda(cudaGetDevice(&device), "cudaGetDevice", what);
+  const auto key = std::make_tuple(reinterpret_cast<const void*>(kernel), device, block.x,
+                                   block.y, dynamic_smem);
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    const auto it = known.find(key);
+    if (it != known.end()) return it->second;
+  }
+  allow_dynamic_smem(kernel, dynamic_smem, what);
+  int per_sm = 0, sms = 0;
+  check_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel,
+                                                           static_cast<int>(block.x * block.y),
+                                                           dynamic_smem),
+             "cudaOccupancyMaxActiveBlocksPerMultiprocessor", what);
+  check_cuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device),
+             "cudaDeviceGetAttribute(MultiProcessorCount)", what);
+  const int64_t resident = int64_t(per_sm) * sms;
+  std::lock_guard<std::mutex> lock(mutex);
+  known[key] = resident;
+  return resident;
+}
+
+// Whether a grid of `grid` CTAs is resident all at once, as a cooperative launch requires.
+template <typename Kernel>
+bool grid_fits_at_once(Kernel kernel, int64_t grid, dim3 block, size_t dynamic_smem, int cluster,
+                       const char* what) {
+  if (cluster > 1) {
+    return grid / cluster <= max_active_clusters(kernel, block, dynamic_smem, cluster, what);
+  }
+  return grid <= resident_ctas(kernel, block, dynamic_smem, what);
+}
+
+// A persistent plan of single CTAs (not clusters: fit_resident_clusters) capped to the CTAs the
+// device runs at once: the planner counts CTAs per SM by shared memory and threads, not by
+// registers, and a CTA beyond them would run in a second wave.
+template <typename Kernel>
+LaunchConfig fit_resident_ctas(LaunchConfig cfg, Kernel kernel, const char* what) {
+  if (cfg.cluster_size > 1) return cfg;
+  const int64_t resident =
+      resident_ctas(kernel, dim3(cfg.threads_per_row, cfg.rows_per_block),
+                    static_cast<size_t>(cfg.smem_bytes), what);
+  if (resident > 0 && cfg.grid > resident) {
+    cfg.grid = resident;
+    if (cfg.slots) cfg.slots = resident;
+  }
+  return cfg;
+}
+
 // A persistent plan's grid (and slots) capped to the clusters the device runs at once.
 template <typename Kernel>
 LaunchConfig fit_resident_clusters(LaunchConfig cfg, Kernel kernel, const char* what) {
@@ -145,9 +204,11 @@ LaunchConfig fit_resident_clusters(LaunchConfig cfg, Kernel kernel, const char* 
   return cfg;
 }
 
+// The launch itself; returns cudaLaunchKernelEx's status (launch() below checks it).
 template <typename... KernelArgs, typename... Args>
-void launch(void (*kernel)(KernelArgs...), dim3 grid, dim3 block, LaunchOptions options,
-            cudaStream_t stream, const char* what, size_t dynamic_smem, Args... args) {
+cudaError_t launch_status(void (*kernel)(KernelArgs...), dim3 grid, dim3 block,
+                          LaunchOptions options, cudaStream_t stream, const char* what,
+                          size_t dynamic_smem, Args... args) {
   const int cluster = options.cluster;
   cudaLaunchConfig_t config = {};
   config.gridDim = grid;
@@ -155,7 +216,7 @@ void launch(void (*kernel)(KernelArgs...), dim3 grid, dim3 block, LaunchOptions 
   config.stream = stream;
   config.dynamicSmemBytes = dynamic_smem;
   allow_dynamic_smem(kernel, dynamic_smem, what);
-  cudaLaunchAttribute attribute[2];
+  cudaLaunchAttribute attribute[3];
   if (cluster > 1) {
     if (cluster > 8) {
       check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1),
@@ -172,8 +233,50 @@ void launch(void (*kernel)(KernelArgs...), dim3 grid, dim3 block, LaunchOptions 
     attribute[config.numAttrs].val.programmaticStreamSerializationAllowed = 1;
     ++config.numAttrs;
   }
+  if (options.cooperative) {
+    attribute[config.numAttrs].id = cudaLaunchAttributeCooperative;
+    attribute[config.numAttrs].val.cooperative = 1;
+    ++config.numAttrs;
+  }
   config.attrs = attribute;
-  check_cuda(cudaLaunchKernelEx(&config, kernel, args...), "kernel launch", what);
+  return cudaLaunchKernelEx(&config, kernel, args...);
+}
+
+template <typename... KernelArgs, typename... Args>
+void launch(void (*kernel)(KernelArgs...), dim3 grid, dim3 block, LaunchOptions options,
+            cudaStream_t stream, const char* what, size_t dynamic_smem, Args... args) {
+  check_cuda(launch_status(kernel, grid, block, options, stream, what, dynamic_smem, args...),
+             "kernel launch", what);
+}
+
+// A cooperative launch (options.cooperative) where the device accepts one of this shape:
+// false, with nothing launched and the error cleared, where it refuses it as too large or not
+// supported (a cluster launch that is also cooperative, say); other errors throw. A shape once
+// refused is not tried again (each try costs a failed launch on the call's path).
+template <typename... KernelArgs, typename... Args>
+bool launch_if_cooperative(void (*kernel)(KernelArgs...), int64_t grid, dim3 block,
+                           LaunchOptions options, cudaStream_t stream, const char* what,
+                           size_t dynamic_smem, Args... args) {
+  static std::mutex mutex;
+  static std::map<std::tuple<const void*, int64_t, unsigned, unsigned, int>, bool> refused;
+  const auto key = std::make_tuple(reinterpret_cast<const void*>(kernel), grid, block.x,
+                                   block.y, options.cluster);
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (refused.count(key)) return false;
+  }
+  options.cooperative = true;
+  const cudaError_t status = launch_status(kernel, dim3(static_cast<unsigned>(grid)), block,
+                                           options, stream, what, dynamic_smem, args...);
+  if (status == cudaSuccess) return true;
+  if (status != cudaErrorCooperativeLaunchTooLarge && status != cudaErrorNotSupported &&
+      status != cudaErrorInvalidConfiguration && status != cudaErrorInvalidValue) {
+    check_cuda(status, "kernel launch", what);
+  }
+  cudaGetLastError();  // (not sticky)
+  std::lock_guard<std::mutex> lock(mutex);
+  refused[key] = true;
+  return false;
 }
 
 // A one-dimensional grid of `grid` CTAs.

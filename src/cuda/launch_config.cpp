@@ -209,6 +209,7 @@ std::string LaunchConfig::describe() const {
   if (tile_buffers == 2) s += " persistent, 2 tiles";
   if (quant_weight_first != 0) s += " weight-first=" + std::to_string(quant_weight_first);
   if (slots) s += " slots=" + std::to_string(slots);
+  if (reduce_in_grid) s += " reduce-in-grid";
   if (smem_bytes) s += " smem=" + std::to_string(smem_bytes);
   return s;
 }
@@ -224,7 +225,7 @@ LaunchConfig plan_fwd_registers(int64_t rows, int64_t hidden, int vec, const Ker
   if (vec >= 4 && f.cluster_launch) {
     const int64_t one_cta = int64_t(kFwdMaxThreadsPerRow) * fwd_items_max(vec);
     const int64_t small_ctas = ceil_div(nvec, int64_t(kFwdMaxThreadsPerRow) * kSmallItems);
-    if (nvec <= one_cta && rows >= 4 * int64_t(f.sm_count) && !f.fwd_split_wide_rows) {
+    if (nvec <= one_cta && rows >= 4 * int64_t(f.sm_count) && f.fwd_split_wide_rows != 1) {
       f.cluster_launch = false;  // one CTA per row
     } else if (small_ctas > f.max_cluster) {
       f.max_cluster = small_ctas <= f.fwd_wide_row_cluster ? f.fwd_wide_row_cluster : 1;
@@ -278,9 +279,11 @@ LaunchConfig plan_fwd(int64_t rows, int64_t hidden, int vec, const KernelFacts& 
   return c;
 }
 
-LaunchConfig plan_fwd_quant(int64_t rows, int64_t hidden, int vec, int block,
+LaunchConfig plan_fwd_quant(int64_t rows, int64_t hidden, int vec, int block, bool dynamic_scales,
                             const KernelFacts& facts) {
-  LaunchConfig c = plan_fwd_registers(rows, hidden, vec, facts);
+  KernelFacts split = facts;  // (plan_fwd_registers splits wide rows at setting 1 only)
+  if (facts.fwd_split_wide_rows == 2) split.fwd_split_wide_rows = dynamic_scales ? 1 : 0;
+  LaunchConfig c = plan_fwd_registers(rows, hidden, vec, split);
   c.quant_weight_first = facts.quant_weight_first;
   if (block > 0 && block / vec > 32) {  // one CTA of 256 threads per row, element by element
     c.vec = 0;
@@ -363,14 +366,17 @@ LaunchConfig plan_bwd(int64_t rows, int64_t hidden, int vec, const KernelFacts& 
                                   facts.bwd_split_vectors);
   if (c.grid > 0) {
     c.slots = c.grid / c.cluster_size;
-    return c;
+  } else {
+    // Rows the pipelined kernel cannot take (accesses under 4 bytes: misaligned rows) may use
+    // clusters of up to 16 CTAs (where the device allows them) before falling to the two-pass
+    // streaming kernel: a 2-byte vector holds only 256 x 8 columns per CTA.
+    KernelFacts wide = facts;
+    wide.max_cluster = std::max(facts.max_cluster, facts.max_cluster_pipelined);
+    c = plan(rows, hidden, vec, wide, bwd_items_max(vec), kBwdMaxThreadsPerRow, true);
   }
-  // Rows the pipelined kernel cannot take (accesses under 4 bytes: misaligned rows) may use
-  // clusters of up to 16 CTAs (where the device allows them) before falling to the two-pass
-  // streaming kernel: a 2-byte vector holds only 256 x 8 columns per CTA.
-  KernelFacts wide = facts;
-  wide.max_cluster = std::max(facts.max_cluster, facts.max_cluster_pipelined);
-  return plan(rows, hidden, vec, wide, bwd_items_max(vec), kBwdMaxThreadsPerRow, true);
+  // (The streaming kernel accumulates its slots in the workspace: reduce_partials follows.)
+  c.reduce_in_grid = facts.bwd_reduce_in_grid && c.slots > 1 && c.plan != RowPlan::kStreaming;
+  return c;
 }
 
 LaunchConfig plan_bwd_columns(int64_t rows, int64_t hidden, int vec, const KernelFacts& f,

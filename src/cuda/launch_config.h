@@ -33,6 +33,11 @@ struct KernelFacts {
   // Tuning knobs (NK_TUNE_BWD_CTAS_PER_SM, NK_TUNE_BWD_ITEMS override them for sweeps).
   int bwd_ctas_per_sm = 2;
   int bwd_items_target = 0;  // 0: the measured default
+  // Persistent backward plans with several slots sum their dweight/dbias partial sums in the
+  // main kernel after a grid barrier (a cooperative launch; reduce_slots_in_grid) instead of in
+  // a second kernel, reduce_partials (NK_TUNE_BWD_REDUCE_IN_GRID=0). The launcher still takes
+  // the second kernel where the grid cannot be resident at once.
+  int bwd_reduce_in_grid = 1;
   // Pipelined forward: resident CTAs per SM, and the most rows for which it is chosen over the
   // registers kernel (NK_TUNE_FWD_CTAS_PER_SM, NK_TUNE_FWD_PIPELINE_MAX_ROWS).
   int fwd_ctas_per_sm = 2;
@@ -59,11 +64,13 @@ struct KernelFacts {
   // Rows of 4- to 16-byte vectors that one CTA holds at the large register budget (more than
   // kSmallItems vectors per thread: bf16 rows of 16K-32K columns) get one CTA per row when there
   // are 4 x SMs rows or more (measured v14: 1024 x 32768 59 against 67 us on clusters of two);
-  // 1 splits them over a cluster at the small budget anyway (NK_TUNE_FWD_SPLIT_WIDE_ROWS): to
-  // re-measure since the cluster sum stopped waiting on a cluster barrier (v16), for the
-  // quantized forward too (block 1024 x 32768 is 2% slower than torch.compile with one CTA per
-  // row, eighth session).
-  int fwd_split_wide_rows = 0;
+  // NK_TUNE_FWD_SPLIT_WIDE_ROWS splits them over a cluster of two at the small budget anyway:
+  // 1 in every forward, 2 (the default) in the quantized forwards with dynamic scales (TOKEN,
+  // BLOCK, MXFP8), 0 never. Measured (ninth session, H100; 1024 x 32768, 600 x 32768, 2048 x
+  // 24576; one CTA per row -> split): token 68.3 -> 51.7, 46.4 -> 34.6, 105.0 -> 83.5 us (its
+  // folded one-reduction kernel then applies), block 0.90-0.96x, mxfp8 0.91-0.98x; tensor
+  // 0.97-1.04x and the plain forward 1.04-1.15x, so those keep one CTA per row.
+  int fwd_split_wide_rows = 2;
   // The pipelined backward splits a row over a cluster when it has more vectors than this
   // (NK_TUNE_BWD_SPLIT_VECTORS). Measured (docs/notes.md v16-v17): 12K-16K columns of 8-element
   // vectors run faster on clusters of 2 CTAs at 2 vectors per thread than on one CTA at 3-4
@@ -141,6 +148,8 @@ struct LaunchConfig {
   // in shared memory (2: the persistent kernel, double-buffered).
   int tile_rows = 0;
   int tile_buffers = 0;
+  // Backward registers/pipelined plans of several slots: KernelFacts::bwd_reduce_in_grid.
+  bool reduce_in_grid = false;
 
   std::string describe() const;
 };
@@ -204,8 +213,9 @@ bool chunks_exact(const LaunchConfig& c, int64_t rows, int64_t hidden);
 // block boundary (threads_per_row * vec a multiple of the block, cols_per_cta too) and a
 // block is held by block / vec consecutive lanes of one warp. When block / vec > 32 (rows
 // misaligned for wider vectors) it returns vec = 0: one 256-thread CTA per row, element by
-// element (rms_norm_fwd_quant_blocks_unaligned).
-LaunchConfig plan_fwd_quant(int64_t rows, int64_t hidden, int vec, int block,
+// element (rms_norm_fwd_quant_blocks_unaligned). dynamic_scales: the mode computes its scales
+// from the rows (TOKEN, BLOCK, MXFP8; facts.fwd_split_wide_rows 2 splits their wide rows).
+LaunchConfig plan_fwd_quant(int64_t rows, int64_t hidden, int vec, int block, bool dynamic_scales,
                             const KernelFacts& facts);
 
 // The per-tensor quantized forward with y_t in one kernel (rms_norm_fwd_quant_transposed): a

@@ -37,7 +37,7 @@ void dispatch_x_and_weight(const nk_rms_norm_fwd_args& a, F&& f) {
 LaunchConfig quant_config(const nk_rms_norm_fwd_args& a) {
   const int64_t block = quant_block_size(a);
   return plan_fwd_quant(a.rows, a.hidden, quant_vector_width(a), static_cast<int>(block),
-                        kernel_facts(current_device_facts()));
+                        a.quant != NK_QUANT_TENSOR, kernel_facts(current_device_facts()));
 }
 
 void launch_quant(const nk_rms_norm_fwd_args& a, cudaStream_t stream) {
@@ -88,10 +88,12 @@ int explained_quant_vec(int64_t hidden, nk_dtype x) {
 
 }  // namespace
 
-std::string explain_fwd_quant(int64_t rows, int64_t hidden, nk_dtype x, nk_dtype w, int block) {
+std::string explain_fwd_quant(int64_t rows, int64_t hidden, nk_dtype x, nk_dtype w,
+                              nk_quant_mode mode, int block) {
   (void)w;
-  return plan_fwd_quant(rows, hidden, explained_quant_vec(hidden, x), block,
-                        kernel_facts(current_device_facts()))
+  const int scale_block = mode == NK_QUANT_MXFP8 ? 32 : mode == NK_QUANT_BLOCK ? block : 0;
+  return plan_fwd_quant(rows, hidden, explained_quant_vec(hidden, x), scale_block,
+                        mode != NK_QUANT_TENSOR, kernel_facts(current_device_facts()))
       .describe();
 }
 
@@ -100,7 +102,8 @@ std::string explain_fwd_quant_transposed(int64_t rows, int64_t hidden, nk_dtype 
       rows, hidden, explained_quant_vec(hidden, x), static_cast<int>(nk_dtype_size(x)),
       kernel_facts(current_device_facts()));
   if (fused.grid > 0) return fused.describe() + " (y and y_t in one kernel)";
-  return explain_fwd_quant(rows, hidden, x, w, 0) + "; then transpose_bytes 64x64 tiles";
+  return explain_fwd_quant(rows, hidden, x, w, NK_QUANT_TENSOR, 0) +
+         "; then transpose_bytes 64x64 tiles";
 }
 
 void rms_norm_fwd_quant(const nk_rms_norm_fwd_args& a, void* stream) {

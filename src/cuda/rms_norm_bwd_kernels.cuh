@@ -1,9 +1,11 @@
 // RMSNorm backward kernels: dx per row, and per-slot float32 partial sums of dweight/dbias
 // (a slot is a fixed set of rows: CTA or cluster `slot` handles rows slot, slot + slots, ...),
-// reduced over slots in a fixed order by reduce_partials: bitwise deterministic, no atomics.
+// reduced over slots in a fixed order, in the kernel after a grid barrier (reduce_slots_in_grid)
+// or by reduce_partials: bitwise deterministic, no atomics.
 #pragma once
 
 #include "cuda/element.cuh"
+#include "cuda/grid_reduce.cuh"
 #include "cuda/kernel_params.h"
 #include "cuda/reduce.cuh"
 #include "cuda/rms_norm_fwd_kernels.cuh"
@@ -215,22 +217,27 @@ __global__ void __launch_bounds__(256, 2) rms_norm_bwd_registers(BwdParams p) {
     }
   }
   if (groups > 1) __syncthreads();
-  if (threadIdx.y != 0) return;
+  if (threadIdx.y == 0) {
 #pragma unroll
-  for (int i = 0; i < IMAX; ++i) {
+    for (int i = 0; i < IMAX; ++i) {
 #pragma unroll
-    for (int k = 0; k < VEC; ++k) {
-      const int64_t c = local(i) + k;
-      if (i >= shape.items || col_begin + c >= col_end) continue;
-      float total_w = acc_w[i][k], total_b = 0.0f;
-      if (want_w) {
-        for (int group = 1; group < groups; ++group) total_w += dweight_sums[group * cols + c];
+      for (int k = 0; k < VEC; ++k) {
+        const int64_t c = local(i) + k;
+        if (i >= shape.items || col_begin + c >= col_end) continue;
+        float total_w = acc_w[i][k], total_b = 0.0f;
+        if (want_w) {
+          for (int group = 1; group < groups; ++group) total_w += dweight_sums[group * cols + c];
+        }
+        if (want_b) {
+          for (int group = 0; group < groups; ++group) total_b += dbias_sums[group * cols + c];
+        }
+        write_slot_sums<WT>(p, slot, col_begin + c, total_w, total_b);
       }
-      if (want_b) {
-        for (int group = 0; group < groups; ++group) total_b += dbias_sums[group * cols + c];
-      }
-      write_slot_sums<WT>(p, slot, col_begin + c, total_w, total_b);
     }
+  }
+  if (p.reduce_in_grid()) {  // (uniform over the grid)
+    __syncthreads();  // the group sums are read: shared memory is free
+    reduce_slots_in_grid<WT>(p, group_sums);
   }
 }
 

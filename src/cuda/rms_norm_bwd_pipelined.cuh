@@ -9,11 +9,13 @@
 // t, t + T, ... of its CTA's columns, in shared memory as in registers, so it only ever waits
 // for its own copies. dweight/dbias partial sums stay in registers across rows; at the end the
 // groups of a CTA add them in group order into the slot's row of partial sums, reduced over
-// slots by reduce_partials (or, with one slot, written straight to dweight/dbias).
+// slots after a grid barrier (reduce_slots_in_grid, under a cooperative launch) or by
+// reduce_partials (or, with one slot, written straight to dweight/dbias).
 #pragma once
 
 #include "cuda/async_copy.cuh"
 #include "cuda/element.cuh"
+#include "cuda/grid_reduce.cuh"
 #include "cuda/kept_columns.cuh"
 #include "cuda/kernel_params.h"
 #include "cuda/launch_config.h"
@@ -23,6 +25,16 @@
 #include "cuda/stage_ring.cuh"
 
 namespace normkit::cuda {
+
+// Registers: unsplit rows of up to kClusterDeferMaxItems vectors of at most 16 bytes per thread
+// without dbias (the common case) are held to 80 (bounds of 768 threads; none spill at sm_90,
+// against 101-103 unbounded; 32-byte vectors of float dy would), so that three 256-thread CTAs
+// fit an SM (NK_TUNE_BWD_CTAS_PER_SM=3).
+template <typename XT, typename DYT, int VEC, int IMAX, bool DBIAS, bool CLUSTER>
+constexpr int bwd_pipelined_bound() {
+  const bool narrow = VEC * sizeof(XT) <= 16 && VEC * sizeof(DYT) <= 16;
+  return !CLUSTER && !DBIAS && IMAX <= kClusterDeferMaxItems && narrow ? 768 : 512;
+}
 
 // DBIAS: dbias partial sums wanted (their registers are only allocated then). CLUSTER: rows
 // split over a cluster (a separate instantiation: the cluster code in the loop cost the
@@ -35,7 +47,8 @@ namespace normkit::cuda {
 // stages (two rows in flight, the current row, the pending one); longer ones keep
 // kPipelineStages and one row in flight (a row of 16384 columns is 64 KB of x and dy per CTA).
 template <typename XT, typename WT, typename DYT, int VEC, int IMAX, bool DBIAS, bool CLUSTER>
-__global__ void __launch_bounds__(512) rms_norm_bwd_pipelined(BwdParams p) {
+__global__ void __launch_bounds__(bwd_pipelined_bound<XT, DYT, VEC, IMAX, DBIAS, CLUSTER>())
+    rms_norm_bwd_pipelined(BwdParams p) {
   // Rows in flight ahead of the current one.
   constexpr int kAhead = CLUSTER && IMAX > kClusterDeferMaxItems ? 1 : 2;
   extern __shared__ __align__(16) unsigned char block_smem[];
@@ -225,38 +238,43 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_pipelined(BwdParams p) {
     for (int i = 0; i < IMAX; ++i) {
       if (active[i]) write_slot_vector<WT, VEC>(p, slot, col[i], acc_w[i], acc_b[i]);
     }
-    return;
-  }
-  // Each group parks its sums in shared memory ([group][column], dweight then dbias); group 0
-  // adds them in group order.
-  const int64_t cols = shape.cols_per_cta;
-  float* parked = reinterpret_cast<float*>(block_smem);
-  float* parked_b = parked + blockDim.y * cols;
-  __syncthreads();
+  } else {
+    // Each group parks its sums in shared memory ([group][column], dweight then dbias); group 0
+    // adds them in group order.
+    const int64_t cols = shape.cols_per_cta;
+    float* parked = reinterpret_cast<float*>(block_smem);
+    float* parked_b = parked + blockDim.y * cols;
+    __syncthreads();
 #pragma unroll
-  for (int i = 0; i < IMAX; ++i) {
-    if (!active[i]) continue;
+    for (int i = 0; i < IMAX; ++i) {
+      if (!active[i]) continue;
 #pragma unroll
-    for (int k = 0; k < VEC; ++k) {
-      parked[threadIdx.y * cols + stage_col[i] + k] = acc_w[i][k];
-      if constexpr (DBIAS) parked_b[threadIdx.y * cols + stage_col[i] + k] = acc_b[i][k];
-    }
-  }
-  __syncthreads();
-  if (threadIdx.y != 0) return;
-#pragma unroll
-  for (int i = 0; i < IMAX; ++i) {
-    if (!active[i]) continue;
-#pragma unroll
-    for (int k = 0; k < VEC; ++k) {
-      const int c = stage_col[i] + k;
-      float total_w = 0.0f, total_b = 0.0f;
-      for (int g = 0; g < static_cast<int>(blockDim.y); ++g) {
-        total_w += parked[g * cols + c];
-        if constexpr (DBIAS) total_b += parked_b[g * cols + c];
+      for (int k = 0; k < VEC; ++k) {
+        parked[threadIdx.y * cols + stage_col[i] + k] = acc_w[i][k];
+        if constexpr (DBIAS) parked_b[threadIdx.y * cols + stage_col[i] + k] = acc_b[i][k];
       }
-      write_slot_sums<WT>(p, slot, col[i] + k, total_w, total_b);
     }
+    __syncthreads();
+    if (threadIdx.y == 0) {
+#pragma unroll
+      for (int i = 0; i < IMAX; ++i) {
+        if (!active[i]) continue;
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) {
+          const int c = stage_col[i] + k;
+          float total_w = 0.0f, total_b = 0.0f;
+          for (int g = 0; g < static_cast<int>(blockDim.y); ++g) {
+            total_w += parked[g * cols + c];
+            if constexpr (DBIAS) total_b += parked_b[g * cols + c];
+          }
+          write_slot_sums<WT>(p, slot, col[i] + k, total_w, total_b);
+        }
+      }
+    }
+  }
+  if (p.reduce_in_grid()) {  // (uniform over the grid)
+    __syncthreads();  // the parked sums are read: shared memory is free
+    reduce_slots_in_grid<WT>(p, reinterpret_cast<float*>(block_smem));
   }
 }
 

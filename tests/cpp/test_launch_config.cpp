@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "cuda/grid_reduce_columns.h"
 #include "cuda/launch_config.h"
 
 namespace {
@@ -137,8 +138,11 @@ TEST(LaunchConfig, CoversEveryShapeAtFewerVectorsPerThread) {
           expect_covers(c, rows, hidden, normkit::cuda::fwd_items_max(vec), false, f);
           for (int block : {0, 128}) {
             if (block > 0 && hidden % block != 0) continue;
-            expect_covers(normkit::cuda::plan_fwd_quant(rows, hidden, vec, block, f), rows,
-                          hidden, normkit::cuda::fwd_items_max(vec), false, f);
+            for (bool dynamic : {false, true}) {
+              if (block > 0 && !dynamic) continue;
+              expect_covers(normkit::cuda::plan_fwd_quant(rows, hidden, vec, block, dynamic, f),
+                            rows, hidden, normkit::cuda::fwd_items_max(vec), false, f);
+            }
           }
         }
       }
@@ -162,6 +166,47 @@ TEST(LaunchConfig, WorkspaceBoundsTheSlotsOfEveryVectorWidth) {
     }
   }
   EXPECT_EQ(normkit::cuda::bwd_workspace_bytes(100, 4096, f, false, false), 0);
+}
+
+// Persistent backward plans of several slots sum them in the main kernel (a grid barrier, then
+// each CTA sums some columns: grid_reduce.cuh); one slot writes dweight directly, and the
+// streaming kernel accumulates in the workspace, so reduce_partials follows it.
+TEST(LaunchConfig, BackwardReducesItsSlotsInTheGridWhereItHasSeveral) {
+  KernelFacts f;
+  int planned = 0;
+  for (int64_t rows : {1, 2, 29, 128, 4096, 100000}) {
+    for (int64_t hidden : {1, 1000, 1024, 4096, 17389, 65536, 262144, 1 << 20}) {
+      for (int vec : {1, 2, 4, 8}) {
+        for (int64_t staged : {0, 4, 8}) {
+          const LaunchConfig c = normkit::cuda::plan_bwd(rows, hidden, vec, f, staged);
+          SCOPED_TRACE(c.describe());
+          const bool expected = c.slots > 1 && c.plan != RowPlan::kStreaming;
+          EXPECT_EQ(c.reduce_in_grid, expected);
+          planned += c.reduce_in_grid;
+          EXPECT_EQ(c.describe().find("reduce-in-grid") != std::string::npos, expected);
+        }
+      }
+    }
+  }
+  EXPECT_GT(planned, 100);
+  f.bwd_reduce_in_grid = 0;
+  EXPECT_FALSE(normkit::cuda::plan_bwd(4096, 1024, 8, f, 4).reduce_in_grid);
+  EXPECT_FALSE(normkit::cuda::plan_bwd(29, 17389, 1, f, 0).reduce_in_grid);
+}
+
+// Every column of [0, hidden) is summed by exactly one CTA of the grid, in whole 16-byte
+// vectors of a power-of-two count.
+TEST(LaunchConfig, GridReductionColumnsCoverTheRowOnce) {
+  for (int64_t ctas : {1, 2, 120, 132, 261, 264}) {
+    for (int64_t hidden : {1, 7, 8, 1000, 1024, 4096, 17389, 65536, 262144}) {
+      const int64_t chunk = normkit::cuda::grid_reduce_columns_per_cta(hidden, ctas);
+      EXPECT_GE(chunk, 8);
+      EXPECT_EQ(chunk & (chunk - 1), 0) << chunk;
+      EXPECT_GE(chunk * ctas, hidden);
+      EXPECT_TRUE(chunk == 8 || (chunk / 2) * ctas < hidden) << "the smallest such chunk";
+    }
+  }
+  EXPECT_EQ(normkit::cuda::grid_reduce_smem_bytes(512), 8192);
 }
 
 TEST(LaunchConfig, PipelinesTheBackwardOfAlignedRowsThatFitSharedMemory) {
@@ -282,14 +327,26 @@ TEST(LaunchConfig, ForwardOfWideRowsAsMeasured) {
   EXPECT_EQ(normkit::cuda::plan_fwd(1024, 131072, 8, f, 2).plan, RowPlan::kCluster);
   // Narrow vectors keep their clusters (their streaming loop is slow: 29 x 17389, 35 vs 13 us).
   EXPECT_EQ(normkit::cuda::plan_fwd(29, 17389, 1, f, 0).plan, RowPlan::kCluster);
-  // NK_TUNE_FWD_SPLIT_WIDE_ROWS: those many rows split over a cluster at the small budget, in
-  // whole 128-element blocks for the quantized forward.
+  // By default (NK_TUNE_FWD_SPLIT_WIDE_ROWS=2) the quantized forwards with dynamic scales split
+  // them over a cluster of two at the small budget (as measured); per-tensor and the plain
+  // forward keep one CTA per row.
+  EXPECT_EQ(normkit::cuda::plan_fwd(1024, 32768, 8, f, 2).cluster_size, 1);
+  EXPECT_EQ(normkit::cuda::plan_fwd_quant(1024, 32768, 8, 0, false, f).cluster_size, 1);
+  for (int block : {0, 32, 128}) {
+    const LaunchConfig dynamic = normkit::cuda::plan_fwd_quant(1024, 32768, 8, block, true, f);
+    EXPECT_EQ(dynamic.cluster_size, 2) << dynamic.describe();
+    EXPECT_EQ(dynamic.items, 4);
+  }
+  KernelFacts never = f;
+  never.fwd_split_wide_rows = 0;
+  EXPECT_EQ(normkit::cuda::plan_fwd_quant(1024, 32768, 8, 0, true, never).cluster_size, 1);
+  // Setting 1: every forward splits them, in whole 128-element blocks for the quantized one.
   KernelFacts split = f;
   split.fwd_split_wide_rows = 1;
   const LaunchConfig two = normkit::cuda::plan_fwd(1024, 32768, 8, split, 2);
   EXPECT_EQ(two.cluster_size, 2) << two.describe();
   EXPECT_EQ(two.items, 4);
-  const LaunchConfig block = normkit::cuda::plan_fwd_quant(1024, 32768, 8, 128, split);
+  const LaunchConfig block = normkit::cuda::plan_fwd_quant(1024, 32768, 8, 128, true, split);
   EXPECT_EQ(block.cluster_size, 2) << block.describe();
   EXPECT_EQ(block.items, 4);
   EXPECT_EQ(block.cols_per_cta % 128, 0);
@@ -375,9 +432,9 @@ TEST(LaunchConfig, ExactForwardPlansIndexOnlyWholeVectorsOfRealRows) {
           SCOPED_TRACE(testing::Message() << rows << "x" << hidden << " vec " << vec);
           const LaunchConfig plans[] = {
               normkit::cuda::plan_fwd(rows, hidden, vec, f),
-              normkit::cuda::plan_fwd_quant(rows, hidden, vec, 0, f),
-              normkit::cuda::plan_fwd_quant(rows, hidden, vec, hidden % 128 == 0 ? 128 : 0, f),
-              normkit::cuda::plan_fwd_quant(rows, hidden, vec, hidden % 32 == 0 ? 32 : 0, f)};
+              normkit::cuda::plan_fwd_quant(rows, hidden, vec, 0, false, f),
+              normkit::cuda::plan_fwd_quant(rows, hidden, vec, hidden % 128 == 0 ? 128 : 0, true, f),
+              normkit::cuda::plan_fwd_quant(rows, hidden, vec, hidden % 32 == 0 ? 32 : 0, true, f)};
           for (const LaunchConfig& c : plans) {
             EXPECT_EQ(c.exact, normkit::cuda::chunks_exact(c, rows, hidden));
             if (c.exact) {
@@ -405,23 +462,23 @@ TEST(LaunchConfig, ExactForwardAtTheSweepsShapesAsPlanned) {
     const LaunchConfig c = normkit::cuda::plan_fwd(rows, hidden, 8, f);
     EXPECT_TRUE(c.exact) << c.describe();
     EXPECT_NE(c.describe().find(" exact"), std::string::npos);
-    EXPECT_TRUE(normkit::cuda::plan_fwd_quant(rows, hidden, 8, 128, f).exact);
+    EXPECT_TRUE(normkit::cuda::plan_fwd_quant(rows, hidden, 8, 128, true, f).exact);
   }
   // The quantized forward gives rows of 7168 columns (896 vectors) 7 warps of 4 vectors
   // rather than 256 threads, one vector of each of 32 threads empty (fwd_exact 2, the
   // default), also with blocks of 128; 5120 columns (640 vectors) 160 threads x 4. The plain
   // forward keeps its powers of two (as measured).
   for (int block : {0, 128}) {
-    const LaunchConfig seven = normkit::cuda::plan_fwd_quant(16384, 7168, 8, block, f);
+    const LaunchConfig seven = normkit::cuda::plan_fwd_quant(16384, 7168, 8, block, block > 0, f);
     EXPECT_TRUE(seven.exact) << seven.describe();
     EXPECT_EQ(seven.threads_per_row, 224);
     EXPECT_EQ(seven.items, 4);
     EXPECT_EQ(seven.grid, 16384);
-    EXPECT_EQ(normkit::cuda::plan_fwd_quant(4096, 5120, 8, block, f).threads_per_row, 160);
+    EXPECT_EQ(normkit::cuda::plan_fwd_quant(4096, 5120, 8, block, block > 0, f).threads_per_row, 160);
   }
   // As test_quant_fwd.cpp's shapes have it.
-  EXPECT_EQ(normkit::cuda::plan_fwd_quant(37, 7168, 8, 128, f).threads_per_row, 224);
-  EXPECT_EQ(normkit::cuda::plan_fwd_quant(3, 7168, 8, 0, f).threads_per_row, 224);
+  EXPECT_EQ(normkit::cuda::plan_fwd_quant(37, 7168, 8, 128, true, f).threads_per_row, 224);
+  EXPECT_EQ(normkit::cuda::plan_fwd_quant(3, 7168, 8, 0, false, f).threads_per_row, 224);
   EXPECT_FALSE(normkit::cuda::plan_fwd(16384, 7168, 8, f).exact);
   EXPECT_EQ(normkit::cuda::plan_fwd(4096, 5120, 8, f).threads_per_row, 256);
   // 529 rows leave a row group short; 29 x 17389 is misaligned (vec 1) and split over a
@@ -430,12 +487,12 @@ TEST(LaunchConfig, ExactForwardAtTheSweepsShapesAsPlanned) {
   EXPECT_FALSE(normkit::cuda::plan_fwd(29, 17389, 1, f).exact);
   // NK_TUNE_FWD_EXACT=1 keeps the power-of-two counts; 0 turns the EXACT kernels off.
   f.fwd_exact = 1;
-  EXPECT_FALSE(normkit::cuda::plan_fwd_quant(16384, 7168, 8, 0, f).exact);
-  EXPECT_EQ(normkit::cuda::plan_fwd_quant(16384, 7168, 8, 0, f).threads_per_row, 256);
+  EXPECT_FALSE(normkit::cuda::plan_fwd_quant(16384, 7168, 8, 0, false, f).exact);
+  EXPECT_EQ(normkit::cuda::plan_fwd_quant(16384, 7168, 8, 0, false, f).threads_per_row, 256);
   EXPECT_TRUE(normkit::cuda::plan_fwd(8192, 8192, 8, f).exact);
   f.fwd_exact = 0;
   EXPECT_FALSE(normkit::cuda::plan_fwd(8192, 8192, 8, f).exact);
-  EXPECT_FALSE(normkit::cuda::plan_fwd_quant(8192, 8192, 8, 128, f).exact);
+  EXPECT_FALSE(normkit::cuda::plan_fwd_quant(8192, 8192, 8, 128, true, f).exact);
 }
 
 // A shape for plan_fwd_quant_transposed and the CTAs per 32-row run it should get.

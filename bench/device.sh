@@ -86,7 +86,7 @@ for step in "${steps[@]}"; do
       run bench_huge_cluster env NK_TUNE_BWD_HUGE_ROW_CLUSTER=16 "$BUILD/tools/normkit" bench \
         --bwd-only --explain --shapes 512x262144,1024x131072 --json "$LOGS/bench_huge_cluster.json" ;;
     profile)  # per-kernel GPU time (Nsight Compute) of PROFILE_SHAPES, forward and backward
-      run profile ncu --kernel-name regex:'rms_norm|reduce_partials|quant' --csv \
+      run profile ncu --kernel-name regex:'rms_norm|reduce_slots|quant' --csv \
         --metrics gpu__time_duration.sum,launch__registers_per_thread,launch__grid_size,launch__block_size,dram__throughput.avg.pct_of_peak_sustained_elapsed \
         "$BUILD/tools/normkit" bench --reps 2 --shapes "${PROFILE_SHAPES:-29x17389,4096x1024,128x4096,8192x2048}" \
         ${PROFILE_ARGS:-} ;;
@@ -181,7 +181,7 @@ for step in "${steps[@]}"; do
       shapes=${PROBE_SHAPES:-4096x1024,8192x2048,128x4096,4096x4096,29x17389,256x65536,2048x16384}
       ncu_shapes=$shapes
       [ "$shapes" = sweep ] && ncu_shapes=4096x1024,8192x2048,128x4096,4096x4096,29x17389,256x65536,2048x16384
-      run ncu_bwd ncu --clock-control none --kernel-name regex:'rms_norm_bwd|reduce_partials' \
+      run ncu_bwd ncu --clock-control none --kernel-name regex:'rms_norm_bwd|reduce_slots' \
         --csv --metrics gpu__time_duration.sum,launch__registers_per_thread,launch__grid_size,launch__block_size,launch__occupancy_limit_registers,sm__warps_active.avg.pct_of_peak_sustained_active,dram__throughput.avg.pct_of_peak_sustained_elapsed \
         "$BUILD/tools/normkit" bench --reps 3 --bwd-only --shapes "$ncu_shapes"
       shape_args=(--shapes "$shapes")

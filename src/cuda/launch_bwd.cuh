@@ -29,7 +29,7 @@ void launch_bwd(const nk_rms_norm_bwd_args& a, const LaunchConfig& planned, cuda
   p.dx_stride = a.dx_row_stride;
   LaunchConfig cfg = planned;  // a pipelined cluster plan may get fewer slots at launch
   // Whether the main kernel sums the partial sums over the slots itself (a cooperative launch:
-  // the plan asks for it and every CTA fits on the device at once); else reduce_partials does.
+  // the plan asks for it and every CTA fits on the device at once); else reduce_slots does.
   bool in_grid = false;
   auto reduce_in_grid_fits = [&](auto kernel, dim3 block, size_t smem) {
     return cfg.reduce_in_grid && cfg.slots > 1 && (a.dweight || a.dbias) &&
@@ -58,7 +58,7 @@ void launch_bwd(const nk_rms_norm_bwd_args& a, const LaunchConfig& planned, cuda
                                          what, smem, p)) {
       return;
     }
-    in_grid = false;  // reduce_partials follows
+    in_grid = false;  // reduce_slots follows
     set_outputs();
     launch(kernel, cfg.grid, block, {cfg.cluster_size}, stream, what, smem, p);
   };
@@ -104,8 +104,7 @@ void launch_bwd(const nk_rms_norm_bwd_args& a, const LaunchConfig& planned, cuda
                                     grid_reduce_smem_bytes(static_cast<int>(block.x * block.y)));
         }
         cfg = fit_resident_clusters(cfg, kernel, "rms_norm_bwd (pipelined)");
-        // The reduction in the grid needs every CTA resident.
-        if (cfg.reduce_in_grid) cfg = fit_resident_ctas(cfg, kernel, "rms_norm_bwd (pipelined)");
+        cfg = fit_resident_ctas(cfg, kernel, "rms_norm_bwd (pipelined)");
         launch_main(kernel, block, static_cast<size_t>(cfg.smem_bytes),
                     "rms_norm_bwd (pipelined)");
       } else {
@@ -127,31 +126,24 @@ void launch_bwd(const nk_rms_norm_bwd_args& a, const LaunchConfig& planned, cuda
       }
       cfg.smem_bytes = smem;
       cfg = fit_resident_clusters(cfg, kernel, "rms_norm_bwd (registers)");
-      if (cfg.reduce_in_grid) cfg = fit_resident_ctas(cfg, kernel, "rms_norm_bwd (registers)");
+      cfg = fit_resident_ctas(cfg, kernel, "rms_norm_bwd (registers)");
       launch_main(kernel, block, static_cast<size_t>(smem), "rms_norm_bwd (registers)");
     }
   });
   if (in_grid || (!p.partial_dweight && !p.partial_dbias)) return;
-  // One launch reduces both: blockIdx.y = 0 dweight (or dbias alone), 1 dbias. Wide rows
-  // take 4 columns per thread where the partial sums allow 16-byte loads; few slots take
-  // fewer lanes (idle lanes would only add zeros).
+  // One launch reduces both: blockIdx.y = 0 dweight (or dbias alone), 1 dbias; each CTA sums
+  // a few columns over every slot (about two CTAs per SM in all).
   LaunchOptions dependent;
   dependent.dependent = true;
-  const auto aligned16 = [](const float* q) {
-    return q == nullptr || reinterpret_cast<uintptr_t>(q) % 16 == 0;
-  };
-  const bool wide = a.hidden >= kReduceVectorFromColumns && a.hidden % 4 == 0 &&
-                    aligned16(p.partial_dweight) && aligned16(p.partial_dbias);
-  const int64_t col_blocks = (a.hidden + (wide ? 127 : 31)) / (wide ? 128 : 32);
+  const int64_t chunk = grid_reduce_columns_per_cta(a.hidden, kReduceSlotsCtas);
+  const int64_t col_blocks = (a.hidden + chunk - 1) / chunk;
   const unsigned outputs = (p.partial_dweight && p.partial_dbias) ? 2 : 1;
-  const unsigned lanes = static_cast<unsigned>(std::min<int64_t>(kReduceLanes, cfg.slots));
   if (col_blocks > 0x7fffffff) throw Error(NK_ERROR_UNSUPPORTED, "rms_norm_bwd: hidden too large");
-  launch(wide ? reduce_partials<WT, 4> : reduce_partials<WT, 1>,
-         dim3(static_cast<unsigned>(col_blocks), outputs), dim3(32, lanes), dependent, stream,
-         "rms_norm_bwd (dweight/dbias reduction)", 0,
+  launch(reduce_slots<WT>, dim3(static_cast<unsigned>(col_blocks), outputs),
+         dim3(kReduceSlotsThreads), dependent, stream, "rms_norm_bwd (dweight/dbias reduction)", 0,
          static_cast<const float*>(p.partial_dweight), static_cast<WT*>(a.dweight),
          static_cast<const float*>(p.partial_dbias), static_cast<WT*>(a.dbias), cfg.slots,
-         a.hidden);
+         a.hidden, chunk);
 }
 
 template <typename XT, typename WT>

@@ -170,7 +170,9 @@ bool grid_fits_at_once(Kernel kernel, int64_t grid, dim3 block, size_t dynamic_s
 
 // A persistent plan of single CTAs (not clusters: fit_resident_clusters) capped to the CTAs the
 // device runs at once: the planner counts CTAs per SM by shared memory and threads, not by
-// registers, and a CTA beyond them would run in a second wave.
+// registers, and a CTA beyond them would run in a second wave (measured, ninth session: the
+// 512-thread backward CTAs of 8192-column rows fit once per SM; 8192 x 8192 153 -> 146 us
+// capped).
 template <typename Kernel>
 LaunchConfig fit_resident_ctas(LaunchConfig cfg, Kernel kernel, const char* what) {
   if (cfg.cluster_size > 1) return cfg;

@@ -33,11 +33,13 @@ struct KernelFacts {
   // Tuning knobs (NK_TUNE_BWD_CTAS_PER_SM, NK_TUNE_BWD_ITEMS override them for sweeps).
   int bwd_ctas_per_sm = 2;
   int bwd_items_target = 0;  // 0: the measured default
-  // Persistent backward plans with several slots sum their dweight/dbias partial sums in the
+  // 1: persistent backward plans with several slots sum their dweight/dbias partial sums in the
   // main kernel after a grid barrier (a cooperative launch; reduce_slots_in_grid) instead of in
-  // a second kernel, reduce_partials (NK_TUNE_BWD_REDUCE_IN_GRID=0). The launcher still takes
-  // the second kernel where the grid cannot be resident at once.
-  int bwd_reduce_in_grid = 1;
+  // the second kernel, reduce_slots (NK_TUNE_BWD_REDUCE_IN_GRID; the launcher takes the second
+  // kernel anyway where the grid cannot be resident at once). Measured slower (ninth session,
+  // H100: 4096 x 1024 23.4 against 22.1 us, 128 x 4096 10.9 against 9.8; ncu: the barrier and
+  // the sums cost the kernel ~5 us), so 0.
+  int bwd_reduce_in_grid = 0;
   // Pipelined forward: resident CTAs per SM, and the most rows for which it is chosen over the
   // registers kernel (NK_TUNE_FWD_CTAS_PER_SM, NK_TUNE_FWD_PIPELINE_MAX_ROWS).
   int fwd_ctas_per_sm = 2;

@@ -10,7 +10,7 @@
 // for its own copies. dweight/dbias partial sums stay in registers across rows; at the end the
 // groups of a CTA add them in group order into the slot's row of partial sums, reduced over
 // slots after a grid barrier (reduce_slots_in_grid, under a cooperative launch) or by
-// reduce_partials (or, with one slot, written straight to dweight/dbias).
+// the reduce_slots kernel (or, with one slot, written straight to dweight/dbias).
 #pragma once
 
 #include "cuda/async_copy.cuh"
@@ -26,16 +26,6 @@
 
 namespace normkit::cuda {
 
-// Registers: unsplit rows of up to kClusterDeferMaxItems vectors of at most 16 bytes per thread
-// without dbias (the common case) are held to 80 (bounds of 768 threads; none spill at sm_90,
-// against 101-103 unbounded; 32-byte vectors of float dy would), so that three 256-thread CTAs
-// fit an SM (NK_TUNE_BWD_CTAS_PER_SM=3).
-template <typename XT, typename DYT, int VEC, int IMAX, bool DBIAS, bool CLUSTER>
-constexpr int bwd_pipelined_bound() {
-  const bool narrow = VEC * sizeof(XT) <= 16 && VEC * sizeof(DYT) <= 16;
-  return !CLUSTER && !DBIAS && IMAX <= kClusterDeferMaxItems && narrow ? 768 : 512;
-}
-
 // DBIAS: dbias partial sums wanted (their registers are only allocated then). CLUSTER: rows
 // split over a cluster (a separate instantiation: the cluster code in the loop cost the
 // unsplit kernel registers, spills and 5-30% of its speed, docs/notes.md v11).
@@ -47,8 +37,8 @@ constexpr int bwd_pipelined_bound() {
 // stages (two rows in flight, the current row, the pending one); longer ones keep
 // kPipelineStages and one row in flight (a row of 16384 columns is 64 KB of x and dy per CTA).
 template <typename XT, typename WT, typename DYT, int VEC, int IMAX, bool DBIAS, bool CLUSTER>
-__global__ void __launch_bounds__(bwd_pipelined_bound<XT, DYT, VEC, IMAX, DBIAS, CLUSTER>())
-    rms_norm_bwd_pipelined(BwdParams p) {
+__global__ void __launch_bounds__(512) rms_norm_bwd_pipelined(BwdParams p) {
+  allow_dependent_launch();
   // Rows in flight ahead of the current one.
   constexpr int kAhead = CLUSTER && IMAX > kClusterDeferMaxItems ? 1 : 2;
   extern __shared__ __align__(16) unsigned char block_smem[];

@@ -168,11 +168,14 @@ TEST(LaunchConfig, WorkspaceBoundsTheSlotsOfEveryVectorWidth) {
   EXPECT_EQ(normkit::cuda::bwd_workspace_bytes(100, 4096, f, false, false), 0);
 }
 
-// Persistent backward plans of several slots sum them in the main kernel (a grid barrier, then
-// each CTA sums some columns: grid_reduce.cuh); one slot writes dweight directly, and the
-// streaming kernel accumulates in the workspace, so reduce_partials follows it.
+// Under NK_TUNE_BWD_REDUCE_IN_GRID=1, persistent backward plans of several slots sum them in
+// the main kernel (a grid barrier, then each CTA sums some columns: grid_reduce.cuh); one slot
+// writes dweight directly, and the streaming kernel accumulates in the workspace, so
+// reduce_slots follows it. Off by default (measured slower).
 TEST(LaunchConfig, BackwardReducesItsSlotsInTheGridWhereItHasSeveral) {
   KernelFacts f;
+  EXPECT_FALSE(normkit::cuda::plan_bwd(4096, 1024, 8, f, 4).reduce_in_grid);
+  f.bwd_reduce_in_grid = 1;
   int planned = 0;
   for (int64_t rows : {1, 2, 29, 128, 4096, 100000}) {
     for (int64_t hidden : {1, 1000, 1024, 4096, 17389, 65536, 262144, 1 << 20}) {

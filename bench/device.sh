@@ -187,8 +187,12 @@ for step in "${steps[@]}"; do
       shape_args=(--shapes "$shapes")
       [ "$shapes" = sweep ] && shape_args=()
       for cfg in ${PROBE_CONFIGS:-NK_TUNE_BWD_ITEMS=0 NK_TUNE_BWD_ITEMS=1 NK_TUNE_BWD_CTAS_PER_SM=1 NK_TUNE_BWD_CTAS_PER_SM=3}; do
-        run "bench_probe_${cfg//[^A-Za-z0-9_]/_}" env "$cfg" "$BUILD/tools/normkit" bench \
-          --bwd-only --explain "${shape_args[@]}" --json "$LOGS/bench_probe_${cfg//[^A-Za-z0-9_]/_}.json"
+        # (a config of several knobs joins them with commas; a repeated config gets a suffix)
+        name=bench_probe_${cfg//[^A-Za-z0-9_]/_}
+        while [ -e "$LOGS/$name.json" ]; do name=${name}_again; done
+        # shellcheck disable=SC2086  # the knobs, one word each
+        run "$name" env ${cfg//,/ } "$BUILD/tools/normkit" bench \
+          --bwd-only --explain "${shape_args[@]}" --json "$LOGS/$name.json"
       done ;;
     sanitize)
       run sanitize compute-sanitizer --tool memcheck --error-exitcode 1 \

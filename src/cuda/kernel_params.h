@@ -77,6 +77,7 @@ struct BwdParams {
   void* grid_dweight;  // [hidden] or null
   void* grid_dbias;    // [hidden] or null
   int64_t slots;
+  bool early_dependent;  // allow_dependent_launch at the kernel's start
 
   __host__ __device__ bool want_dweight() const { return partial_dweight || dweight; }
   __host__ __device__ bool want_dbias() const { return partial_dbias || dbias; }

@@ -6,6 +6,7 @@
 #include "cuda/grid_reduce.cuh"
 #include "cuda/launch_common.cuh"
 #include "cuda/launchers.h"
+#include "cuda/reduce_partials.cuh"
 #include "cuda/rms_norm_bwd_columns.cuh"
 #include "cuda/rms_norm_bwd_kernels.cuh"
 #include "cuda/rms_norm_bwd_pipelined.cuh"
@@ -27,6 +28,7 @@ void launch_bwd(const nk_rms_norm_bwd_args& a, const LaunchConfig& planned, cuda
   p.dresidual_out_stride = a.dresidual_out_row_stride;
   p.dx = a.dx;
   p.dx_stride = a.dx_row_stride;
+  p.early_dependent = planned.early_dependent;
   LaunchConfig cfg = planned;  // a pipelined cluster plan may get fewer slots at launch
   // Whether the main kernel sums the partial sums over the slots itself (a cooperative launch:
   // the plan asks for it and every CTA fits on the device at once); else reduce_slots does.
@@ -135,9 +137,25 @@ void launch_bwd(const nk_rms_norm_bwd_args& a, const LaunchConfig& planned, cuda
   // a few columns over every slot (about two CTAs per SM in all).
   LaunchOptions dependent;
   dependent.dependent = true;
+  const unsigned outputs = (p.partial_dweight && p.partial_dbias) ? 2 : 1;
+  if (cfg.reduce_kernel == 0) {
+    const auto aligned16 = [](const float* q) {
+      return q == nullptr || reinterpret_cast<uintptr_t>(q) % 16 == 0;
+    };
+    const bool wide = a.hidden >= kReduceVectorFromColumns && a.hidden % 4 == 0 &&
+                      aligned16(p.partial_dweight) && aligned16(p.partial_dbias);
+    const int64_t blocks = (a.hidden + (wide ? 127 : 31)) / (wide ? 128 : 32);
+    const unsigned lanes = static_cast<unsigned>(std::min<int64_t>(kReduceLanes, cfg.slots));
+    launch(wide ? reduce_partials<WT, 4> : reduce_partials<WT, 1>,
+           dim3(static_cast<unsigned>(blocks), outputs), dim3(32, lanes), dependent, stream,
+           "rms_norm_bwd (dweight/dbias reduction)", 0,
+           static_cast<const float*>(p.partial_dweight), static_cast<WT*>(a.dweight),
+           static_cast<const float*>(p.partial_dbias), static_cast<WT*>(a.dbias), cfg.slots,
+           a.hidden);
+    return;
+  }
   const int64_t chunk = grid_reduce_columns_per_cta(a.hidden, kReduceSlotsCtas);
   const int64_t col_blocks = (a.hidden + chunk - 1) / chunk;
-  const unsigned outputs = (p.partial_dweight && p.partial_dbias) ? 2 : 1;
   if (col_blocks > 0x7fffffff) throw Error(NK_ERROR_UNSUPPORTED, "rms_norm_bwd: hidden too large");
   launch(reduce_slots<WT>, dim3(static_cast<unsigned>(col_blocks), outputs),
          dim3(kReduceSlotsThreads), dependent, stream, "rms_norm_bwd (dweight/dbias reduction)", 0,

@@ -93,7 +93,7 @@ __host__ __device__ inline int64_t bwd_group_floats(int rows_per_block, int64_t 
 // memory across rows. As in the forward, loads and stores sit in separate loops.
 template <typename XT, typename WT, typename DYT, int VEC, int IMAX>
 __global__ void __launch_bounds__(256, 2) rms_norm_bwd_registers(BwdParams p) {
-  allow_dependent_launch();
+  if (p.early_dependent) allow_dependent_launch();
   __shared__ float scratch[kMaxWarps];
   __shared__ float cluster_slot;
   extern __shared__ float group_sums[];
@@ -259,7 +259,7 @@ __global__ void __launch_bounds__(256, 2) rms_norm_bwd_registers(BwdParams p) {
 // (read-modify-write by the one thread that owns each column of the slot).
 template <typename XT, typename WT, typename DYT, int VEC>
 __global__ void __launch_bounds__(512) rms_norm_bwd_streaming(BwdParams p) {
-  allow_dependent_launch();
+  if (p.early_dependent) allow_dependent_launch();
   __shared__ float scratch[kMaxWarps];
   const RowShape& shape = p.shape;
   const int64_t slot = blockIdx.x;

@@ -38,7 +38,7 @@ namespace normkit::cuda {
 // kPipelineStages and one row in flight (a row of 16384 columns is 64 KB of x and dy per CTA).
 template <typename XT, typename WT, typename DYT, int VEC, int IMAX, bool DBIAS, bool CLUSTER>
 __global__ void __launch_bounds__(512) rms_norm_bwd_pipelined(BwdParams p) {
-  allow_dependent_launch();
+  if (p.early_dependent) allow_dependent_launch();
   // Rows in flight ahead of the current one.
   constexpr int kAhead = CLUSTER && IMAX > kClusterDeferMaxItems ? 1 : 2;
   extern __shared__ __align__(16) unsigned char block_smem[];

@@ -31,6 +31,9 @@ inline const KernelFacts& tuned_defaults() {
     k.bwd_ctas_per_sm = tuning_knob("NK_TUNE_BWD_CTAS_PER_SM", k.bwd_ctas_per_sm, 1, 8);
     k.bwd_items_target = tuning_knob("NK_TUNE_BWD_ITEMS", k.bwd_items_target, 0, kPipelineItems);
     k.bwd_reduce_in_grid = tuning_knob("NK_TUNE_BWD_REDUCE_IN_GRID", k.bwd_reduce_in_grid, 0, 1);
+    k.bwd_reduce_kernel = tuning_knob("NK_TUNE_BWD_REDUCE_KERNEL", k.bwd_reduce_kernel, 0, 1);
+    k.bwd_early_dependent =
+        tuning_knob("NK_TUNE_BWD_EARLY_DEPENDENT", k.bwd_early_dependent, 0, 1);
     k.fwd_ctas_per_sm = tuning_knob("NK_TUNE_FWD_CTAS_PER_SM", k.fwd_ctas_per_sm, 1, 16);
     k.fwd_pipeline_max_rows =
         tuning_knob("NK_TUNE_FWD_PIPELINE_MAX_ROWS", k.fwd_pipeline_max_rows, 0, 1 << 30);

@@ -1,9 +1,9 @@
-// The backward's dweight/dbias reduction over the slots: each CTA sums a few columns over every
-// slot's float32 partial sums and writes them in the weight's dtype. Either a kernel of its
-// own, reduce_slots, launched as a programmatic dependent of the main kernel (the default), or
+// Alternatives to reduce_partials for the backward's dweight/dbias reduction over the slots:
+// each CTA sums a few columns over every slot's float32 partial sums and writes them in the
+// weight's dtype. Either a kernel of its own, reduce_slots (NK_TUNE_BWD_REDUCE_KERNEL=1), or
 // inside the main kernel after a grid barrier (a cooperative launch; NK_TUNE_BWD_REDUCE_IN_GRID=1).
-// Measured (docs/notes.md, ninth session): the grid barrier cost more than the kernel boundary
-// (4096 x 1024: 23.4 against 22.1 us).
+// Both measured slower than reduce_partials but at 256 x 65536 (docs/notes.md, ninth session:
+// the grid barrier cost more than the kernel boundary, 4096 x 1024 23.4 against 22.1 us).
 #pragma once
 
 #include <cooperative_groups.h>

@@ -31,7 +31,7 @@ void launch_bwd(const nk_rms_norm_bwd_args& a, const LaunchConfig& planned, cuda
   p.early_dependent = planned.early_dependent;
   LaunchConfig cfg = planned;  // a pipelined cluster plan may get fewer slots at launch
   // Whether the main kernel sums the partial sums over the slots itself (a cooperative launch:
-  // the plan asks for it and every CTA fits on the device at once); else reduce_slots does.
+  // the plan asks for it and every CTA fits on the device at once); else a second kernel does.
   bool in_grid = false;
   auto reduce_in_grid_fits = [&](auto kernel, dim3 block, size_t smem) {
     return cfg.reduce_in_grid && cfg.slots > 1 && (a.dweight || a.dbias) &&
@@ -60,7 +60,7 @@ void launch_bwd(const nk_rms_norm_bwd_args& a, const LaunchConfig& planned, cuda
                                          what, smem, p)) {
       return;
     }
-    in_grid = false;  // reduce_slots follows
+    in_grid = false;  // the reduction kernel follows
     set_outputs();
     launch(kernel, cfg.grid, block, {cfg.cluster_size}, stream, what, smem, p);
   };
@@ -133,8 +133,10 @@ void launch_bwd(const nk_rms_norm_bwd_args& a, const LaunchConfig& planned, cuda
     }
   });
   if (in_grid || (!p.partial_dweight && !p.partial_dbias)) return;
-  // One launch reduces both: blockIdx.y = 0 dweight (or dbias alone), 1 dbias; each CTA sums
-  // a few columns over every slot (about two CTAs per SM in all).
+  // One launch reduces both: blockIdx.y = 0 dweight (or dbias alone), 1 dbias. reduce_partials:
+  // wide rows take 4 columns per thread where the partial sums allow 16-byte loads, few slots
+  // fewer lanes (idle lanes would only add zeros); reduce_slots: a few columns per CTA over
+  // every slot, about two CTAs per SM in all.
   LaunchOptions dependent;
   dependent.dependent = true;
   const unsigned outputs = (p.partial_dweight && p.partial_dbias) ? 2 : 1;

@@ -374,7 +374,7 @@ LaunchConfig plan_bwd(int64_t rows, int64_t hidden, int vec, const KernelFacts& 
     wide.max_cluster = std::max(facts.max_cluster, facts.max_cluster_pipelined);
     c = plan(rows, hidden, vec, wide, bwd_items_max(vec), kBwdMaxThreadsPerRow, true);
   }
-  // (The streaming kernel accumulates its slots in the workspace: reduce_slots follows.)
+  // (The streaming kernel accumulates its slots in the workspace: the reduction kernel follows.)
   c.reduce_in_grid = facts.bwd_reduce_in_grid && c.slots > 1 && c.plan != RowPlan::kStreaming;
   c.reduce_kernel = facts.bwd_reduce_kernel;
   c.early_dependent = facts.bwd_early_dependent != 0;

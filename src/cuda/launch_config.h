@@ -40,12 +40,15 @@ struct KernelFacts {
   // H100: 4096 x 1024 23.4 against 22.1 us, 128 x 4096 10.9 against 9.8; ncu: the barrier and
   // the sums cost the kernel ~5 us), so 0.
   int bwd_reduce_in_grid = 0;
-  // The kernel that sums the slots otherwise (NK_TUNE_BWD_REDUCE_KERNEL): 1 reduce_slots (a few
-  // columns per CTA, about two CTAs per SM, one round of loads), 0 reduce_partials (32 columns
-  // per CTA, up to 16 lanes of 4 chains each). And whether the main kernel lets it launch at
-  // the main kernel's start (NK_TUNE_BWD_EARLY_DEPENDENT=1; 0: when the main kernel's CTAs exit).
-  int bwd_reduce_kernel = 1;
-  int bwd_early_dependent = 1;
+  // The kernel that sums the slots otherwise (NK_TUNE_BWD_REDUCE_KERNEL): 0 reduce_partials (32
+  // columns per CTA, up to 16 lanes of 4 chains each), 1 reduce_slots (a few columns per CTA,
+  // about two CTAs per SM, one round of loads). And whether the main kernel lets it launch at
+  // the main kernel's start (NK_TUNE_BWD_EARLY_DEPENDENT=1) or when the main kernel's CTAs exit
+  // (0). Measured (ninth session, H100, the sweep twice in one run): 0 and 0 fastest at every
+  // shape but 256 x 65536 (16 slots: reduce_slots 52.3 against 53.8 us); reduce_slots costs up
+  // to 1.3 us (128 x 4096 11.1 against 10.0), the early launch 0.2-1 us.
+  int bwd_reduce_kernel = 0;
+  int bwd_early_dependent = 0;
   // Pipelined forward: resident CTAs per SM, and the most rows for which it is chosen over the
   // registers kernel (NK_TUNE_FWD_CTAS_PER_SM, NK_TUNE_FWD_PIPELINE_MAX_ROWS).
   int fwd_ctas_per_sm = 2;
@@ -159,8 +162,8 @@ struct LaunchConfig {
   // Backward registers/pipelined plans of several slots: KernelFacts::bwd_reduce_in_grid,
   // bwd_reduce_kernel, bwd_early_dependent.
   bool reduce_in_grid = false;
-  int reduce_kernel = 1;
-  bool early_dependent = true;
+  int reduce_kernel = 0;
+  bool early_dependent = false;
 
   std::string describe() const;
 };

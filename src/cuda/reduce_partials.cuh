@@ -1,5 +1,5 @@
-// The first reduction kernel of the backward's dweight/dbias slots (before reduce_slots):
-// kept selectable for A/B runs (NK_TUNE_BWD_REDUCE_KERNEL=0).
+// The backward's reduction kernel of the dweight/dbias slots (the default; reduce_slots in
+// grid_reduce.cuh is the alternative, NK_TUNE_BWD_REDUCE_KERNEL=1).
 #pragma once
 
 #include <cstdint>

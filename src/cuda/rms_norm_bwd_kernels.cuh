@@ -1,8 +1,8 @@
 // RMSNorm backward kernels: dx per row, and per-slot float32 partial sums of dweight/dbias
 // (a slot is a fixed set of rows: CTA or cluster `slot` handles rows slot, slot + slots, ...),
-// reduced over slots in a fixed order by the reduce_slots kernel that follows (or, under
-// NK_TUNE_BWD_REDUCE_IN_GRID=1, in the kernel after a grid barrier: reduce_slots_in_grid):
-// bitwise deterministic, no atomics.
+// reduced over slots in a fixed order by the reduce_partials kernel that follows (or
+// reduce_slots, or in the kernel after a grid barrier: grid_reduce.cuh): bitwise
+// deterministic, no atomics.
 #pragma once
 
 #include "cuda/element.cuh"
@@ -13,11 +13,11 @@
 
 namespace normkit::cuda {
 
-// Called first by the backward's main kernels: the reduction kernel launched after them as a
-// programmatic dependent may start now, its CTAs waiting (cudaGridDependencySynchronize) in
-// the room the persistent grid leaves, so that it runs as soon as this grid completes rather
-// than when its launch gets through. (It still reads the partial sums only after the whole
-// grid has completed and flushed them.)
+// Called first by the backward's main kernels under NK_TUNE_BWD_EARLY_DEPENDENT=1: the
+// reduction kernel launched after them as a programmatic dependent may start now, its CTAs
+// waiting (cudaGridDependencySynchronize) in the room the persistent grid leaves. (It still
+// reads the partial sums only after the whole grid has completed and flushed them.) Measured
+// 0.2-1 us slower than the implicit trigger at the CTAs' exit, so off by default.
 __device__ __forceinline__ void allow_dependent_launch() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   cudaTriggerProgrammaticLaunchCompletion();

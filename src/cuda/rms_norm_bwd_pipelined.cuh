@@ -10,7 +10,7 @@
 // for its own copies. dweight/dbias partial sums stay in registers across rows; at the end the
 // groups of a CTA add them in group order into the slot's row of partial sums, reduced over
 // slots after a grid barrier (reduce_slots_in_grid, under a cooperative launch) or by
-// the reduce_slots kernel (or, with one slot, written straight to dweight/dbias).
+// the reduce_partials kernel (or, with one slot, written straight to dweight/dbias).
 #pragma once
 
 #include "cuda/async_copy.cuh"

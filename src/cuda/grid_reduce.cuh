@@ -129,11 +129,10 @@ __device__ __forceinline__ void sum_slots_of_columns(const float* partial, WT* o
   }
 }
 
-// The reduction as a kernel of its own (where the main kernel does not sum in the grid):
-// blockIdx.x owns `chunk` columns (grid_reduce_columns_per_cta), blockIdx.y selects dweight
-// (0, or dbias alone) or dbias (1). Launched as a programmatic dependent of the main kernel,
-// whose CTAs allow it at their start (allow_dependent_launch): it waits here for that grid's
-// completion, then reads the partial sums.
+// The reduction as a kernel of its own (NK_TUNE_BWD_REDUCE_KERNEL=1): blockIdx.x owns `chunk`
+// columns (grid_reduce_columns_per_cta), blockIdx.y selects dweight (0, or dbias alone) or
+// dbias (1). Launched as a programmatic dependent of the main kernel: it waits here for that
+// grid's completion, then reads the partial sums.
 constexpr int kReduceSlotsThreads = 256;
 constexpr int64_t kReduceSlotsCtas = 264;  // the CTAs that chunk sizes aim for
 template <typename WT>

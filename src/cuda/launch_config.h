@@ -35,8 +35,8 @@ struct KernelFacts {
   int bwd_items_target = 0;  // 0: the measured default
   // 1: persistent backward plans with several slots sum their dweight/dbias partial sums in the
   // main kernel after a grid barrier (a cooperative launch; reduce_slots_in_grid) instead of in
-  // the second kernel, reduce_slots (NK_TUNE_BWD_REDUCE_IN_GRID; the launcher takes the second
-  // kernel anyway where the grid cannot be resident at once). Measured slower (ninth session,
+  // a second kernel (NK_TUNE_BWD_REDUCE_IN_GRID; the launcher takes the second kernel anyway
+  // where the grid cannot be resident at once). Measured slower (ninth session,
   // H100: 4096 x 1024 23.4 against 22.1 us, 128 x 4096 10.9 against 9.8; ncu: the barrier and
   // the sums cost the kernel ~5 us), so 0.
   int bwd_reduce_in_grid = 0;

@@ -2,7 +2,7 @@
 // each CTA sums a few columns over every slot's float32 partial sums and writes them in the
 // weight's dtype. Either a kernel of its own, reduce_slots (NK_TUNE_BWD_REDUCE_KERNEL=1), or
 // inside the main kernel after a grid barrier (a cooperative launch; NK_TUNE_BWD_REDUCE_IN_GRID=1).
-// Both measured slower than reduce_partials but at 256 x 65536 (docs/notes.md, ninth session:
+// Both measured slower than reduce_partials, except at 256 x 65536 (docs/notes.md, ninth session:
 // the grid barrier cost more than the kernel boundary, 4096 x 1024 23.4 against 22.1 us).
 #pragma once
 

@@ -30,13 +30,13 @@ void launch_bwd(const nk_rms_norm_bwd_args& a, const LaunchConfig& planned, cuda
   p.dx_stride = a.dx_row_stride;
   p.early_dependent = planned.early_dependent;
   LaunchConfig cfg = planned;  // a pipelined cluster plan may get fewer slots at launch
-  // Whether the main kernel sums the partial sums over the slots itself (a cooperative launch:
-  // the plan asks for it and every CTA fits on the device at once); else a second kernel does.
+  // Whether the main kernel sums the partial sums over the slots itself (a cooperative launch
+  // where the plan asks for it: its grid is already capped to the CTAs resident at once by
+  // fit_resident_clusters / fit_resident_ctas); else a second kernel does.
   bool in_grid = false;
-  auto reduce_in_grid_fits = [&](auto kernel, dim3 block, size_t smem) {
+  auto reduce_in_grid_applies = [&](dim3 block) {
     return cfg.reduce_in_grid && cfg.slots > 1 && (a.dweight || a.dbias) &&
-           (block.x * block.y) % 32 == 0 &&
-           grid_fits_at_once(kernel, cfg.grid, block, smem, cfg.cluster_size, "rms_norm_bwd");
+           (block.x * block.y) % 32 == 0;
   };
   // The partial sums ([slots, hidden] float32 each, dweight then dbias) in the workspace. One
   // slot: the main kernel writes dweight/dbias itself and no reduction follows. (The
@@ -54,7 +54,7 @@ void launch_bwd(const nk_rms_norm_bwd_args& a, const LaunchConfig& planned, cuda
   };
   // The registers or pipelined kernel, cooperative where the reduction can be in the grid.
   auto launch_main = [&](auto kernel, dim3 block, size_t smem, const char* what) {
-    in_grid = reduce_in_grid_fits(kernel, block, smem);
+    in_grid = reduce_in_grid_applies(block);
     set_outputs();
     if (in_grid && launch_if_cooperative(kernel, cfg.grid, block, {cfg.cluster_size}, stream,
                                          what, smem, p)) {

@@ -158,16 +158,6 @@ int64_t resident_ctas(Kernel kernel, dim3 block, size_t dynamic_smem, const char
   return resident;
 }
 
-// Whether a grid of `grid` CTAs is resident all at once, as a cooperative launch requires.
-template <typename Kernel>
-bool grid_fits_at_once(Kernel kernel, int64_t grid, dim3 block, size_t dynamic_smem, int cluster,
-                       const char* what) {
-  if (cluster > 1) {
-    return grid / cluster <= max_active_clusters(kernel, block, dynamic_smem, cluster, what);
-  }
-  return grid <= resident_ctas(kernel, block, dynamic_smem, what);
-}
-
 // A persistent plan of single CTAs (not clusters: fit_resident_clusters) capped to the CTAs the
 // device runs at once: the planner counts CTAs per SM by shared memory and threads, not by
 // registers, and a CTA beyond them would run in a second wave (measured, ninth session: the

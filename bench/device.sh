@@ -3,8 +3,8 @@
 # `normkit check`, `normkit bench`, the Python tests and benchmarks; logs (as logs.tar.gz) and
 # the JSON results go to $OUT (or ./device-out).
 # Usage: bench/device.sh [steps...]   steps: build test check bench quant install python compare
-# train dtypes huge columns ncu_quant quant_bench exact items fused wide bwd_probe sanitize
-# profile
+# train dtypes huge columns ncu_quant quant_bench exact items fused wide bwd_probe probe
+# inductor sanitize profile
 # (default: build test check bench)
 # BUILD=dir names the build tree (default build-device). (A tree built on the CPU machine cannot
 # travel instead: its binaries are over 64 MiB each.) `install` links that tree's libnormkit.a.
@@ -51,7 +51,8 @@ for step in "${steps[@]}"; do
     build)
       run configure cmake -S . -B "$BUILD" -G Ninja -DNK_CUDA_ARCHITECTURES=90 -DCMAKE_BUILD_TYPE=Release &&
       run build cmake --build "$BUILD" -j16 ;;
-    test) run ctest ctest --test-dir "$BUILD" --output-on-failure -j4 ;;
+    test)  # (TEST_REGEX: only the ctest entries it matches)
+      run ctest ctest --test-dir "$BUILD" --output-on-failure -j4 ${TEST_REGEX:+-R "$TEST_REGEX"} ;;
     check) run check "$BUILD/tools/normkit" check ;;
     bench) run bench "$BUILD/tools/normkit" bench --explain --json "$OUT/bench.json" ;;
     quant)  # quant_tables, then torch.compile of the same composites in the same call, with
@@ -194,6 +195,21 @@ for step in "${steps[@]}"; do
         run "$name" env ${cfg//,/ } "$BUILD/tools/normkit" bench \
           --bwd-only --explain "${shape_args[@]}" --json "$LOGS/$name.json"
       done ;;
+    probe)  # knob A/Bs in one run: `normkit bench $PROBE_ARGS` over PROBE_SHAPES (default: the
+      # sweep) under each of PROBE_CONFIGS (knobs joined by commas; "none": the defaults)
+      shape_args=()
+      [ -n "${PROBE_SHAPES:-}" ] && shape_args=(--shapes "$PROBE_SHAPES")
+      for cfg in ${PROBE_CONFIGS:-none}; do
+        name=bench_probe_${cfg//[^A-Za-z0-9_]/_}
+        while [ -e "$LOGS/$name.json" ]; do name=${name}_again; done
+        knobs=${cfg//,/ }
+        [ "$cfg" = none ] && knobs=
+        # shellcheck disable=SC2086  # the knobs and the bench arguments, one word each
+        run "$name" env $knobs "$BUILD/tools/normkit" bench --explain ${PROBE_ARGS:-} \
+          "${shape_args[@]}" --json "$LOGS/$name.json"
+      done ;;
+    inductor)  # the Triton code torch.compile generates for the peer composite
+      run inductor env PYTHONUNBUFFERED=1 python3 bench/inductor_code.py --out "$LOGS/inductor" ;;
     sanitize)
       run sanitize compute-sanitizer --tool memcheck --error-exitcode 1 \
         "$BUILD/tools/normkit" check --quick --backend cuda ;;

@@ -100,6 +100,15 @@ void launch_bwd(const nk_rms_norm_bwd_args& a, const LaunchConfig& planned, cuda
                              : rms_norm_bwd_pipelined<XT, WT, DYT, VEC, kSmall, false, false>)
                     : (dbias ? rms_norm_bwd_pipelined<XT, WT, DYT, VEC, kLarge, true, false>
                              : rms_norm_bwd_pipelined<XT, WT, DYT, VEC, kLarge, false, false>);
+        static_assert(kSmall == kDeepPipelineItems, "the deep ring has the small budget only");
+        if (cfg.stages == kDeepPipelineStages) {
+          if (cfg.cluster_size > 1 || !small) {
+            throw Error(NK_ERROR_INTERNAL, "rms_norm_bwd: deep ring planned for split or long rows");
+          }
+          constexpr int kDeep = kDeepPipelineStages;
+          kernel = dbias ? rms_norm_bwd_pipelined<XT, WT, DYT, VEC, kSmall, true, false, kDeep>
+                         : rms_norm_bwd_pipelined<XT, WT, DYT, VEC, kSmall, false, false, kDeep>;
+        }
         const dim3 block(cfg.threads_per_row, cfg.rows_per_block);
         if (cfg.reduce_in_grid) {  // (the stages hold more already: 24 bytes per thread or more)
           cfg.smem_bytes = std::max(cfg.smem_bytes,

@@ -224,6 +224,48 @@ TEST(LaunchConfig, PipelinesTheBackwardOfAlignedRowsThatFitSharedMemory) {
   EXPECT_NE(normkit::cuda::plan_bwd(16384, 4096, 8, f, 0).plan, RowPlan::kPipelined);
 }
 
+TEST(LaunchConfig, DeepensTheBackwardRingWhereTwoCtasStagesFitAnSm) {
+  KernelFacts f;
+  EXPECT_EQ(normkit::cuda::plan_bwd(4096, 1024, 8, f, 4).stages, normkit::cuda::kPipelineStages);
+  f.bwd_stages = normkit::cuda::kDeepPipelineStages;
+  // 1024 columns of x and dy (4 KB a row), 4 row groups of 64 threads: 6 stages each, 96 KB,
+  // two CTAs per SM as with 3 stages.
+  const LaunchConfig c = normkit::cuda::plan_bwd(4096, 1024, 8, f, 4);
+  SCOPED_TRACE(c.describe());
+  EXPECT_EQ(c.plan, RowPlan::kPipelined);
+  EXPECT_EQ(c.stages, normkit::cuda::kDeepPipelineStages);
+  EXPECT_EQ(c.rows_per_block, 4);
+  EXPECT_EQ(c.smem_bytes, 4 * 6 * 1024 * 4);
+  EXPECT_EQ(c.grid, 2 * f.sm_count);
+  expect_covers(c, 4096, 1024, normkit::cuda::bwd_items_max(8), true, f);
+  EXPECT_NE(c.describe().find("stages=6"), std::string::npos);
+  // 4096 columns: one 256-thread group of 6 x 16 KB. 8192 columns: 6 stages of 32 KB would
+  // leave one CTA per SM; split rows keep their own ring.
+  EXPECT_EQ(normkit::cuda::plan_bwd(4096, 4096, 8, f, 4).stages, 6);
+  EXPECT_EQ(normkit::cuda::plan_bwd(8192, 8192, 8, f, 4).stages, normkit::cuda::kPipelineStages);
+  const LaunchConfig split = normkit::cuda::plan_bwd(2048, 16384, 8, f, 4);
+  EXPECT_GT(split.cluster_size, 1);
+  EXPECT_EQ(split.stages, normkit::cuda::kClusterPipelineStages);
+  // The forward keeps 3.
+  EXPECT_EQ(normkit::cuda::plan_fwd(128, 4096, 8, f, 2).stages, normkit::cuda::kPipelineStages);
+}
+
+TEST(LaunchConfig, CacheHintsGoOnlyToExactForwardPlans) {
+  KernelFacts f;
+  f.fwd_cache_hints = 5;
+  const LaunchConfig exact = normkit::cuda::plan_fwd(8192, 8192, 8, f, 2);
+  EXPECT_TRUE(exact.exact) << exact.describe();
+  EXPECT_EQ(exact.cache_hints, 5);
+  EXPECT_NE(exact.describe().find("hints=5"), std::string::npos);
+  // 8000 columns: 256 threads x 4 vectors leave some vectors empty, so not EXACT.
+  const LaunchConfig inexact = normkit::cuda::plan_fwd(8192, 8000, 8, f, 2);
+  EXPECT_FALSE(inexact.exact) << inexact.describe();
+  EXPECT_EQ(inexact.cache_hints, 0);
+  f.fwd_cache_hints = 0;
+  EXPECT_EQ(normkit::cuda::plan_fwd(8192, 8192, 8, f, 2).describe().find("hints"),
+            std::string::npos);
+}
+
 TEST(LaunchConfig, SplitsWideBackwardRowsOverPipelinedClusters) {
   KernelFacts f;
   const LaunchConfig c = normkit::cuda::plan_bwd(1024, 32768, 8, f, 4);

@@ -5,6 +5,8 @@
 
 #include <cstdint>
 
+#include "cuda/read_policy.cuh"
+
 namespace normkit::cuda {
 
 // The shared-state-space address of a pointer into this CTA's shared memory.
@@ -26,11 +28,23 @@ __device__ __forceinline__ void cp_async(void* smem, const void* gmem) {
   }
 }
 
-// Starts copying VEC elements of T (an aligned vector of at least 4 bytes) in 16-byte pieces.
+// Starts copying VEC elements of T (an aligned vector of at least 4 bytes) in 16-byte pieces;
+// those evict-first in L2 where rp says so.
 template <typename T, int VEC>
-__device__ __forceinline__ void cp_async_vector(T* smem, const T* gmem) {
+__device__ __forceinline__ void cp_async_vector(T* smem, const T* gmem,
+                                                const ReadPolicy& rp = ReadPolicy(false)) {
   constexpr int kBytes = int(sizeof(T)) * VEC;
   static_assert(kBytes >= 4, "cp.async copies at least 4 bytes");
+  if constexpr (kBytes >= 16) {
+    if (rp.evict_first) {
+#pragma unroll
+      for (int j = 0; j < kBytes / 16; ++j) {
+        cp_async16_evict_first(reinterpret_cast<unsigned char*>(smem) + 16 * j,
+                               reinterpret_cast<const unsigned char*>(gmem) + 16 * j, rp.policy);
+      }
+      return;
+    }
+  }
   if constexpr (kBytes <= 16) {
     cp_async<kBytes>(smem, gmem);
   } else {

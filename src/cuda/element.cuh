@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "cuda/read_policy.cuh"
+
 namespace normkit::cuda {
 
 __device__ __forceinline__ float to_float(float v) { return v; }
@@ -72,6 +74,20 @@ struct Lanes {
         lane[4 * j] = w.x, lane[4 * j + 1] = w.y, lane[4 * j + 2] = w.z, lane[4 * j + 3] = w.w;
       }
     }
+  }
+  // load, with the read policy rp: 16-byte words evict-first where rp says so.
+  __device__ __forceinline__ void load(const T* p, const ReadPolicy& rp) {
+    if constexpr (kBytes >= 16) {
+      if (rp.evict_first) {
+#pragma unroll
+        for (int j = 0; j < kCount / 4; ++j) {
+          const uint4 w = load16_evict_first(reinterpret_cast<const uint4*>(p) + j, rp.policy);
+          lane[4 * j] = w.x, lane[4 * j + 1] = w.y, lane[4 * j + 2] = w.z, lane[4 * j + 3] = w.w;
+        }
+        return;
+      }
+    }
+    load(p);
   }
   __device__ __forceinline__ void load_readonly(const T* p) {
     if constexpr (kBytes == 2) {
@@ -163,10 +179,11 @@ __device__ __forceinline__ Lanes<T, VEC> pack_lanes(const float* v) {
 // Loads min(VEC, n) elements at p as packed lanes (missing ones are zero): a whole-word load
 // when n >= VEC.
 template <typename T, int VEC>
-__device__ __forceinline__ Lanes<T, VEC> load_lanes_upto(const T* p, int64_t n) {
+__device__ __forceinline__ Lanes<T, VEC> load_lanes_upto(const T* p, int64_t n,
+                                                         const ReadPolicy& rp = ReadPolicy(false)) {
   Lanes<T, VEC> lanes;
   if (n >= VEC) {
-    lanes.load(p);
+    lanes.load(p, rp);
   } else {
 #pragma unroll
     for (int k = 0; k < VEC; ++k) lanes.set(k, k < n ? p[k] : from_float<T>(0.0f));

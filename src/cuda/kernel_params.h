@@ -50,6 +50,7 @@ struct FwdParams {
   int64_t y_stride;
   float* rstd;  // may be null
   QuantParams quant;  // used by the quantizing kernels only
+  bool evict_first_reads;  // x and residual through L2 as evict-first (read_policy.cuh)
 };
 
 struct BwdParams {
@@ -78,6 +79,7 @@ struct BwdParams {
   void* grid_dbias;    // [hidden] or null
   int64_t slots;
   bool early_dependent;  // allow_dependent_launch at the kernel's start
+  bool evict_first_reads;  // x, dy and dresidual_out through L2 as evict-first (read_policy.cuh)
 
   __host__ __device__ bool want_dweight() const { return partial_dweight || dweight; }
   __host__ __device__ bool want_dbias() const { return partial_dbias || dbias; }

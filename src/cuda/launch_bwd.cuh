@@ -29,6 +29,7 @@ void launch_bwd(const nk_rms_norm_bwd_args& a, const LaunchConfig& planned, cuda
   p.dx = a.dx;
   p.dx_stride = a.dx_row_stride;
   p.early_dependent = planned.early_dependent;
+  p.evict_first_reads = planned.evict_first_reads;
   LaunchConfig cfg = planned;  // a pipelined cluster plan may get fewer slots at launch
   // Whether the main kernel sums the partial sums over the slots itself (a cooperative launch
   // where the plan asks for it: its grid is already capped to the CTAs resident at once by
@@ -100,15 +101,6 @@ void launch_bwd(const nk_rms_norm_bwd_args& a, const LaunchConfig& planned, cuda
                              : rms_norm_bwd_pipelined<XT, WT, DYT, VEC, kSmall, false, false>)
                     : (dbias ? rms_norm_bwd_pipelined<XT, WT, DYT, VEC, kLarge, true, false>
                              : rms_norm_bwd_pipelined<XT, WT, DYT, VEC, kLarge, false, false>);
-        static_assert(kSmall == kDeepPipelineItems, "the deep ring has the small budget only");
-        if (cfg.stages == kDeepPipelineStages) {
-          if (cfg.cluster_size > 1 || !small) {
-            throw Error(NK_ERROR_INTERNAL, "rms_norm_bwd: deep ring planned for split or long rows");
-          }
-          constexpr int kDeep = kDeepPipelineStages;
-          kernel = dbias ? rms_norm_bwd_pipelined<XT, WT, DYT, VEC, kSmall, true, false, kDeep>
-                         : rms_norm_bwd_pipelined<XT, WT, DYT, VEC, kSmall, false, false, kDeep>;
-        }
         const dim3 block(cfg.threads_per_row, cfg.rows_per_block);
         if (cfg.reduce_in_grid) {  // (the stages hold more already: 24 bytes per thread or more)
           cfg.smem_bytes = std::max(cfg.smem_bytes,

@@ -126,13 +126,9 @@ LaunchConfig plan(int64_t rows, int64_t hidden, int vec, const KernelFacts& f, i
 // groups up to 256 threads per CTA while the stages of two CTAs fit one SM; up to
 // `ctas_per_sm` CTAs per SM and `max_grid` CTAs or clusters (persistent: rows are assigned
 // statically).
-//
-// deep_stages: stages per row group for unsplit rows of up to kDeepPipelineItems vectors per
-// thread (the backward's KernelFacts::bwd_stages), where they fit; kPipelineStages otherwise.
 LaunchConfig plan_pipelined(int64_t rows, int64_t hidden, int vec, const KernelFacts& f,
                             int64_t staged_bytes_per_col, int items_target, int ctas_per_sm,
-                            int64_t max_grid, bool allow_cluster, int64_t split_above,
-                            int deep_stages = kPipelineStages) {
+                            int64_t max_grid, bool allow_cluster, int64_t split_above) {
   LaunchConfig none;
   none.grid = 0;
   if (staged_bytes_per_col <= 0 || hidden % vec != 0) return none;
@@ -173,16 +169,10 @@ LaunchConfig plan_pipelined(int64_t rows, int64_t hidden, int vec, const KernelF
   c.items = items;
   c.cluster_size = cluster;
   c.cols_per_cta = static_cast<int64_t>(threads) * items * vec;
-  int stages = cluster > 1 && items <= kClusterDeferMaxItems ? kClusterPipelineStages
-                                                             : kPipelineStages;
-  // A deeper ring where two CTAs' stages still fit an SM at the default row groups.
-  const int64_t row_bytes = c.cols_per_cta * staged_bytes_per_col;
-  if (cluster == 1 && items <= kDeepPipelineItems && deep_stages > stages &&
-      2 * std::max(1, 256 / threads) * deep_stages * row_bytes + 2048 <= f.smem_per_sm) {
-    stages = deep_stages;
-  }
-  c.stages = stages;
-  const int64_t group_bytes = stages * row_bytes;
+  const int stages = cluster > 1 && items <= kClusterDeferMaxItems
+                         ? kClusterPipelineStages
+                         : kPipelineStages;
+  const int64_t group_bytes = stages * c.cols_per_cta * staged_bytes_per_col;
   if (group_bytes > f.smem_per_block) return none;
   int groups = cluster > 1 ? 1 : std::max(1, 256 / threads);
   while (groups > 1 && (2 * groups * group_bytes > f.smem_per_sm || groups > rows)) groups /= 2;
@@ -215,15 +205,12 @@ std::string LaunchConfig::describe() const {
                   " cols/cta=" + std::to_string(cols_per_cta) + " grid=" + std::to_string(grid);
   if (realigned) s += " realigned";
   if (exact) s += " exact";
-  if (cache_hints) s += " hints=" + std::to_string(cache_hints);
   if (tile_rows) s += " tile_rows=" + std::to_string(tile_rows);
   if (tile_buffers == 2) s += " persistent, 2 tiles";
   if (quant_weight_first != 0) s += " weight-first=" + std::to_string(quant_weight_first);
   if (slots) s += " slots=" + std::to_string(slots);
   if (reduce_in_grid) s += " reduce-in-grid";
-  if (plan == RowPlan::kPipelined && stages != kPipelineStages) {
-    s += " stages=" + std::to_string(stages);
-  }
+  if (evict_first_reads) s += " evict-first";
   if (smem_bytes) s += " smem=" + std::to_string(smem_bytes);
   return s;
 }
@@ -290,7 +277,6 @@ LaunchConfig plan_fwd(int64_t rows, int64_t hidden, int vec, const KernelFacts& 
   }
   LaunchConfig c = registers;
   c.exact = facts.fwd_exact && chunks_exact(c, rows, hidden);
-  if (c.exact) c.cache_hints = facts.fwd_cache_hints;
   return c;
 }
 
@@ -371,6 +357,15 @@ LaunchConfig plan_fwd_quant_transposed(int64_t rows, int64_t hidden, int vec, in
   return c;
 }
 
+void apply_read_policy(LaunchConfig& c, int64_t read_bytes, bool backward,
+                       const KernelFacts& facts) {
+  const bool honored =
+      c.plan == RowPlan::kPipelined ||
+      (!backward && (c.plan == RowPlan::kRegisters || c.plan == RowPlan::kCluster) && !c.realigned);
+  c.evict_first_reads = honored && read_bytes > 0 &&
+                        read_bytes <= (int64_t(facts.evict_first_max_mib) << 20);
+}
+
 LaunchConfig plan_bwd(int64_t rows, int64_t hidden, int vec, const KernelFacts& facts,
                       int64_t staged_bytes_per_col) {
   // Measured (docs/notes.md, v9): 2 vectors per thread beat 4 at every row length (rows over
@@ -378,7 +373,7 @@ LaunchConfig plan_bwd(int64_t rows, int64_t hidden, int vec, const KernelFacts& 
   const int items_target = facts.bwd_items_target > 0 ? facts.bwd_items_target : 2;
   LaunchConfig c = plan_pipelined(rows, hidden, vec, facts, staged_bytes_per_col, items_target,
                                   facts.bwd_ctas_per_sm, bwd_max_slots(rows, facts), true,
-                                  facts.bwd_split_vectors, facts.bwd_stages);
+                                  facts.bwd_split_vectors);
   if (c.grid > 0) {
     c.slots = c.grid / c.cluster_size;
   } else {

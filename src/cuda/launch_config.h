@@ -17,20 +17,6 @@ enum class RowPlan {
   kColumns,    // backward of few rows: one cluster, each CTA owning columns of every row
 };
 
-// Pipelined kernels: shared-memory stages per row group (one row each; stages - 1 rows in
-// flight), vectors per thread per row (bound), and threads per row group (bound).
-constexpr int kPipelineStages = 3;
-// Pipelined split rows of at most kClusterDeferMaxItems vectors per thread complete each row one
-// row late (its cluster sum arrives meanwhile): one more stage holds the pending row.
-constexpr int kClusterPipelineStages = 4;
-constexpr int kClusterDeferMaxItems = 2;
-// The deeper ring of the backward (KernelFacts::bwd_stages), for rows of up to
-// kDeepPipelineItems vectors per thread (its kernels' small register budget).
-constexpr int kDeepPipelineStages = 6;
-constexpr int kDeepPipelineItems = 2;
-constexpr int kPipelineItems = 4;
-constexpr int kPipelineMaxThreads = 512;
-
 struct KernelFacts {
   int sm_count = 132;
   bool cluster_launch = true;  // sm_90+
@@ -63,11 +49,6 @@ struct KernelFacts {
   // to 1.3 us (128 x 4096 11.1 against 10.0), the early launch 0.2-1 us.
   int bwd_reduce_kernel = 0;
   int bwd_early_dependent = 0;
-  // Stages per row group of the pipelined backward's unsplit rows of up to kDeepPipelineItems
-  // vectors per thread (NK_TUNE_BWD_STAGES: kPipelineStages or kDeepPipelineStages; the deeper
-  // ring puts more of each CTA's rows in flight from its start, where two CTAs' stages still
-  // fit an SM).
-  int bwd_stages = kPipelineStages;
   // Pipelined forward: resident CTAs per SM, and the most rows for which it is chosen over the
   // registers kernel (NK_TUNE_FWD_CTAS_PER_SM, NK_TUNE_FWD_PIPELINE_MAX_ROWS).
   int fwd_ctas_per_sm = 2;
@@ -152,11 +133,10 @@ struct KernelFacts {
   // Vectors per thread that plan's thread count aims for (NK_TUNE_QUANT_FUSED_ITEMS, 1-4): 1 =
   // up to 512 threads, one CTA per SM at 8192 columns; 4 = fewer threads, two CTAs per SM.
   int quant_fused_items_target = 1;
-  // Cache policies of the plain forward's x loads and y stores in its EXACT registers kernels
-  // of 16-bit types (NK_TUNE_FWD_CACHE_HINTS, bits of cache_hints.cuh: 1 x with a 256-byte L2
-  // prefetch, 2 x evict-first, 4 y streaming, 8 y write-back; settings 1, 2, 3, 4, 5, 8 are
-  // instantiated, others run as 0). 0: plain loads of x, st.global.cg of y.
-  int fwd_cache_hints = 0;
+  // Plain forward and pipelined backward: inputs read once (x, residual, dy, dresidual_out) go
+  // through L2 as evict-first (read_policy.cuh) when the kernel reads at most this many MiB of
+  // them (NK_TUNE_EVICT_FIRST_MAX_MIB; 0: never).
+  int evict_first_max_mib = 0;
 };
 
 struct LaunchConfig {
@@ -179,8 +159,6 @@ struct LaunchConfig {
   // `items` of every thread whole and inside the row (chunks_exact): the kernels then skip
   // their per-item range checks (RowChunk's EXACT).
   bool exact = false;
-  // Plain forward, EXACT registers plans: KernelFacts::fwd_cache_hints (printed when not 0).
-  int cache_hints = 0;
   // plan_fwd_quant_transposed: each CTA's rows of a 32-row run (4-32), else 0; tiles of them
   // in shared memory (2: the persistent kernel, double-buffered).
   int tile_rows = 0;
@@ -190,9 +168,9 @@ struct LaunchConfig {
   bool reduce_in_grid = false;
   int reduce_kernel = 0;
   bool early_dependent = false;
-  // kPipelined: shared-memory stages per row group (kPipelineStages, kClusterPipelineStages or
-  // kDeepPipelineStages); smem_bytes holds them.
-  int stages = 0;
+  // Inputs read once go through L2 as evict-first (KernelFacts::evict_first_max_mib;
+  // apply_read_policy).
+  bool evict_first_reads = false;
 
   std::string describe() const;
 };
@@ -208,11 +186,27 @@ constexpr int kStreamingThreads = 512;
 // (plan_fwd).
 constexpr int kFwdHeavyItems = 8;
 
+// Pipelined kernels: shared-memory stages per row group (one row each; stages - 1 rows in
+// flight), vectors per thread per row (bound), and threads per row group (bound).
+constexpr int kPipelineStages = 3;
+// Pipelined split rows of at most kClusterDeferMaxItems vectors per thread complete each row one
+// row late (its cluster sum arrives meanwhile): one more stage holds the pending row.
+constexpr int kClusterPipelineStages = 4;
+constexpr int kClusterDeferMaxItems = 2;
+constexpr int kPipelineItems = 4;
+constexpr int kPipelineMaxThreads = 512;
+
 // Vectors per thread per row that the register kernels hold (a compile-time bound). Narrow
 // vectors get fewer elements: each needs its own address arithmetic, which would spill.
 constexpr int kSmallItems = 4;
 constexpr int fwd_items_max(int vec) { return vec >= 4 ? kFwdElemsPerThread / vec : 16; }
 constexpr int bwd_items_max(int vec) { return vec >= 4 ? kBwdElemsPerThread / vec : 8; }
+
+// Sets c.evict_first_reads where c's kernel honors it (the pipelined plans, and the forward's
+// registers and cluster plans that are not realigned) and the inputs it reads once total at
+// most facts.evict_first_max_mib MiB.
+void apply_read_policy(LaunchConfig& c, int64_t read_bytes, bool backward,
+                       const KernelFacts& facts);
 
 // vec: the widest access (in elements, power of two <= 16 / smallest element size) that every
 // row of every matrix operand allows; computed by the launcher from pointers and strides.

@@ -25,26 +25,8 @@ inline FwdParams fwd_params(const nk_rms_norm_fwd_args& a, const LaunchConfig& c
   p.y = a.y;
   p.y_stride = a.y_row_stride;
   p.rstd = a.rstd;
+  p.evict_first_reads = cfg.evict_first_reads;
   return p;
-}
-
-// The EXACT registers kernel with the cache hints `hints` (cache_hints.cuh): instantiated for
-// 16-bit x, weight and y at the small register budget only, for the A/B of
-// NK_TUNE_FWD_CACHE_HINTS; null where there is none.
-template <typename XT, typename WT, typename YT, int VEC, int IMAX>
-auto hinted_registers_kernel(int hints) -> decltype(&rms_norm_fwd_registers<XT, WT, YT, VEC, IMAX, true>) {
-  if constexpr (sizeof(XT) == 2 && sizeof(WT) == 2 && sizeof(YT) == 2 && VEC == 8) {
-    switch (hints) {
-      case 1: return rms_norm_fwd_registers<XT, WT, YT, VEC, IMAX, true, 1>;
-      case 2: return rms_norm_fwd_registers<XT, WT, YT, VEC, IMAX, true, 2>;
-      case 3: return rms_norm_fwd_registers<XT, WT, YT, VEC, IMAX, true, 3>;
-      case 4: return rms_norm_fwd_registers<XT, WT, YT, VEC, IMAX, true, 4>;
-      case 5: return rms_norm_fwd_registers<XT, WT, YT, VEC, IMAX, true, 5>;
-      case 8: return rms_norm_fwd_registers<XT, WT, YT, VEC, IMAX, true, 8>;
-      default: break;
-    }
-  }
-  return nullptr;
 }
 
 template <typename XT, typename WT, typename YT>
@@ -102,11 +84,6 @@ void launch_fwd(const nk_rms_norm_fwd_args& a, const LaunchConfig& cfg, cudaStre
           kernel = cfg.items <= IMAX_SMALL
                        ? rms_norm_fwd_registers<XT, WT, YT, VEC, IMAX_SMALL, true>
                        : rms_norm_fwd_registers<XT, WT, YT, VEC, IMAX, true>;
-          if (cfg.cache_hints != 0 && cfg.items <= IMAX_SMALL) {
-            if (auto hinted = hinted_registers_kernel<XT, WT, YT, VEC, IMAX_SMALL>(cfg.cache_hints)) {
-              kernel = hinted;
-            }
-          }
         }
       }
       launch(kernel, cfg.grid, dim3(cfg.threads_per_row, cfg.rows_per_block), {cfg.cluster_size},

@@ -1,5 +1,5 @@
 // RMSNorm backward, pipelined: a persistent CTA streams its rows of x, dy (and dresidual_out)
-// into shared memory with cp.async, STAGES - 1 rows ahead per row group, so that loads
+// into shared memory with cp.async, kPipelineStages - 1 rows ahead per row group, so that loads
 // stay in flight while the current row is reduced and its dx stored (the registers kernel
 // serializes load -> reduce -> store per row and leaves HBM idle in between).
 //
@@ -36,16 +36,11 @@ namespace normkit::cuda {
 // stage: rows of up to kClusterDeferMaxItems vectors per thread have kClusterPipelineStages
 // stages (two rows in flight, the current row, the pending one); longer ones keep
 // kPipelineStages and one row in flight (a row of 16384 columns is 64 KB of x and dy per CTA).
-//
-// STAGES: stages per row group of unsplit rows (STAGES - 1 rows in flight): kPipelineStages, or
-// kDeepPipelineStages where the plan asks for a deeper ring (LaunchConfig::stages).
-template <typename XT, typename WT, typename DYT, int VEC, int IMAX, bool DBIAS, bool CLUSTER,
-          int STAGES = kPipelineStages>
+template <typename XT, typename WT, typename DYT, int VEC, int IMAX, bool DBIAS, bool CLUSTER>
 __global__ void __launch_bounds__(512) rms_norm_bwd_pipelined(BwdParams p) {
-  static_assert(!CLUSTER || STAGES == kPipelineStages, "split rows size their own ring");
   if (p.early_dependent) allow_dependent_launch();
   // Rows in flight ahead of the current one.
-  constexpr int kAhead = CLUSTER ? (IMAX > kClusterDeferMaxItems ? 1 : 2) : STAGES - 1;
+  constexpr int kAhead = CLUSTER && IMAX > kClusterDeferMaxItems ? 1 : 2;
   extern __shared__ __align__(16) unsigned char block_smem[];
   __shared__ float scratch[2 * kMaxWarps];
   __shared__ ClusterRowSums cluster_sums;  // with CLUSTER (then one row group per CTA)
@@ -54,7 +49,7 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_pipelined(BwdParams p) {
   const bool with_dres = p.dresidual_out != nullptr;
   // Stage operands: 0 x, 1 dy, 2 dresidual_out.
   const StageRing st(block_smem, shape.cols_per_cta, sizeof(XT), sizeof(DYT),
-                     with_dres ? sizeof(XT) : 0, CLUSTER ? kPipelineStages : STAGES);
+                     with_dres ? sizeof(XT) : 0);
   // A cluster splits each row: CTA `rank` covers columns [rank * cols_per_cta, ...) of the
   // rows of cluster `slot`, which are the same for all its CTAs (uniform trip counts).
   const int cluster = CLUSTER ? shape.cluster_size : 1;
@@ -73,6 +68,9 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_pipelined(BwdParams p) {
     active[i] = i < shape.items && col[i] < hidden;
   }
 
+  // (Only 16-byte copies take the policy: narrower vectors never create it.)
+  const ReadPolicy read_policy(sizeof(XT) * VEC >= 16 && sizeof(DYT) * VEC >= 16 &&
+                               p.evict_first_reads);
   // Starts the copies of `row` into stage s (nothing past the last row), as one group.
   auto issue = [&](int64_t row, int s) {
     if (row < shape.rows) {
@@ -83,9 +81,11 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_pipelined(BwdParams p) {
 #pragma unroll
       for (int i = 0; i < IMAX; ++i) {
         if (!active[i]) continue;
-        cp_async_vector<XT, VEC>(st.at<XT>(s, 0) + stage_col[i], x + col[i]);
-        cp_async_vector<DYT, VEC>(st.at<DYT>(s, 1) + stage_col[i], dy + col[i]);
-        if (with_dres) cp_async_vector<XT, VEC>(st.at<XT>(s, 2) + stage_col[i], dres + col[i]);
+        cp_async_vector<XT, VEC>(st.at<XT>(s, 0) + stage_col[i], x + col[i], read_policy);
+        cp_async_vector<DYT, VEC>(st.at<DYT>(s, 1) + stage_col[i], dy + col[i], read_policy);
+        if (with_dres) {
+          cp_async_vector<XT, VEC>(st.at<XT>(s, 2) + stage_col[i], dres + col[i], read_policy);
+        }
       }
     }
     cp_async_commit();
@@ -94,14 +94,11 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_pipelined(BwdParams p) {
 
   const int64_t step = static_cast<int64_t>(CLUSTER ? gridDim.x / cluster : gridDim.x) * blockDim.y;
   int64_t row = slot * blockDim.y + threadIdx.y;
+  static_assert(kPipelineStages == 3, "the prologue and the rstd ring assume 3 stages");
+  issue(row, 0);
+  if constexpr (kAhead == 2) issue(row + step, 1);
   // rstd of this row and the next kAhead, loaded as early as their rows' copies are started.
-  float rstd_ring[kAhead + 1];
-#pragma unroll
-  for (int j = 0; j < kAhead; ++j) {
-    issue(row + j * step, j);
-    rstd_ring[j] = rstd_of(row + j * step);
-  }
-  rstd_ring[kAhead] = 0.0f;
+  float rstd_ring[3] = {rstd_of(row), kAhead == 2 ? rstd_of(row + step) : 0.0f, 0.0f};
   // The weight of this thread's columns is the same for every row: loaded once, while the
   // first rows are in flight.
   KeptColumns<WT, VEC, IMAX> weight;
@@ -201,8 +198,8 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_pipelined(BwdParams p) {
       if (pending >= 0) complete_pending(xs, dys);
       pending = row;
       rstd_pending = rstd;
-#pragma unroll
-      for (int j = 0; j < kAhead; ++j) rstd_ring[j] = rstd_ring[j + 1];
+      rstd_ring[0] = rstd_ring[1];
+      rstd_ring[1] = rstd_ring[2];
       stage = (stage + 1) % kStages;
     }
     if (pending >= 0) {
@@ -211,20 +208,19 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_pipelined(BwdParams p) {
       complete_pending(xs, dys);
     }
   } else {
-    // The row kAhead ahead goes to the stage just freed, (stage + kAhead) % STAGES.
     for (; row < shape.rows; row += step) {
-      issue(row + kAhead * step, stage == 0 ? STAGES - 1 : stage - 1);
-      rstd_ring[kAhead] = rstd_of(row + kAhead * step);
-      cp_async_wait<kAhead>();  // this row's copies (this thread's own) have landed
+      issue(row + 2 * step, stage == 0 ? 2 : stage - 1);
+      rstd_ring[2] = rstd_of(row + 2 * step);
+      cp_async_wait<kPipelineStages - 1>();  // this row's copies (this thread's own) have landed
       const float rstd = rstd_ring[0];
       Lanes<XT, VEC> xs[IMAX];
       Lanes<DYT, VEC> dys[IMAX];
       const float dot = row_group_sum(row_dot(stage, rstd, xs, dys), scratch, parity);
       parity ^= 1;
       store_row_dx(row, stage, rstd, dot, xs, dys);
-#pragma unroll
-      for (int j = 0; j < kAhead; ++j) rstd_ring[j] = rstd_ring[j + 1];
-      stage = stage == STAGES - 1 ? 0 : stage + 1;
+      rstd_ring[0] = rstd_ring[1];
+      rstd_ring[1] = rstd_ring[2];
+      stage = stage == kPipelineStages - 1 ? 0 : stage + 1;
     }
   }
   cp_async_wait<0>();  // only empty groups remain, but shared memory is reused below

@@ -2,7 +2,6 @@
 // residual_out), of weight/bias, and of y; VEC elements per access; IMAX vectors per thread.
 #pragma once
 
-#include "cuda/cache_hints.cuh"
 #include "cuda/element.cuh"
 #include "cuda/kernel_params.h"
 #include "cuda/reduce.cuh"
@@ -160,9 +159,12 @@ template <typename XT, int VEC, int IMAX, bool EXACT>
 __device__ __forceinline__ void load_x_lanes(const FwdParams& p, const RowChunk<VEC, EXACT>& c,
                                              Lanes<XT, VEC> (&s)[IMAX]) {
   const XT* x = static_cast<const XT*>(p.x) + c.row * p.x_stride;
+  // (Only 16-byte words take the policy: narrower vectors never create it.)
+  const ReadPolicy read_policy(sizeof(XT) * VEC >= 16 && p.evict_first_reads);
 #pragma unroll
   for (int i = 0; i < IMAX; ++i) {
-    s[i] = c.active(i) ? load_lanes_upto<XT, VEC>(x + c.column(i), c.left(i)) : Lanes<XT, VEC>{};
+    s[i] = c.active(i) ? load_lanes_upto<XT, VEC>(x + c.column(i), c.left(i), read_policy)
+                       : Lanes<XT, VEC>{};
   }
 }
 
@@ -241,12 +243,14 @@ __device__ __forceinline__ void add_residual_lanes(const FwdParams& p,
                                                    const RowChunk<VEC, EXACT>& c,
                                                    Lanes<XT, VEC> (&s)[IMAX]) {
   if (!p.residual) return;
+  const ReadPolicy read_policy(sizeof(XT) * VEC >= 16 && p.evict_first_reads);
 #pragma unroll
   for (int i = 0; i < IMAX; ++i) {
     const int64_t col = c.column(i);
     if (c.active(i)) {
       const Lanes<XT, VEC> r = load_lanes_upto<XT, VEC>(
-          static_cast<const XT*>(p.residual) + c.row * p.residual_stride + col, c.left(i));
+          static_cast<const XT*>(p.residual) + c.row * p.residual_stride + col, c.left(i),
+          read_policy);
       float sum[VEC];
 #pragma unroll
       for (int k = 0; k < VEC; ++k) sum[k] = to_float(s[i].get(k)) + to_float(r.get(k));
@@ -290,13 +294,9 @@ __device__ __forceinline__ float sum_of_squares(const Lanes<XT, VEC> (&s)[IMAX])
 // sum of squares and the output. blockDim = (threads per row, rows per block); a cluster of
 // shape.cluster_size consecutive CTAs shares one row, each covering cols_per_cta columns.
 // Weight and bias go through the read-only path, which may run ahead of the residual_out
-// stores. EXACT: no per-item range checks (RowChunk), where the plan says so. HINTS: cache
-// policies of x's loads and y's stores (cache_hints.cuh; EXACT 16-byte vectors only).
-template <typename XT, typename WT, typename YT, int VEC, int IMAX, bool EXACT = false,
-          int HINTS = 0>
+// stores. EXACT: no per-item range checks (RowChunk), where the plan says so.
+template <typename XT, typename WT, typename YT, int VEC, int IMAX, bool EXACT = false>
 __global__ void __launch_bounds__(512) rms_norm_fwd_registers(FwdParams p) {
-  static_assert(HINTS == 0 || (EXACT && sizeof(XT) * VEC == 16 && sizeof(YT) * VEC == 16),
-                "cache hints are instantiated for EXACT 16-byte vectors only");
   __shared__ float scratch[kMaxWarps];
   __shared__ ClusterPush cluster_push;  // with clusters
   const RowShape& shape = p.shape;
@@ -305,20 +305,7 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_registers(FwdParams p) {
 
   if (shape.cluster_size > 1) cluster_push_init(cluster_push);
   Lanes<XT, VEC> s[IMAX];
-  if constexpr (HINTS != 0) {
-    const XT* x = static_cast<const XT*>(p.x) + c.row * p.x_stride;
-#pragma unroll
-    for (int i = 0; i < IMAX; ++i) {
-      if (c.active(i)) {
-        const uint4 v = load16_hinted<HINTS>(x + c.column(i));
-        s[i].lane[0] = v.x, s[i].lane[1] = v.y, s[i].lane[2] = v.z, s[i].lane[3] = v.w;
-      } else {
-        s[i] = Lanes<XT, VEC>{};  // (summed with the rest)
-      }
-    }
-  } else {
-    load_x_lanes(p, c, s);
-  }
+  load_x_lanes(p, c, s);
   constexpr bool kWeightFirst = kWeightWithX<XT, VEC, IMAX>;
   [[maybe_unused]] Lanes<WT, VEC> w[kWeightFirst ? IMAX : 1];
   if constexpr (kWeightFirst) {
@@ -346,13 +333,7 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_registers(FwdParams p) {
       } else {
         scale_in_place<WT, VEC>(p, col, c.left(i), out, rstd);
       }
-      if constexpr (HINTS != 0) {
-        const Lanes<YT, VEC> packed = pack_lanes<YT, VEC>(out);
-        store16_hinted<HINTS>(y + col, make_uint4(packed.lane[0], packed.lane[1],
-                                                  packed.lane[2], packed.lane[3]));
-      } else {
-        store_upto<YT, VEC>(y + col, c.left(i), out);
-      }
+      store_upto<YT, VEC>(y + col, c.left(i), out);
     }
   }
 }

@@ -47,6 +47,7 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_pipelined(FwdParams p) {
     active[i] = i < shape.items && col[i] < shape.hidden;
   }
 
+  const ReadPolicy read_policy(sizeof(XT) * VEC >= 16 && p.evict_first_reads);
   // Starts the copies of `row` into stage s (nothing past the last row), as one group.
   auto issue = [&](int64_t row, int s) {
     if (row < shape.rows) {
@@ -56,8 +57,10 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_pipelined(FwdParams p) {
 #pragma unroll
       for (int i = 0; i < IMAX; ++i) {
         if (!active[i]) continue;
-        cp_async_vector<XT, VEC>(st.at<XT>(s, 0) + stage_col[i], x + col[i]);
-        if (with_residual) cp_async_vector<XT, VEC>(st.at<XT>(s, 1) + stage_col[i], res + col[i]);
+        cp_async_vector<XT, VEC>(st.at<XT>(s, 0) + stage_col[i], x + col[i], read_policy);
+        if (with_residual) {
+          cp_async_vector<XT, VEC>(st.at<XT>(s, 1) + stage_col[i], res + col[i], read_policy);
+        }
       }
     }
     cp_async_commit();

@@ -1,6 +1,5 @@
-// Shared-memory stages of the pipelined kernels: per row group, `stages` stages (kPipelineStages
-// unless the plan deepens the ring), each holding one row (cols elements) of up to three
-// operands, one after the other.
+// Shared-memory stages of the pipelined kernels: per row group, kPipelineStages stages, each
+// holding one row (cols elements) of up to three operands, one after the other.
 #pragma once
 
 #include <cstdint>
@@ -17,13 +16,12 @@ struct StageRing {
   // element_bytes[j]: element size of operand j, 0 when the kernel does not stage it. Group
   // threadIdx.y's stages follow those of the groups before it.
   __device__ __forceinline__ StageRing(unsigned char* block_smem, int64_t cols, int64_t bytes0,
-                                       int64_t bytes1, int64_t bytes2,
-                                       int stages = kPipelineStages) {
+                                       int64_t bytes1, int64_t bytes2) {
     offset[0] = 0;
     offset[1] = cols * bytes0;
     offset[2] = offset[1] + cols * bytes1;
     stage_bytes = offset[2] + cols * bytes2;
-    base = block_smem + threadIdx.y * stages * stage_bytes;
+    base = block_smem + threadIdx.y * kPipelineStages * stage_bytes;
   }
   template <typename T>
   __device__ __forceinline__ T* at(int stage, int operand) const {

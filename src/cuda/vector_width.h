@@ -69,11 +69,8 @@ inline const KernelFacts& tuned_defaults() {
         tuning_knob("NK_TUNE_QUANT_FUSED_TRANSPOSE", k.quant_fused_transpose, 0, 2);
     k.quant_fused_items_target =
         tuning_knob("NK_TUNE_QUANT_FUSED_ITEMS", k.quant_fused_items_target, 1, 4);
-    k.bwd_stages = tuning_knob("NK_TUNE_BWD_STAGES", k.bwd_stages, kPipelineStages,
-                               kDeepPipelineStages) == kDeepPipelineStages
-                       ? kDeepPipelineStages
-                       : kPipelineStages;
-    k.fwd_cache_hints = tuning_knob("NK_TUNE_FWD_CACHE_HINTS", k.fwd_cache_hints, 0, 15);
+    k.evict_first_max_mib =
+        tuning_knob("NK_TUNE_EVICT_FIRST_MAX_MIB", k.evict_first_max_mib, 0, 1 << 24);
     return k;
   }();
   return tuned;

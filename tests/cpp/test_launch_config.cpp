@@ -224,46 +224,36 @@ TEST(LaunchConfig, PipelinesTheBackwardOfAlignedRowsThatFitSharedMemory) {
   EXPECT_NE(normkit::cuda::plan_bwd(16384, 4096, 8, f, 0).plan, RowPlan::kPipelined);
 }
 
-TEST(LaunchConfig, DeepensTheBackwardRingWhereTwoCtasStagesFitAnSm) {
+TEST(LaunchConfig, EvictFirstReadsUpToTheThresholdWhereTheKernelHonorsThem) {
   KernelFacts f;
-  EXPECT_EQ(normkit::cuda::plan_bwd(4096, 1024, 8, f, 4).stages, normkit::cuda::kPipelineStages);
-  f.bwd_stages = normkit::cuda::kDeepPipelineStages;
-  // 1024 columns of x and dy (4 KB a row), 4 row groups of 64 threads: 6 stages each, 96 KB,
-  // two CTAs per SM as with 3 stages.
-  const LaunchConfig c = normkit::cuda::plan_bwd(4096, 1024, 8, f, 4);
-  SCOPED_TRACE(c.describe());
-  EXPECT_EQ(c.plan, RowPlan::kPipelined);
-  EXPECT_EQ(c.stages, normkit::cuda::kDeepPipelineStages);
-  EXPECT_EQ(c.rows_per_block, 4);
-  EXPECT_EQ(c.smem_bytes, 4 * 6 * 1024 * 4);
-  EXPECT_EQ(c.grid, 2 * f.sm_count);
-  expect_covers(c, 4096, 1024, normkit::cuda::bwd_items_max(8), true, f);
-  EXPECT_NE(c.describe().find("stages=6"), std::string::npos);
-  // 4096 columns: one 256-thread group of 6 x 16 KB. 8192 columns: 6 stages of 32 KB would
-  // leave one CTA per SM; split rows keep their own ring.
-  EXPECT_EQ(normkit::cuda::plan_bwd(4096, 4096, 8, f, 4).stages, 6);
-  EXPECT_EQ(normkit::cuda::plan_bwd(8192, 8192, 8, f, 4).stages, normkit::cuda::kPipelineStages);
-  const LaunchConfig split = normkit::cuda::plan_bwd(2048, 16384, 8, f, 4);
-  EXPECT_GT(split.cluster_size, 1);
-  EXPECT_EQ(split.stages, normkit::cuda::kClusterPipelineStages);
-  // The forward keeps 3.
-  EXPECT_EQ(normkit::cuda::plan_fwd(128, 4096, 8, f, 2).stages, normkit::cuda::kPipelineStages);
-}
-
-TEST(LaunchConfig, CacheHintsGoOnlyToExactForwardPlans) {
-  KernelFacts f;
-  f.fwd_cache_hints = 5;
-  const LaunchConfig exact = normkit::cuda::plan_fwd(8192, 8192, 8, f, 2);
-  EXPECT_TRUE(exact.exact) << exact.describe();
-  EXPECT_EQ(exact.cache_hints, 5);
-  EXPECT_NE(exact.describe().find("hints=5"), std::string::npos);
-  // 8000 columns: 256 threads x 4 vectors leave some vectors empty, so not EXACT.
-  const LaunchConfig inexact = normkit::cuda::plan_fwd(8192, 8000, 8, f, 2);
-  EXPECT_FALSE(inexact.exact) << inexact.describe();
-  EXPECT_EQ(inexact.cache_hints, 0);
-  f.fwd_cache_hints = 0;
-  EXPECT_EQ(normkit::cuda::plan_fwd(8192, 8192, 8, f, 2).describe().find("hints"),
-            std::string::npos);
+  f.evict_first_max_mib = 32;
+  LaunchConfig fwd = normkit::cuda::plan_fwd(8192, 2048, 8, f, 2);
+  normkit::cuda::apply_read_policy(fwd, int64_t(32) << 20, false, f);  // x of 8192 x 2048 bf16
+  EXPECT_TRUE(fwd.evict_first_reads) << fwd.describe();
+  EXPECT_NE(fwd.describe().find("evict-first"), std::string::npos);
+  normkit::cuda::apply_read_policy(fwd, (int64_t(32) << 20) + 1, false, f);
+  EXPECT_FALSE(fwd.evict_first_reads);
+  EXPECT_EQ(fwd.describe().find("evict-first"), std::string::npos);
+  LaunchConfig bwd = normkit::cuda::plan_bwd(4096, 1024, 8, f, 4);
+  ASSERT_EQ(bwd.plan, RowPlan::kPipelined);
+  normkit::cuda::apply_read_policy(bwd, int64_t(16) << 20, true, f);
+  EXPECT_TRUE(bwd.evict_first_reads);
+  // Not honored: the backward's registers kernel, the forward's streaming and realigned ones.
+  LaunchConfig registers_bwd = bwd;
+  registers_bwd.plan = RowPlan::kRegisters;
+  normkit::cuda::apply_read_policy(registers_bwd, 1024, true, f);
+  EXPECT_FALSE(registers_bwd.evict_first_reads);
+  LaunchConfig streaming = fwd;
+  streaming.plan = RowPlan::kStreaming;
+  normkit::cuda::apply_read_policy(streaming, 1024, false, f);
+  EXPECT_FALSE(streaming.evict_first_reads);
+  LaunchConfig realigned = fwd;
+  realigned.realigned = true;
+  normkit::cuda::apply_read_policy(realigned, 1024, false, f);
+  EXPECT_FALSE(realigned.evict_first_reads);
+  f.evict_first_max_mib = 0;
+  normkit::cuda::apply_read_policy(fwd, 1024, false, f);
+  EXPECT_FALSE(fwd.evict_first_reads);
 }
 
 TEST(LaunchConfig, SplitsWideBackwardRowsOverPipelinedClusters) {

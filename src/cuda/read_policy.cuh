@@ -1,0 +1,40 @@
+// L2 eviction priority of the inputs a kernel reads once (x, dy, residual). A load normally
+// allocates its line in L2 as evict-normal; once L2 is full, every new line evicts an old one,
+// and an old dirty line (the previous kernel's output, or in the benchmark the flush buffer)
+// must be written to HBM first. Marked evict-first, the lines of inputs already consumed are
+// the victims instead: clean, so nothing is written back, and the other data stays. Where this
+// pays is measured, not assumed: KernelFacts::evict_first_max_mib.
+#pragma once
+
+#include <cstdint>
+
+namespace normkit::cuda {
+
+struct ReadPolicy {
+  bool evict_first = false;
+  uint64_t policy = 0;  // an L2 cache policy (createpolicy) when evict_first
+
+  __device__ __forceinline__ explicit ReadPolicy(bool first) : evict_first(first) {
+    if (first) asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+  }
+};
+
+// 16 bytes through L2 as evict-first, not allocated in L1 (read once).
+__device__ __forceinline__ uint4 load16_evict_first(const void* p, uint64_t policy) {
+  uint4 v;
+  asm volatile("ld.global.L1::no_allocate.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p), "l"(policy));
+  return v;
+}
+
+// cp.async of 16 bytes (bypassing L1) with that L2 policy.
+__device__ __forceinline__ void cp_async16_evict_first(void* smem, const void* gmem,
+                                                       uint64_t policy) {
+  const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;\n" ::"r"(dst),
+               "l"(gmem), "l"(policy)
+               : "memory");
+}
+
+}  // namespace normkit::cuda

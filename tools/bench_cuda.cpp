@@ -192,8 +192,11 @@ class CudaRunner final : public BenchRunner {
       result.bwd.workspace_bytes = p.workspace_bytes;
       if (explain) {
         result.bwd.explain = explain_or_error([&] {
+          // The plan, and the grid the launcher ran where it capped it.
+          const std::string launched = normkit::cuda::last_bwd_launch_note();
           return normkit::cuda::explain_bwd(shape.rows, shape.hidden, config_.dtype,
-                                            config_.weight_dtype, config_.dtype, config_.bias);
+                                            config_.weight_dtype, config_.dtype, config_.bias) +
+                 (launched.empty() ? "" : "; " + launched);
         });
       }
     }

@@ -198,6 +198,21 @@ void rms_norm_bwd(const nk_rms_norm_bwd_args& a, void* stream) {
   }
 }
 
+namespace {
+thread_local std::string bwd_launch_note;
+}  // namespace
+
+void note_bwd_launch(const LaunchConfig& planned, const LaunchConfig& launched) {
+  bwd_launch_note.clear();
+  if (launched.grid != planned.grid || launched.slots != planned.slots) {
+    bwd_launch_note = "launched grid=" + std::to_string(launched.grid) +
+                      " slots=" + std::to_string(launched.slots) +
+                      " (capped to the CTAs resident at once)";
+  }
+}
+
+std::string last_bwd_launch_note() { return bwd_launch_note; }
+
 std::string explain_fwd(int64_t rows, int64_t hidden, nk_dtype x, nk_dtype w, nk_dtype y) {
   // Contiguous operands from aligned allocations, as `normkit bench` passes them.
   const int nat = natural_vec(x, w, y);

@@ -52,5 +52,9 @@ std::string explain_fwd_quant_transposed(int64_t rows, int64_t hidden, nk_dtype 
 // The backward's, for contiguous operands and dweight wanted (and dbias with `dbias`).
 std::string explain_bwd(int64_t rows, int64_t hidden, nk_dtype x, nk_dtype w, nk_dtype dy,
                         bool dbias = false);
+// What this thread's last backward launch ran where it differed from its plan ("launched
+// grid=... slots=...": the launcher caps a persistent grid to the CTAs resident at once), or ""
+// where it ran as planned; `normkit bench --explain` appends it to explain_bwd's line.
+std::string last_bwd_launch_note();
 
 }  // namespace normkit::cuda

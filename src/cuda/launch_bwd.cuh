@@ -77,6 +77,7 @@ void launch_bwd(const nk_rms_norm_bwd_args& a, const LaunchConfig& planned, cuda
       cfg = fit_resident_clusters(cfg, kernel, "rms_norm_bwd (columns)");
       launch(kernel, cfg.grid, dim3(cfg.threads_per_row), {cfg.cluster_size}, stream,
              "rms_norm_bwd (columns)", static_cast<size_t>(cfg.smem_bytes), p);
+      note_bwd_launch(planned, cfg);
     });
     return;
   }
@@ -110,6 +111,7 @@ void launch_bwd(const nk_rms_norm_bwd_args& a, const LaunchConfig& planned, cuda
         cfg = fit_resident_ctas(cfg, kernel, "rms_norm_bwd (pipelined)");
         launch_main(kernel, block, static_cast<size_t>(cfg.smem_bytes),
                     "rms_norm_bwd (pipelined)");
+        note_bwd_launch(planned, cfg);
       } else {
         throw Error(NK_ERROR_INTERNAL, "rms_norm_bwd: pipelined plan with accesses under 4 bytes");
       }
@@ -131,6 +133,7 @@ void launch_bwd(const nk_rms_norm_bwd_args& a, const LaunchConfig& planned, cuda
       cfg = fit_resident_clusters(cfg, kernel, "rms_norm_bwd (registers)");
       cfg = fit_resident_ctas(cfg, kernel, "rms_norm_bwd (registers)");
       launch_main(kernel, block, static_cast<size_t>(smem), "rms_norm_bwd (registers)");
+      note_bwd_launch(planned, cfg);
     }
   });
   if (in_grid || (!p.partial_dweight && !p.partial_dbias)) return;

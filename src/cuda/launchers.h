@@ -39,4 +39,8 @@ template <typename XT, typename WT>
 void launch_bwd_for(const nk_rms_norm_bwd_args& args, const LaunchConfig& cfg,
                     cudaStream_t stream);
 
+// Records what the backward launcher ran where it differs from the plan (a persistent grid
+// capped to the CTAs resident at once), for last_bwd_launch_note (cuda_backend.h).
+void note_bwd_launch(const LaunchConfig& planned, const LaunchConfig& launched);
+
 }  // namespace normkit::cuda

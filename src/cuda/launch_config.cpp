@@ -211,7 +211,6 @@ std::string LaunchConfig::describe() const {
   if (slots) s += " slots=" + std::to_string(slots);
   if (reduce_in_grid) s += " reduce-in-grid";
   if (evict_first_reads) s += " evict-first";
-  if (min_ctas != 1) s += " min-ctas=" + std::to_string(min_ctas);
   if (smem_bytes) s += " smem=" + std::to_string(smem_bytes);
   return s;
 }
@@ -278,7 +277,6 @@ LaunchConfig plan_fwd(int64_t rows, int64_t hidden, int vec, const KernelFacts& 
   }
   LaunchConfig c = registers;
   c.exact = facts.fwd_exact && chunks_exact(c, rows, hidden);
-  if (c.exact && c.items <= kSmallItems) c.min_ctas = facts.fwd_min_ctas;
   return c;
 }
 

@@ -140,10 +140,6 @@ struct KernelFacts {
   // 11.3 -> 11.1; 8192 x 2048 and 4096 x 4096 (32 MB of x) unchanged; every shape that reads
   // 64 MB or more 1-3% slower (32768 x 8192 backward 547 -> 562, 8192 x 8192 forward 97 -> 99).
   int evict_first_max_mib = 32;
-  // The forward's EXACT registers kernels of 16-bit x and y at the small register budget: 3
-  // compiles them for three 512-thread CTAs per SM (at most 40 registers: six CTAs of 256
-  // threads), 1 leaves the registers unbounded (NK_TUNE_FWD_MIN_CTAS; 1 and 3 only).
-  int fwd_min_ctas = 1;
 };
 
 struct LaunchConfig {
@@ -178,8 +174,6 @@ struct LaunchConfig {
   // Inputs read once go through L2 as evict-first (KernelFacts::evict_first_max_mib;
   // apply_read_policy).
   bool evict_first_reads = false;
-  // Forward EXACT registers plans: KernelFacts::fwd_min_ctas (printed when not 1).
-  int min_ctas = 1;
 
   std::string describe() const;
 };

@@ -84,12 +84,6 @@ void launch_fwd(const nk_rms_norm_fwd_args& a, const LaunchConfig& cfg, cudaStre
           kernel = cfg.items <= IMAX_SMALL
                        ? rms_norm_fwd_registers<XT, WT, YT, VEC, IMAX_SMALL, true>
                        : rms_norm_fwd_registers<XT, WT, YT, VEC, IMAX, true>;
-          // (16-bit x and y only: the A/B of NK_TUNE_FWD_MIN_CTAS on the sweep's shapes)
-          if constexpr (sizeof(XT) == 2 && sizeof(YT) == 2) {
-            if (cfg.min_ctas == 3 && cfg.items <= IMAX_SMALL) {
-              kernel = rms_norm_fwd_registers<XT, WT, YT, VEC, IMAX_SMALL, true, 3>;
-            }
-          }
         }
       }
       launch(kernel, cfg.grid, dim3(cfg.threads_per_row, cfg.rows_per_block), {cfg.cluster_size},

@@ -294,12 +294,9 @@ __device__ __forceinline__ float sum_of_squares(const Lanes<XT, VEC> (&s)[IMAX])
 // sum of squares and the output. blockDim = (threads per row, rows per block); a cluster of
 // shape.cluster_size consecutive CTAs shares one row, each covering cols_per_cta columns.
 // Weight and bias go through the read-only path, which may run ahead of the residual_out
-// stores. EXACT: no per-item range checks (RowChunk), where the plan says so. MIN_CTAS: the
-// CTAs of 512 threads that the register allocation must let one SM hold (1: no bound;
-// KernelFacts::fwd_min_ctas).
-template <typename XT, typename WT, typename YT, int VEC, int IMAX, bool EXACT = false,
-          int MIN_CTAS = 1>
-__global__ void __launch_bounds__(512, MIN_CTAS) rms_norm_fwd_registers(FwdParams p) {
+// stores. EXACT: no per-item range checks (RowChunk), where the plan says so.
+template <typename XT, typename WT, typename YT, int VEC, int IMAX, bool EXACT = false>
+__global__ void __launch_bounds__(512) rms_norm_fwd_registers(FwdParams p) {
   __shared__ float scratch[kMaxWarps];
   __shared__ ClusterPush cluster_push;  // with clusters
   const RowShape& shape = p.shape;

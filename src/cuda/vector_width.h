@@ -69,7 +69,6 @@ inline const KernelFacts& tuned_defaults() {
         tuning_knob("NK_TUNE_QUANT_FUSED_TRANSPOSE", k.quant_fused_transpose, 0, 2);
     k.quant_fused_items_target =
         tuning_knob("NK_TUNE_QUANT_FUSED_ITEMS", k.quant_fused_items_target, 1, 4);
-    k.fwd_min_ctas = tuning_knob("NK_TUNE_FWD_MIN_CTAS", k.fwd_min_ctas, 1, 3) == 3 ? 3 : 1;
     k.evict_first_max_mib =
         tuning_knob("NK_TUNE_EVICT_FIRST_MAX_MIB", k.evict_first_max_mib, 0, 1 << 24);
     return k;

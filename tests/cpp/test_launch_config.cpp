@@ -256,19 +256,6 @@ TEST(LaunchConfig, EvictFirstReadsUpToTheThresholdWhereTheKernelHonorsThem) {
   EXPECT_FALSE(fwd.evict_first_reads);
 }
 
-TEST(LaunchConfig, BoundedRegistersGoOnlyToExactForwardPlansAtTheSmallBudget) {
-  KernelFacts f;
-  EXPECT_EQ(normkit::cuda::plan_fwd(8192, 8192, 8, f, 2).min_ctas, 1);
-  f.fwd_min_ctas = 3;
-  const LaunchConfig c = normkit::cuda::plan_fwd(8192, 8192, 8, f, 2);
-  EXPECT_TRUE(c.exact);
-  EXPECT_EQ(c.min_ctas, 3);
-  EXPECT_NE(c.describe().find("min-ctas=3"), std::string::npos);
-  // Not EXACT (8000 columns), or over kSmallItems vectors per thread (32768 columns: 8).
-  EXPECT_EQ(normkit::cuda::plan_fwd(8192, 8000, 8, f, 2).min_ctas, 1);
-  EXPECT_EQ(normkit::cuda::plan_fwd(1024, 32768, 8, f, 2).min_ctas, 1);
-}
-
 TEST(LaunchConfig, SplitsWideBackwardRowsOverPipelinedClusters) {
   KernelFacts f;
   const LaunchConfig c = normkit::cuda::plan_bwd(1024, 32768, 8, f, 4);

@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """Writes the Triton code that torch.compile generates for the Hugging Face LlamaRMSNorm
-composite (the peer that bench/compare.py times), forward and backward, for given shapes, so
-that its launch shape (grid, warps, block sizes) and cache hints can be read next to ours.
+composite (the peer that bench/compare.py times), for given shapes, so that its kernels' shape
+(loops, blocks) and cache hints can be read next to ours.
 
 Usage: python3 bench/inductor_code.py --out DIR [--shapes 8192x8192,32768x8192]
-Needs torch with CUDA. One file per shape and pass: DIR/inductor_<rows>x<hidden>_<pass>.py.
+Needs torch with CUDA. One file per shape: DIR/inductor_<rows>x<hidden>.py, every module that
+the first call compiles (AOTAutograd compiles the backward's kernels with the forward's, for an
+input that requires grad).
 """
 import argparse
 import os
@@ -30,14 +32,11 @@ def main() -> int:
         x = torch.randn(rows, hidden, device="cuda", dtype=torch.bfloat16, requires_grad=True)
         w = (1 + 0.1 * torch.randn(hidden, device="cuda")).to(torch.bfloat16).requires_grad_()
         f = torch.compile(hf_composite(1e-6), dynamic=False)
-        y, fwd_code = run_and_get_code(f, x, w)
-        dy = torch.randn_like(y)
-        _, bwd_code = run_and_get_code(lambda: torch.autograd.grad(y, (x, w), dy))
-        for name, code in (("fwd", fwd_code), ("bwd", bwd_code)):
-            path = os.path.join(args.out, f"inductor_{shape}_{name}.py")
-            with open(path, "w") as fh:
-                fh.write("\n\n# ----- next module -----\n\n".join(code))
-            print(f"{path}: {sum(len(c) for c in code)} characters")
+        _, code = run_and_get_code(f, x, w)
+        path = os.path.join(args.out, f"inductor_{shape}.py")
+        with open(path, "w") as fh:
+            fh.write("\n\n# ----- next module -----\n\n".join(code))
+        print(f"{path}: {len(code)} modules, {sum(len(c) for c in code)} characters")
         torch._dynamo.reset()
     return 0
 

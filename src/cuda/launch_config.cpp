@@ -58,6 +58,29 @@ int rows_per_block_for(int threads_per_row, int64_t rows, int sm_count) {
   return r;
 }
 
+// The plain forward with facts.fwd_exact >= 3: a one-CTA-per-row registers plan reshaped to
+// the fewest whole warps that cover the row exactly at up to kSmallItems vectors per thread
+// (12288 columns, 1536 vectors: 384 x 4 rather than 512 x 3, so three CTAs fit an SM by
+// registers instead of two). Left as it is where no such shape has fewer threads.
+void fewest_whole_warps(LaunchConfig& c, int64_t rows, int64_t hidden, const KernelFacts& f) {
+  if (f.fwd_exact < 3 || c.plan != RowPlan::kRegisters || c.cluster_size != 1 ||
+      c.realigned || c.vec <= 0 || hidden % c.vec != 0 || c.items > kSmallItems) {
+    return;
+  }
+  const int64_t nvec = hidden / c.vec;
+  for (int items = kSmallItems; items >= c.items; --items) {
+    if (nvec % items != 0) continue;
+    const int64_t t = nvec / items;
+    if (t % 32 != 0 || t >= c.threads_per_row) continue;
+    c.threads_per_row = static_cast<int>(t);
+    c.items = items;
+    c.cols_per_cta = hidden;
+    c.rows_per_block = rows_per_block_for(c.threads_per_row, rows, f.sm_count);
+    c.grid = ceil_div(rows, c.rows_per_block);
+    return;
+  }
+}
+
 // CTAs per row: enough to hold the row on chip, preferably within the small register budget
 // (kSmallItems vectors per thread: more CTAs per SM); and, when there are too few rows to fill
 // the device, more (each still covering at least `min_vec_per_cta` vectors).
@@ -276,6 +299,7 @@ LaunchConfig plan_fwd(int64_t rows, int64_t hidden, int vec, const KernelFacts& 
     }
   }
   LaunchConfig c = registers;
+  fewest_whole_warps(c, rows, hidden, facts);
   c.exact = facts.fwd_exact && chunks_exact(c, rows, hidden);
   return c;
 }

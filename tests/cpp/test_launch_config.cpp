@@ -256,6 +256,29 @@ TEST(LaunchConfig, EvictFirstReadsUpToTheThresholdWhereTheKernelHonorsThem) {
   EXPECT_FALSE(fwd.evict_first_reads);
 }
 
+TEST(LaunchConfig, FewestWholeWarpsForThePlainForwardAtSetting3) {
+  KernelFacts f;
+  const LaunchConfig pow2 = normkit::cuda::plan_fwd(4096, 12288, 8, f, 2);
+  EXPECT_EQ(pow2.threads_per_row, 512) << pow2.describe();
+  EXPECT_EQ(pow2.items, 3);
+  f.fwd_exact = 3;
+  const LaunchConfig c = normkit::cuda::plan_fwd(4096, 12288, 8, f, 2);
+  SCOPED_TRACE(c.describe());
+  EXPECT_EQ(c.threads_per_row, 384);
+  EXPECT_EQ(c.items, 4);
+  EXPECT_TRUE(c.exact);
+  expect_covers(c, 4096, 12288, normkit::cuda::fwd_items_max(8), false, f);
+  // 7168 columns: 224 x 4 (exact) instead of 256 x 4 (not); 8192: 256 x 4 as before.
+  const LaunchConfig odd = normkit::cuda::plan_fwd(16384, 7168, 8, f, 2);
+  EXPECT_EQ(odd.threads_per_row, 224) << odd.describe();
+  EXPECT_TRUE(odd.exact);
+  EXPECT_EQ(normkit::cuda::plan_fwd(8192, 8192, 8, f, 2).threads_per_row, 256);
+  // Several rows per CTA at 1024 columns stay as they were.
+  const LaunchConfig small = normkit::cuda::plan_fwd(4096, 1024, 8, f, 2);
+  EXPECT_EQ(small.threads_per_row, 32);
+  EXPECT_EQ(small.rows_per_block, 8);
+}
+
 TEST(LaunchConfig, SplitsWideBackwardRowsOverPipelinedClusters) {
   KernelFacts f;
   const LaunchConfig c = normkit::cuda::plan_bwd(1024, 32768, 8, f, 4);

@@ -58,17 +58,21 @@ int rows_per_block_for(int threads_per_row, int64_t rows, int sm_count) {
   return r;
 }
 
-// The plain forward with facts.fwd_exact >= 3: a one-CTA-per-row registers plan reshaped to
-// the fewest whole warps that cover the row exactly at up to kSmallItems vectors per thread
-// (12288 columns, 1536 vectors: 384 x 4 rather than 512 x 3, so three CTAs fit an SM by
-// registers instead of two). Left as it is where no such shape has fewer threads.
+// The plain forward with facts.fwd_exact >= 3: a one-CTA-per-row registers plan of 512
+// threads reshaped to the fewest whole warps that cover the row exactly at up to kSmallItems
+// vectors per thread (12288 columns, 1536 vectors: 384 x 4 rather than 512 x 3, so three CTAs
+// fit an SM by registers instead of two). Measured (tenth session, H100): 4096 x 12288 75.8 ->
+// 73.5 us; at 256 threads no gain (16384 x 7168 as 224 x 4: level) or a loss (seventh
+// session: 4096 x 5120 as 160 x 4, 1.21x slower), so those keep their powers of two.
 void fewest_whole_warps(LaunchConfig& c, int64_t rows, int64_t hidden, const KernelFacts& f) {
   if (f.fwd_exact < 3 || c.plan != RowPlan::kRegisters || c.cluster_size != 1 ||
-      c.realigned || c.vec <= 0 || hidden % c.vec != 0 || c.items > kSmallItems) {
+      c.threads_per_row != kFwdMaxThreadsPerRow || c.realigned || c.vec <= 0 ||
+      hidden % c.vec != 0 || c.items > kSmallItems) {
     return;
   }
   const int64_t nvec = hidden / c.vec;
-  for (int items = kSmallItems; items >= c.items; --items) {
+  // (Never past the vectors per thread that NK_TUNE_FWD_ITEMS aims for.)
+  for (int items = std::min(kSmallItems, f.fwd_items_target); items >= c.items; --items) {
     if (nvec % items != 0) continue;
     const int64_t t = nvec / items;
     if (t % 32 != 0 || t >= c.threads_per_row) continue;

@@ -120,9 +120,10 @@ struct KernelFacts {
   // quantized 0.85-1.00x (block 0.85-0.93x from 16M elements); 2 against 1, quantized 16384 x
   // 7168 tensor 0.98x, token 0.95x, block 0.90x (4096 x 5120 block 0.81x), but the plain
   // forward 4096 x 5120 1.21x (160 x 4 against 256 x 3), so the plain forward keeps powers of two.
-  // 3 also gives the plain forward's one-CTA-per-row plans the fewest whole warps that cover
-  // the row exactly at up to kSmallItems vectors (fewest_whole_warps: 12288 columns as 384 x 4).
-  int fwd_exact = 2;
+  // 3 (the default) also gives the plain forward's one-CTA-per-row plans of 512 threads the
+  // fewest whole warps that cover the row exactly at up to kSmallItems vectors
+  // (fewest_whole_warps: 12288 columns as 384 x 4; measured 4096 x 12288 75.8 -> 73.5 us).
+  int fwd_exact = 3;
   // Forward registers plans (plain and quantized): the vectors per thread that the thread
   // count aims for (NK_TUNE_FWD_ITEMS, 1-4). Measured (eighth session, H100): 2 and 1 slower
   // than 4 nearly everywhere (8192 x 8192 96.5 -> 111 us), 4096 x 12288 unchanged.

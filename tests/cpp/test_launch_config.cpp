@@ -258,6 +258,7 @@ TEST(LaunchConfig, EvictFirstReadsUpToTheThresholdWhereTheKernelHonorsThem) {
 
 TEST(LaunchConfig, FewestWholeWarpsForThePlainForwardAtSetting3) {
   KernelFacts f;
+  f.fwd_exact = 2;
   const LaunchConfig pow2 = normkit::cuda::plan_fwd(4096, 12288, 8, f, 2);
   EXPECT_EQ(pow2.threads_per_row, 512) << pow2.describe();
   EXPECT_EQ(pow2.items, 3);
@@ -268,11 +269,17 @@ TEST(LaunchConfig, FewestWholeWarpsForThePlainForwardAtSetting3) {
   EXPECT_EQ(c.items, 4);
   EXPECT_TRUE(c.exact);
   expect_covers(c, 4096, 12288, normkit::cuda::fwd_items_max(8), false, f);
-  // 7168 columns: 224 x 4 (exact) instead of 256 x 4 (not); 8192: 256 x 4 as before.
+  // Plans of fewer than 512 threads keep their powers of two: 7168 columns 256 x 4 (not
+  // EXACT), 5120 256 x 3, 8192 256 x 4.
   const LaunchConfig odd = normkit::cuda::plan_fwd(16384, 7168, 8, f, 2);
-  EXPECT_EQ(odd.threads_per_row, 224) << odd.describe();
-  EXPECT_TRUE(odd.exact);
+  EXPECT_EQ(odd.threads_per_row, 256) << odd.describe();
+  EXPECT_FALSE(odd.exact);
+  EXPECT_EQ(normkit::cuda::plan_fwd(4096, 5120, 8, f, 2).threads_per_row, 256);
   EXPECT_EQ(normkit::cuda::plan_fwd(8192, 8192, 8, f, 2).threads_per_row, 256);
+  // 14336 columns (1792 vectors): 448 x 4 rather than 512 x 4 with empty vectors.
+  const LaunchConfig wide = normkit::cuda::plan_fwd(4096, 14336, 8, f, 2);
+  EXPECT_EQ(wide.threads_per_row, 448) << wide.describe();
+  EXPECT_TRUE(wide.exact);
   // Several rows per CTA at 1024 columns stay as they were.
   const LaunchConfig small = normkit::cuda::plan_fwd(4096, 1024, 8, f, 2);
   EXPECT_EQ(small.threads_per_row, 32);

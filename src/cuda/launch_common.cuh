@@ -86,76 +86,83 @@ void allow_dynamic_smem(Kernel kernel, size_t bytes, const char* what) {
   current = bytes;
 }
 
+// A value computed once per kernel, device and launch shape (block, dynamic shared memory,
+// cluster size): the occupancy queries below cost host time on the launch path. One cache per
+// query (each holds a static one).
+class LaunchShapeCache {
+ public:
+  template <typename Kernel, typename Compute>
+  int64_t get(Kernel kernel, dim3 block, size_t dynamic_smem, int cluster, const char* what,
+              Compute compute) {
+    int device = 0;
+    check_cuda(cudaGetDevice(&device), "cudaGetDevice", what);
+    const Key key = std::make_tuple(reinterpret_cast<const void*>(kernel), device, block.x,
+                                    block.y, dynamic_smem, cluster);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      const auto it = known_.find(key);
+      if (it != known_.end()) return it->second;
+    }
+    const int64_t value = compute(device);
+    std::lock_guard<std::mutex> lock(mutex_);
+    known_[key] = value;
+    return value;
+  }
+
+ private:
+  using Key = std::tuple<const void*, int, unsigned, unsigned, size_t, int>;
+  std::mutex mutex_;
+  std::map<Key, int64_t> known_;
+};
+
 // How many clusters of `cluster` CTAs of `kernel` (block, dynamic shared memory) the device
 // runs at once: a cluster's CTAs must share a GPC, so this can be below the CTAs-per-SM count
 // times the SMs over the cluster size. Persistent grids are capped to it (a cluster beyond it
-// would wait for a whole other wave). Cached per kernel, device and launch shape.
+// would wait for a whole other wave).
 template <typename Kernel>
 int max_active_clusters(Kernel kernel, dim3 block, size_t dynamic_smem, int cluster,
                         const char* what) {
-  static std::mutex mutex;
-  static std::map<std::tuple<const void*, int, unsigned, unsigned, size_t, int>, int> known;
-  int device = 0;
-  check_cuda(cudaGetDevice(&device), "cudaGetDevice", what);
-  const auto key = std::make_tuple(reinterpret_cast<const void*>(kernel), device, block.x,
-                                   block.y, dynamic_smem, cluster);
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    const auto it = known.find(key);
-    if (it != known.end()) return it->second;
-  }
-  allow_dynamic_smem(kernel, dynamic_smem, what);
-  if (cluster > 8) {
-    check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1),
-               "cudaFuncSetAttribute(NonPortableClusterSizeAllowed)", what);
-  }
-  cudaLaunchConfig_t config = {};
-  config.gridDim = dim3(static_cast<unsigned>(cluster));
-  config.blockDim = block;
-  config.dynamicSmemBytes = dynamic_smem;
-  cudaLaunchAttribute attribute;
-  attribute.id = cudaLaunchAttributeClusterDimension;
-  attribute.val.clusterDim.x = cluster;
-  attribute.val.clusterDim.y = 1;
-  attribute.val.clusterDim.z = 1;
-  config.attrs = &attribute;
-  config.numAttrs = 1;
-  int clusters = 0;
-  check_cuda(cudaOccupancyMaxActiveClusters(&clusters, kernel, &config),
-             "cudaOccupancyMaxActiveClusters", what);
-  std::lock_guard<std::mutex> lock(mutex);
-  known[key] = clusters;
-  return clusters;
+  static LaunchShapeCache cache;
+  return static_cast<int>(cache.get(kernel, block, dynamic_smem, cluster, what, [&](int) {
+    allow_dynamic_smem(kernel, dynamic_smem, what);
+    if (cluster > 8) {
+      check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1),
+                 "cudaFuncSetAttribute(NonPortableClusterSizeAllowed)", what);
+    }
+    cudaLaunchConfig_t config = {};
+    config.gridDim = dim3(static_cast<unsigned>(cluster));
+    config.blockDim = block;
+    config.dynamicSmemBytes = dynamic_smem;
+    cudaLaunchAttribute attribute;
+    attribute.id = cudaLaunchAttributeClusterDimension;
+    attribute.val.clusterDim.x = cluster;
+    attribute.val.clusterDim.y = 1;
+    attribute.val.clusterDim.z = 1;
+    config.attrs = &attribute;
+    config.numAttrs = 1;
+    int clusters = 0;
+    check_cuda(cudaOccupancyMaxActiveClusters(&clusters, kernel, &config),
+               "cudaOccupancyMaxActiveClusters", what);
+    return int64_t(clusters);
+  }));
 }
 
 // How many CTAs of `kernel` (block, dynamic shared memory) the device runs at once: the
-// occupancy calculator's CTAs per SM (registers, shared memory, threads) times the SMs. Cached
-// like max_active_clusters.
+// occupancy calculator's CTAs per SM (registers, shared memory, threads) times the SMs.
 template <typename Kernel>
 int64_t resident_ctas(Kernel kernel, dim3 block, size_t dynamic_smem, const char* what) {
-  static std::mutex mutex;
-  static std::map<std::tuple<const void*, int, unsigned, unsigned, size_t>, int64_t> known;
-  int device = 0;
-  check_cuda(cudaGetDevice(&device), "cudaGetDevice", what);
-  const auto key = std::make_tuple(reinterpret_cast<const void*>(kernel), device, block.x,
-                                   block.y, dynamic_smem);
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    const auto it = known.find(key);
-    if (it != known.end()) return it->second;
-  }
-  allow_dynamic_smem(kernel, dynamic_smem, what);
-  int per_sm = 0, sms = 0;
-  check_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel,
-                                                           static_cast<int>(block.x * block.y),
-                                                           dynamic_smem),
-             "cudaOccupancyMaxActiveBlocksPerMultiprocessor", what);
-  check_cuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device),
-             "cudaDeviceGetAttribute(MultiProcessorCount)", what);
-  const int64_t resident = int64_t(per_sm) * sms;
-  std::lock_guard<std::mutex> lock(mutex);
-  known[key] = resident;
-  return resident;
+  static LaunchShapeCache cache;
+  return cache.get(kernel, block, dynamic_smem, 1, what, [&](int device) {
+    allow_dynamic_smem(kernel, dynamic_smem, what);
+    int per_sm = 0, sms = 0;
+    check_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel,
+                                                             static_cast<int>(block.x * block.y),
+                                                             dynamic_smem),
+               "cudaOccupancyMaxActiveBlocksPerMultiprocessor", what);
+    check_cuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device),
+               "cudaDeviceGetAttribute(MultiProcessorCount)", what);
+    return int64_t(per_sm) * sms;
+  });
 }
 
 // A persistent plan of single CTAs (not clusters: fit_resident_clusters) capped to the CTAs the

@@ -39,6 +39,13 @@ void launch_bwd(const nk_rms_norm_bwd_args& a, const LaunchConfig& planned, cuda
     return cfg.reduce_in_grid && cfg.slots > 1 && (a.dweight || a.dbias) &&
            (block.x * block.y) % 32 == 0;
   };
+  // The main kernel's dynamic shared memory: its own `bytes`, or more where the plan asks for
+  // the reduction in the grid (its scratch reuses the same memory).
+  auto main_smem = [&](int64_t bytes, dim3 block) {
+    return cfg.reduce_in_grid
+               ? std::max(bytes, grid_reduce_smem_bytes(static_cast<int>(block.x * block.y)))
+               : bytes;
+  };
   // The partial sums ([slots, hidden] float32 each, dweight then dbias) in the workspace. One
   // slot: the main kernel writes dweight/dbias itself and no reduction follows. (The
   // streaming kernel accumulates in the workspace across rows, so it always needs one.)
@@ -53,8 +60,14 @@ void launch_bwd(const nk_rms_norm_bwd_args& a, const LaunchConfig& planned, cuda
     p.grid_dbias = in_grid ? a.dbias : nullptr;
     p.slots = cfg.slots;
   };
-  // The registers or pipelined kernel, cooperative where the reduction can be in the grid.
-  auto launch_main = [&](auto kernel, dim3 block, size_t smem, const char* what) {
+  // The registers or pipelined kernel (cfg.smem_bytes set): its persistent grid capped to the
+  // clusters or CTAs resident at once, then launched, cooperative where the reduction can be in
+  // the grid.
+  auto launch_main = [&](auto kernel, dim3 block, const char* what) {
+    cfg = fit_resident_clusters(cfg, kernel, what);
+    cfg = fit_resident_ctas(cfg, kernel, what);
+    note_bwd_launch(planned, cfg);
+    const size_t smem = static_cast<size_t>(cfg.smem_bytes);
     in_grid = reduce_in_grid_applies(block);
     set_outputs();
     if (in_grid && launch_if_cooperative(kernel, cfg.grid, block, {cfg.cluster_size}, stream,
@@ -103,15 +116,8 @@ void launch_bwd(const nk_rms_norm_bwd_args& a, const LaunchConfig& planned, cuda
                     : (dbias ? rms_norm_bwd_pipelined<XT, WT, DYT, VEC, kLarge, true, false>
                              : rms_norm_bwd_pipelined<XT, WT, DYT, VEC, kLarge, false, false>);
         const dim3 block(cfg.threads_per_row, cfg.rows_per_block);
-        if (cfg.reduce_in_grid) {  // (the stages hold more already: 24 bytes per thread or more)
-          cfg.smem_bytes = std::max(cfg.smem_bytes,
-                                    grid_reduce_smem_bytes(static_cast<int>(block.x * block.y)));
-        }
-        cfg = fit_resident_clusters(cfg, kernel, "rms_norm_bwd (pipelined)");
-        cfg = fit_resident_ctas(cfg, kernel, "rms_norm_bwd (pipelined)");
-        launch_main(kernel, block, static_cast<size_t>(cfg.smem_bytes),
-                    "rms_norm_bwd (pipelined)");
-        note_bwd_launch(planned, cfg);
+        cfg.smem_bytes = main_smem(cfg.smem_bytes, block);  // (the stages usually hold more)
+        launch_main(kernel, block, "rms_norm_bwd (pipelined)");
       } else {
         throw Error(NK_ERROR_INTERNAL, "rms_norm_bwd: pipelined plan with accesses under 4 bytes");
       }
@@ -123,17 +129,12 @@ void launch_bwd(const nk_rms_norm_bwd_args& a, const LaunchConfig& planned, cuda
       constexpr int IMAX = bwd_items_max(VEC);
       auto kernel = rms_norm_bwd_registers<XT, WT, DYT, VEC, IMAX>;
       const dim3 block(cfg.threads_per_row, cfg.rows_per_block);
-      int64_t smem = static_cast<int64_t>(sizeof(float)) *
-                     bwd_group_floats(cfg.rows_per_block, cfg.cols_per_cta, p.want_dweight(),
-                                      p.want_dbias());
-      if (cfg.reduce_in_grid) {
-        smem = std::max(smem, grid_reduce_smem_bytes(static_cast<int>(block.x * block.y)));
-      }
-      cfg.smem_bytes = smem;
-      cfg = fit_resident_clusters(cfg, kernel, "rms_norm_bwd (registers)");
-      cfg = fit_resident_ctas(cfg, kernel, "rms_norm_bwd (registers)");
-      launch_main(kernel, block, static_cast<size_t>(smem), "rms_norm_bwd (registers)");
-      note_bwd_launch(planned, cfg);
+      cfg.smem_bytes = main_smem(
+          static_cast<int64_t>(sizeof(float)) * bwd_group_floats(cfg.rows_per_block,
+                                                                 cfg.cols_per_cta,
+                                                                 p.want_dweight(), p.want_dbias()),
+          block);
+      launch_main(kernel, block, "rms_norm_bwd (registers)");
     }
   });
   if (in_grid || (!p.partial_dweight && !p.partial_dbias)) return;

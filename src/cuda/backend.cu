@@ -76,15 +76,25 @@ int64_t bwd_staged_bytes(int vec, nk_dtype x, nk_dtype dy, bool with_dresidual) 
   return with_dresidual ? staged_bytes(vec, {xs, dys, xs}) : staged_bytes(vec, {xs, dys});
 }
 
-// Bytes of the inputs that the forward (x, residual) and the backward (x, dy, dresidual_out)
-// read once: what apply_read_policy weighs.
-int64_t fwd_read_once_bytes(int64_t rows, int64_t hidden, nk_dtype x, bool with_residual) {
-  return rows * hidden * static_cast<int64_t>(nk_dtype_size(x)) * (with_residual ? 2 : 1);
+// plan_fwd / plan_bwd with the L2 policy of the inputs they read once (x and residual; x, dy
+// and dresidual_out), weighed by those inputs' bytes: what the launches and --explain share.
+LaunchConfig plan_fwd_with_reads(int64_t rows, int64_t hidden, int vec, nk_dtype x,
+                                 bool with_residual, const KernelFacts& facts) {
+  LaunchConfig c = plan_fwd(rows, hidden, vec, facts, fwd_staged_bytes(vec, x, with_residual));
+  const int64_t read_once =
+      rows * hidden * static_cast<int64_t>(nk_dtype_size(x)) * (with_residual ? 2 : 1);
+  apply_read_policy(c, read_once, false, facts);
+  return c;
 }
-int64_t bwd_read_once_bytes(int64_t rows, int64_t hidden, nk_dtype x, nk_dtype dy,
-                            bool with_dresidual) {
+LaunchConfig plan_bwd_with_reads(int64_t rows, int64_t hidden, int vec, nk_dtype x, nk_dtype dy,
+                                 bool with_dresidual, const KernelFacts& facts) {
+  LaunchConfig c =
+      plan_bwd(rows, hidden, vec, facts, bwd_staged_bytes(vec, x, dy, with_dresidual));
   const int64_t xs = static_cast<int64_t>(nk_dtype_size(x));
-  return rows * hidden * (xs + static_cast<int64_t>(nk_dtype_size(dy)) + (with_dresidual ? xs : 0));
+  const int64_t read_once =
+      rows * hidden * (xs + static_cast<int64_t>(nk_dtype_size(dy)) + (with_dresidual ? xs : 0));
+  apply_read_policy(c, read_once, true, facts);
+  return c;
 }
 
 LaunchConfig plan_fwd_for(const nk_rms_norm_fwd_args& a, const KernelFacts& facts) {
@@ -93,11 +103,7 @@ LaunchConfig plan_fwd_for(const nk_rms_norm_fwd_args& a, const KernelFacts& fact
     const LaunchConfig realigned = plan_fwd_realigned(a.rows, a.hidden, facts);
     if (realigned.grid > 0) return realigned;
   }
-  LaunchConfig c = plan_fwd(a.rows, a.hidden, vec, facts,
-                            fwd_staged_bytes(vec, a.x_dtype, a.residual != nullptr));
-  apply_read_policy(c, fwd_read_once_bytes(a.rows, a.hidden, a.x_dtype, a.residual != nullptr),
-                    false, facts);
-  return c;
+  return plan_fwd_with_reads(a.rows, a.hidden, vec, a.x_dtype, a.residual != nullptr, facts);
 }
 
 // The column-owning backward where it applies (few rows), else plan_bwd. That kernel stages x,
@@ -111,12 +117,8 @@ LaunchConfig plan_bwd_for(const nk_rms_norm_bwd_args& a, const KernelFacts& fact
                        facts, staged, outputs);
   if (columns.grid > 0) return columns;
   const int vec = bwd_vector_width(a);
-  LaunchConfig c = plan_bwd(a.rows, a.hidden, vec, facts,
-                            bwd_staged_bytes(vec, a.x_dtype, a.dy_dtype, a.dresidual_out != nullptr));
-  apply_read_policy(c, bwd_read_once_bytes(a.rows, a.hidden, a.x_dtype, a.dy_dtype,
-                                           a.dresidual_out != nullptr),
-                    true, facts);
-  return c;
+  return plan_bwd_with_reads(a.rows, a.hidden, vec, a.x_dtype, a.dy_dtype,
+                             a.dresidual_out != nullptr, facts);
 }
 
 int natural_vec(nk_dtype a, nk_dtype b, nk_dtype c) {
@@ -223,9 +225,7 @@ std::string explain_fwd(int64_t rows, int64_t hidden, nk_dtype x, nk_dtype w, nk
     const LaunchConfig realigned = plan_fwd_realigned(rows, hidden, facts);
     if (realigned.grid > 0) return realigned.describe();
   }
-  LaunchConfig c = plan_fwd(rows, hidden, vec, facts, fwd_staged_bytes(vec, x, false));
-  apply_read_policy(c, fwd_read_once_bytes(rows, hidden, x, false), false, facts);
-  return c.describe();
+  return plan_fwd_with_reads(rows, hidden, vec, x, false, facts).describe();
 }
 
 std::string explain_bwd(int64_t rows, int64_t hidden, nk_dtype x, nk_dtype w, nk_dtype dy,
@@ -239,9 +239,7 @@ std::string explain_bwd(int64_t rows, int64_t hidden, nk_dtype x, nk_dtype w, nk
   const LaunchConfig columns =
       plan_bwd_columns(rows, hidden, dx_vec, facts, staged, dbias ? 2 : 1);
   if (columns.grid > 0) return columns.describe();
-  LaunchConfig c = plan_bwd(rows, hidden, vec, facts, bwd_staged_bytes(vec, x, dy, false));
-  apply_read_policy(c, bwd_read_once_bytes(rows, hidden, x, dy, false), true, facts);
-  return c.describe();
+  return plan_bwd_with_reads(rows, hidden, vec, x, dy, false, facts).describe();
 }
 
 }  // namespace normkit::cuda

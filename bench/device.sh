@@ -36,6 +36,20 @@ install_package() {  # links the library that `build` made, when there is one
   run pip_install env CMAKE_ARGS="-DNK_CUDA_ARCHITECTURES=90 $prebuilt" python3 -m pip install \
     --no-build-isolation --no-deps -v .
 }
+knob_runs() {  # knob_runs CONFIGS ARGS...: `normkit bench --explain ARGS` under each config of
+  # CONFIGS (knobs joined by commas; "none": the defaults), one JSON each in the logs (a
+  # repeated config gets a suffix)
+  local cfg name knobs
+  for cfg in $1; do
+    name=bench_probe_${cfg//[^A-Za-z0-9_]/_}
+    while [ -e "$LOGS/$name.json" ]; do name=${name}_again; done
+    knobs=${cfg//,/ }
+    [ "$cfg" = none ] && knobs=
+    # shellcheck disable=SC2086  # the knobs, one word each
+    run "$name" env $knobs "$BUILD/tools/normkit" bench --explain "${@:2}" \
+      --json "$LOGS/$name.json"
+  done
+}
 quant_tables() {  # the forward with quantized outputs, one table per mode (JSON in the logs)
   local mode
   for mode in tensor token block mxfp8; do
@@ -187,27 +201,14 @@ for step in "${steps[@]}"; do
         "$BUILD/tools/normkit" bench --reps 3 --bwd-only --shapes "$ncu_shapes"
       shape_args=(--shapes "$shapes")
       [ "$shapes" = sweep ] && shape_args=()
-      for cfg in ${PROBE_CONFIGS:-NK_TUNE_BWD_ITEMS=0 NK_TUNE_BWD_ITEMS=1 NK_TUNE_BWD_CTAS_PER_SM=1 NK_TUNE_BWD_CTAS_PER_SM=3}; do
-        # (a config of several knobs joins them with commas; a repeated config gets a suffix)
-        name=bench_probe_${cfg//[^A-Za-z0-9_]/_}
-        while [ -e "$LOGS/$name.json" ]; do name=${name}_again; done
-        # shellcheck disable=SC2086  # the knobs, one word each
-        run "$name" env ${cfg//,/ } "$BUILD/tools/normkit" bench \
-          --bwd-only --explain "${shape_args[@]}" --json "$LOGS/$name.json"
-      done ;;
+      knob_runs "${PROBE_CONFIGS:-NK_TUNE_BWD_ITEMS=0 NK_TUNE_BWD_ITEMS=1 NK_TUNE_BWD_CTAS_PER_SM=1 NK_TUNE_BWD_CTAS_PER_SM=3}" \
+        --bwd-only "${shape_args[@]}" ;;
     probe)  # knob A/Bs in one run: `normkit bench $PROBE_ARGS` over PROBE_SHAPES (default: the
       # sweep) under each of PROBE_CONFIGS (knobs joined by commas; "none": the defaults)
       shape_args=()
       [ -n "${PROBE_SHAPES:-}" ] && shape_args=(--shapes "$PROBE_SHAPES")
-      for cfg in ${PROBE_CONFIGS:-none}; do
-        name=bench_probe_${cfg//[^A-Za-z0-9_]/_}
-        while [ -e "$LOGS/$name.json" ]; do name=${name}_again; done
-        knobs=${cfg//,/ }
-        [ "$cfg" = none ] && knobs=
-        # shellcheck disable=SC2086  # the knobs and the bench arguments, one word each
-        run "$name" env $knobs "$BUILD/tools/normkit" bench --explain ${PROBE_ARGS:-} \
-          "${shape_args[@]}" --json "$LOGS/$name.json"
-      done ;;
+      # shellcheck disable=SC2086  # the bench arguments, one word each
+      knob_runs "${PROBE_CONFIGS:-none}" ${PROBE_ARGS:-} "${shape_args[@]}" ;;
     inductor)  # the Triton code torch.compile generates for the peer composite
       run inductor env PYTHONUNBUFFERED=1 python3 bench/inductor_code.py --out "$LOGS/inductor" ;;
     sanitize)

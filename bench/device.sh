@@ -4,7 +4,7 @@
 # the JSON results go to $OUT (or ./device-out).
 # Usage: bench/device.sh [steps...]   steps: build test check bench quant install python compare
 # train dtypes huge columns ncu_quant quant_bench exact items fused wide bwd_probe probe
-# inductor sanitize profile
+# inductor dram sanitize profile
 # (default: build test check bench)
 # BUILD=dir names the build tree (default build-device). (A tree built on the CPU machine cannot
 # travel instead: its binaries are over 64 MiB each.) `install` links that tree's libnormkit.a.
@@ -211,6 +211,20 @@ for step in "${steps[@]}"; do
       knob_runs "${PROBE_CONFIGS:-none}" ${PROBE_ARGS:-} "${shape_args[@]}" ;;
     inductor)  # the Triton code torch.compile generates for the peer composite
       run inductor env PYTHONUNBUFFERED=1 python3 bench/inductor_code.py --out "$LOGS/inductor" ;;
+    dram)  # DRAM bytes per kernel with the bench's own L2 state (no ncu cache flush, card's
+      # clocks) at DRAM_SHAPES; then the pipelined backward's SASS-level stall profile at
+      # 4096x1024 (Nsight Compute source page, as CSV)
+      run ncu_dram ncu --cache-control none --clock-control none \
+        --kernel-name regex:'rms_norm|reduce' --csv \
+        --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_srcunit_tex_lookup_miss.sum \
+        "$BUILD/tools/normkit" bench --reps 3 \
+        --shapes "${DRAM_SHAPES:-4096x1024,8192x2048,128x4096,4096x4096,8192x8192}"
+      run ncu_source ncu --set full --import-source no --kernel-name regex:'rms_norm_bwd' \
+        --launch-skip 4 --launch-count 1 -o "$LOGS/bwd_4096x1024" \
+        "$BUILD/tools/normkit" bench --reps 3 --bwd-only --shapes 4096x1024 &&
+      run ncu_source_page ncu -i "$LOGS/bwd_4096x1024.ncu-rep" --page source --csv \
+        --print-source sass
+      run ncu_details ncu -i "$LOGS/bwd_4096x1024.ncu-rep" --page details ;;
     sanitize)
       run sanitize compute-sanitizer --tool memcheck --error-exitcode 1 \
         "$BUILD/tools/normkit" check --quick --backend cuda ;;

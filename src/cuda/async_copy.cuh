@@ -29,18 +29,18 @@ __device__ __forceinline__ void cp_async(void* smem, const void* gmem) {
 }
 
 // Starts copying VEC elements of T (an aligned vector of at least 4 bytes) in 16-byte pieces;
-// those evict-first in L2 where rp says so.
+// those with rp's L2 policy where it has one.
 template <typename T, int VEC>
 __device__ __forceinline__ void cp_async_vector(T* smem, const T* gmem,
                                                 const ReadPolicy& rp = ReadPolicy(false)) {
   constexpr int kBytes = int(sizeof(T)) * VEC;
   static_assert(kBytes >= 4, "cp.async copies at least 4 bytes");
   if constexpr (kBytes >= 16) {
-    if (rp.evict_first) {
+    if (rp.hinted) {
 #pragma unroll
       for (int j = 0; j < kBytes / 16; ++j) {
-        cp_async16_evict_first(reinterpret_cast<unsigned char*>(smem) + 16 * j,
-                               reinterpret_cast<const unsigned char*>(gmem) + 16 * j, rp.policy);
+        cp_async16_hinted(reinterpret_cast<unsigned char*>(smem) + 16 * j,
+                          reinterpret_cast<const unsigned char*>(gmem) + 16 * j, rp.policy);
       }
       return;
     }

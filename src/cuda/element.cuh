@@ -75,13 +75,13 @@ struct Lanes {
       }
     }
   }
-  // load, with the read policy rp: 16-byte words evict-first where rp says so.
+  // load, with the read policy rp: 16-byte words with its L2 policy where it has one.
   __device__ __forceinline__ void load(const T* p, const ReadPolicy& rp) {
     if constexpr (kBytes >= 16) {
-      if (rp.evict_first) {
+      if (rp.hinted) {
 #pragma unroll
         for (int j = 0; j < kCount / 4; ++j) {
-          const uint4 w = load16_evict_first(reinterpret_cast<const uint4*>(p) + j, rp.policy);
+          const uint4 w = load16_hinted(reinterpret_cast<const uint4*>(p) + j, rp.policy);
           lane[4 * j] = w.x, lane[4 * j + 1] = w.y, lane[4 * j + 2] = w.z, lane[4 * j + 3] = w.w;
         }
         return;

@@ -51,6 +51,8 @@ struct FwdParams {
   float* rstd;  // may be null
   QuantParams quant;  // used by the quantizing kernels only
   bool evict_first_reads;  // x and residual through L2 as evict-first (read_policy.cuh)
+  bool evict_last_reads;   // ... as evict-last
+  bool demote_reads;       // ... and back to evict-normal once consumed (demote_line)
 };
 
 struct BwdParams {
@@ -80,6 +82,8 @@ struct BwdParams {
   int64_t slots;
   bool early_dependent;  // allow_dependent_launch at the kernel's start
   bool evict_first_reads;  // x, dy and dresidual_out through L2 as evict-first (read_policy.cuh)
+  bool evict_last_reads;   // ... as evict-last
+  bool demote_reads;       // ... and back to evict-normal once consumed (demote_line)
 
   __host__ __device__ bool want_dweight() const { return partial_dweight || dweight; }
   __host__ __device__ bool want_dbias() const { return partial_dbias || dbias; }

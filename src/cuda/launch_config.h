@@ -136,13 +136,20 @@ struct KernelFacts {
   // Vectors per thread that plan's thread count aims for (NK_TUNE_QUANT_FUSED_ITEMS, 1-4): 1 =
   // up to 512 threads, one CTA per SM at 8192 columns; 4 = fewer threads, two CTAs per SM.
   int quant_fused_items_target = 1;
-  // Plain forward and pipelined backward: inputs read once (x, residual, dy, dresidual_out) go
-  // through L2 as evict-first (read_policy.cuh) when the kernel reads at most this many MiB of
-  // them (NK_TUNE_EVICT_FIRST_MAX_MIB; 0: never). Measured (tenth session, H100, the sweep at
-  // thresholds 0-1000000 in one run): 4096 x 1024 backward 22.3 -> 21.7-21.9 us and forward
-  // 11.3 -> 11.1; 8192 x 2048 and 4096 x 4096 (32 MB of x) unchanged; every shape that reads
-  // 64 MB or more 1-3% slower (32768 x 8192 backward 547 -> 562, 8192 x 8192 forward 97 -> 99).
-  int evict_first_max_mib = 32;
+  // The forwards (plain and quantized) and the pipelined backward read x, residual, dy and
+  // dresidual_out once; their L2 priority (read_policy.cuh) by the MiB the kernel reads of them.
+  // Evict-first up to evict_first_max_mib (NK_TUNE_EVICT_FIRST_MAX_MIB; 0: never): tenth
+  // session, 4096 x 1024 backward 22.3 -> 21.7 us, but 1-3% slower from 64 MB. Evict-last from
+  // evict_last_min_mib (NK_TUNE_EVICT_LAST_MIN_MIB; 0: never), as Inductor marks its first read
+  // of x: eleventh session, one run, against evict-first up to 32 MiB: 32768 x 8192 forward 363
+  // -> 357.6 us, 8192 x 8192 97.0 -> 94.4, 16384 x 7168 165 -> 160.5, 4096 x 1024 11.2 -> 9.3,
+  // backward 8192 x 2048 49.3 -> 47.5, 4096 x 4096 45.4 -> 43.8, 128 x 4096 10.2 -> 9.5;
+  // level elsewhere (4096 x 1024 backward 21.6 -> 21.8). Where both apply, evict-first wins.
+  int evict_first_max_mib = 0;
+  int evict_last_min_mib = 1;
+  // Evict-last lines returned to evict-normal once consumed (NK_TUNE_EVICT_LAST_DEMOTE), so
+  // that they do not outlive the kernel in L2 ahead of the next kernel's data.
+  bool evict_last_demote = false;
 };
 
 struct LaunchConfig {
@@ -177,6 +184,8 @@ struct LaunchConfig {
   // Inputs read once go through L2 as evict-first (KernelFacts::evict_first_max_mib;
   // apply_read_policy).
   bool evict_first_reads = false;
+  bool evict_last_reads = false;  // (KernelFacts::evict_last_min_mib)
+  bool demote_reads = false;      // (KernelFacts::evict_last_demote)
 
   std::string describe() const;
 };

@@ -26,6 +26,8 @@ inline FwdParams fwd_params(const nk_rms_norm_fwd_args& a, const LaunchConfig& c
   p.y_stride = a.y_row_stride;
   p.rstd = a.rstd;
   p.evict_first_reads = cfg.evict_first_reads;
+  p.evict_last_reads = cfg.evict_last_reads;
+  p.demote_reads = cfg.evict_last_reads && cfg.demote_reads;
   return p;
 }
 

@@ -34,10 +34,22 @@ void dispatch_x_and_weight(const nk_rms_norm_fwd_args& a, F&& f) {
   });
 }
 
+// plan_fwd_quant with the L2 policy of the inputs it reads once (x, residual): what the
+// launches and --explain share.
+LaunchConfig plan_quant_with_reads(int64_t rows, int64_t hidden, int vec, int scale_block,
+                                   bool dynamic, nk_dtype x, bool with_residual) {
+  const KernelFacts facts = kernel_facts(current_device_facts());
+  LaunchConfig c = plan_fwd_quant(rows, hidden, vec, scale_block, dynamic, facts);
+  const int64_t read_once =
+      rows * hidden * static_cast<int64_t>(nk_dtype_size(x)) * (with_residual ? 2 : 1);
+  apply_read_policy(c, read_once, false, facts);
+  return c;
+}
+
 LaunchConfig quant_config(const nk_rms_norm_fwd_args& a) {
-  const int64_t block = quant_block_size(a);
-  return plan_fwd_quant(a.rows, a.hidden, quant_vector_width(a), static_cast<int>(block),
-                        a.quant != NK_QUANT_TENSOR, kernel_facts(current_device_facts()));
+  return plan_quant_with_reads(a.rows, a.hidden, quant_vector_width(a),
+                               static_cast<int>(quant_block_size(a)), a.quant != NK_QUANT_TENSOR,
+                               a.x_dtype, a.residual != nullptr);
 }
 
 void launch_quant(const nk_rms_norm_fwd_args& a, cudaStream_t stream) {
@@ -92,8 +104,8 @@ std::string explain_fwd_quant(int64_t rows, int64_t hidden, nk_dtype x, nk_dtype
                               nk_quant_mode mode, int block) {
   (void)w;
   const int scale_block = mode == NK_QUANT_MXFP8 ? 32 : mode == NK_QUANT_BLOCK ? block : 0;
-  return plan_fwd_quant(rows, hidden, explained_quant_vec(hidden, x), scale_block,
-                        mode != NK_QUANT_TENSOR, kernel_facts(current_device_facts()))
+  return plan_quant_with_reads(rows, hidden, explained_quant_vec(hidden, x), scale_block,
+                               mode != NK_QUANT_TENSOR, x, false)
       .describe();
 }
 

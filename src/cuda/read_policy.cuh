@@ -10,17 +10,24 @@
 
 namespace normkit::cuda {
 
+// Evict-last is the other hint, for inputs past KernelFacts::evict_last_min_mib (as Inductor's
+// forward marks its first read of x).
 struct ReadPolicy {
-  bool evict_first = false;
-  uint64_t policy = 0;  // an L2 cache policy (createpolicy) when evict_first
+  bool hinted = false;  // loads carry `policy`
+  uint64_t policy = 0;  // an L2 cache policy (createpolicy) when hinted
 
-  __device__ __forceinline__ explicit ReadPolicy(bool first) : evict_first(first) {
-    if (first) asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+  __device__ __forceinline__ explicit ReadPolicy(bool first, bool last = false)
+      : hinted(first || last) {
+    if (first) {
+      asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+    } else if (last) {
+      asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
+    }
   }
 };
 
-// 16 bytes through L2 as evict-first, not allocated in L1 (read once).
-__device__ __forceinline__ uint4 load16_evict_first(const void* p, uint64_t policy) {
+// 16 bytes through L2 with that policy, not allocated in L1 (read once).
+__device__ __forceinline__ uint4 load16_hinted(const void* p, uint64_t policy) {
   uint4 v;
   asm volatile("ld.global.L1::no_allocate.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
                : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
@@ -28,8 +35,17 @@ __device__ __forceinline__ uint4 load16_evict_first(const void* p, uint64_t poli
   return v;
 }
 
+// Returns the L2 line that starts at p (if it does) to evict-normal priority: an evict-last
+// line this kernel has consumed, so that it does not outlive the kernel in L2 at a priority
+// that later kernels' data cannot displace (KernelFacts::evict_last_demote).
+__device__ __forceinline__ void demote_line(const void* p) {
+  if (reinterpret_cast<uintptr_t>(p) % 128 == 0) {
+    asm volatile("applypriority.global.L2::evict_normal [%0], 128;" ::"l"(p));
+  }
+}
+
 // cp.async of 16 bytes (bypassing L1) with that L2 policy.
-__device__ __forceinline__ void cp_async16_evict_first(void* smem, const void* gmem,
+__device__ __forceinline__ void cp_async16_hinted(void* smem, const void* gmem,
                                                        uint64_t policy) {
   const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem));
   asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;\n" ::"r"(dst),

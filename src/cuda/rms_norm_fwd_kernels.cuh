@@ -154,13 +154,28 @@ struct RowChunk {
   }
 };
 
+// After this thread's x (and residual) of the row are consumed: their L2 lines back to
+// evict-normal where the launch asks (FwdParams::demote_reads).
+template <typename XT, int VEC, bool EXACT>
+__device__ __forceinline__ void demote_row_reads(const FwdParams& p, const RowChunk<VEC, EXACT>& c) {
+  if (!p.demote_reads) return;
+  for (int i = 0; i < c.items; ++i) {
+    if (!c.active(i)) continue;
+    demote_line(static_cast<const XT*>(p.x) + c.row * p.x_stride + c.column(i));
+    if (p.residual) {
+      demote_line(static_cast<const XT*>(p.residual) + c.row * p.residual_stride + c.column(i));
+    }
+  }
+}
+
 // Loads this thread's vectors of x, packed (zeros where inactive).
 template <typename XT, int VEC, int IMAX, bool EXACT>
 __device__ __forceinline__ void load_x_lanes(const FwdParams& p, const RowChunk<VEC, EXACT>& c,
                                              Lanes<XT, VEC> (&s)[IMAX]) {
   const XT* x = static_cast<const XT*>(p.x) + c.row * p.x_stride;
   // (Only 16-byte words take the policy: narrower vectors never create it.)
-  const ReadPolicy read_policy(sizeof(XT) * VEC >= 16 && p.evict_first_reads);
+  const ReadPolicy read_policy(sizeof(XT) * VEC >= 16 && p.evict_first_reads,
+                               sizeof(XT) * VEC >= 16 && p.evict_last_reads);
 #pragma unroll
   for (int i = 0; i < IMAX; ++i) {
     s[i] = c.active(i) ? load_lanes_upto<XT, VEC>(x + c.column(i), c.left(i), read_policy)
@@ -243,7 +258,8 @@ __device__ __forceinline__ void add_residual_lanes(const FwdParams& p,
                                                    const RowChunk<VEC, EXACT>& c,
                                                    Lanes<XT, VEC> (&s)[IMAX]) {
   if (!p.residual) return;
-  const ReadPolicy read_policy(sizeof(XT) * VEC >= 16 && p.evict_first_reads);
+  const ReadPolicy read_policy(sizeof(XT) * VEC >= 16 && p.evict_first_reads,
+                               sizeof(XT) * VEC >= 16 && p.evict_last_reads);
 #pragma unroll
   for (int i = 0; i < IMAX; ++i) {
     const int64_t col = c.column(i);
@@ -315,6 +331,7 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_registers(FwdParams p) {
   }
   add_residual_lanes(p, c, s);
   float sum_sq = sum_of_squares(s);
+  demote_row_reads<XT>(p, c);
   sum_sq = cta_row_sum(sum_sq, scratch);
   if (shape.cluster_size > 1) sum_sq = cluster_push_sum(sum_sq, cluster_push);
   if (!c.valid) return;

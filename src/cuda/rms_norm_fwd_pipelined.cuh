@@ -47,7 +47,8 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_pipelined(FwdParams p) {
     active[i] = i < shape.items && col[i] < shape.hidden;
   }
 
-  const ReadPolicy read_policy(sizeof(XT) * VEC >= 16 && p.evict_first_reads);
+  const ReadPolicy read_policy(sizeof(XT) * VEC >= 16 && p.evict_first_reads,
+                               sizeof(XT) * VEC >= 16 && p.evict_last_reads);
   // Starts the copies of `row` into stage s (nothing past the last row), as one group.
   auto issue = [&](int64_t row, int s) {
     if (row < shape.rows) {

@@ -256,6 +256,39 @@ TEST(LaunchConfig, EvictFirstReadsUpToTheThresholdWhereTheKernelHonorsThem) {
   EXPECT_FALSE(fwd.evict_first_reads);
 }
 
+TEST(LaunchConfig, EvictLastReadsFromItsThresholdAndNeverWithEvictFirst) {
+  KernelFacts f;
+  LaunchConfig fwd = normkit::cuda::plan_fwd(32768, 8192, 8, f, 2);
+  f.evict_last_min_mib = 0;
+  normkit::cuda::apply_read_policy(fwd, int64_t(512) << 20, false, f);
+  EXPECT_FALSE(fwd.evict_last_reads) << "0: never: " << fwd.describe();
+  f.evict_last_min_mib = 64;
+  normkit::cuda::apply_read_policy(fwd, int64_t(64) << 20, false, f);
+  EXPECT_TRUE(fwd.evict_last_reads) << fwd.describe();
+  EXPECT_NE(fwd.describe().find("evict-last"), std::string::npos);
+  normkit::cuda::apply_read_policy(fwd, (int64_t(64) << 20) - 1, false, f);
+  EXPECT_FALSE(fwd.evict_last_reads);
+  // Where both thresholds cover the bytes, evict-first wins.
+  f.evict_last_min_mib = 1;
+  f.evict_first_max_mib = 32;
+  normkit::cuda::apply_read_policy(fwd, int64_t(16) << 20, false, f);
+  EXPECT_TRUE(fwd.evict_first_reads);
+  EXPECT_FALSE(fwd.evict_last_reads);
+  // Demoted once consumed only where asked, and only evict-last reads.
+  EXPECT_FALSE(fwd.demote_reads);
+  f.evict_last_demote = true;
+  normkit::cuda::apply_read_policy(fwd, int64_t(16) << 20, false, f);
+  EXPECT_FALSE(fwd.demote_reads);
+  normkit::cuda::apply_read_policy(fwd, int64_t(64) << 20, false, f);
+  EXPECT_TRUE(fwd.evict_last_reads);
+  EXPECT_TRUE(fwd.demote_reads);
+  EXPECT_NE(fwd.describe().find("evict-last-demoted"), std::string::npos);
+  LaunchConfig streaming = fwd;
+  streaming.plan = RowPlan::kStreaming;
+  normkit::cuda::apply_read_policy(streaming, int64_t(512) << 20, false, f);
+  EXPECT_FALSE(streaming.evict_last_reads);
+}
+
 TEST(LaunchConfig, FewestWholeWarpsForThePlainForwardAtSetting3) {
   KernelFacts f;
   f.fwd_exact = 2;

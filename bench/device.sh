@@ -4,7 +4,7 @@
 # the JSON results go to $OUT (or ./device-out).
 # Usage: bench/device.sh [steps...]   steps: build test check bench quant install python compare
 # train dtypes huge columns ncu_quant quant_bench exact items fused wide bwd_probe probe
-# inductor dram sanitize profile
+# inductor dram aftermath sanitize profile
 # (default: build test check bench)
 # BUILD=dir names the build tree (default build-device). (A tree built on the CPU machine cannot
 # travel instead: its binaries are over 64 MiB each.) `install` links that tree's libnormkit.a.
@@ -225,6 +225,11 @@ for step in "${steps[@]}"; do
       run ncu_source_page ncu -i "$LOGS/bwd_4096x1024.ncu-rep" --page source --csv \
         --print-source sass
       run ncu_details ncu -i "$LOGS/bwd_4096x1024.ncu-rep" --page details ;;
+    aftermath)  # the GEMM after the norm, with normkit's evict-last reads and without
+      # (bench/l2_aftermath.py; needs `install`)
+      run aftermath env PYTHONUNBUFFERED=1 python3 bench/l2_aftermath.py --json "$OUT/aftermath.json"
+      run aftermath_normal env PYTHONUNBUFFERED=1 NK_TUNE_EVICT_LAST_MIN_MIB=0 python3 \
+        bench/l2_aftermath.py --json "$OUT/aftermath_normal.json" ;;
     sanitize)
       run sanitize compute-sanitizer --tool memcheck --error-exitcode 1 \
         "$BUILD/tools/normkit" check --quick --backend cuda ;;

@@ -147,9 +147,6 @@ struct KernelFacts {
   // level elsewhere (4096 x 1024 backward 21.6 -> 21.8). Where both apply, evict-first wins.
   int evict_first_max_mib = 0;
   int evict_last_min_mib = 1;
-  // Evict-last lines returned to evict-normal once consumed (NK_TUNE_EVICT_LAST_DEMOTE), so
-  // that they do not outlive the kernel in L2 ahead of the next kernel's data.
-  bool evict_last_demote = false;
 };
 
 struct LaunchConfig {
@@ -185,7 +182,6 @@ struct LaunchConfig {
   // apply_read_policy).
   bool evict_first_reads = false;
   bool evict_last_reads = false;  // (KernelFacts::evict_last_min_mib)
-  bool demote_reads = false;      // (KernelFacts::evict_last_demote)
 
   std::string describe() const;
 };

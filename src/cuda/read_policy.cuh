@@ -35,18 +35,9 @@ __device__ __forceinline__ uint4 load16_hinted(const void* p, uint64_t policy) {
   return v;
 }
 
-// Returns the L2 line that starts at p (if it does) to evict-normal priority: an evict-last
-// line this kernel has consumed, so that it does not outlive the kernel in L2 at a priority
-// that later kernels' data cannot displace (KernelFacts::evict_last_demote).
-__device__ __forceinline__ void demote_line(const void* p) {
-  if (reinterpret_cast<uintptr_t>(p) % 128 == 0) {
-    asm volatile("applypriority.global.L2::evict_normal [%0], 128;" ::"l"(p));
-  }
-}
-
 // cp.async of 16 bytes (bypassing L1) with that L2 policy.
 __device__ __forceinline__ void cp_async16_hinted(void* smem, const void* gmem,
-                                                       uint64_t policy) {
+                                                  uint64_t policy) {
   const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem));
   asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;\n" ::"r"(dst),
                "l"(gmem), "l"(policy)

@@ -90,20 +90,6 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_pipelined(BwdParams p) {
     }
     cp_async_commit();
   };
-  // Once a row's copies have landed: its L2 lines back to evict-normal where the launch asks
-  // (BwdParams::demote_reads).
-  auto demote_row = [&](int64_t row) {
-    if (!p.demote_reads) return;
-#pragma unroll
-    for (int i = 0; i < IMAX; ++i) {
-      if (!active[i]) continue;
-      demote_line(static_cast<const XT*>(p.x) + row * p.x_stride + col[i]);
-      demote_line(static_cast<const DYT*>(p.dy) + row * p.dy_stride + col[i]);
-      if (with_dres) {
-        demote_line(static_cast<const XT*>(p.dresidual_out) + row * p.dresidual_out_stride + col[i]);
-      }
-    }
-  };
   auto rstd_of = [&](int64_t row) { return row < shape.rows ? p.rstd[row] : 0.0f; };
 
   const int64_t step = static_cast<int64_t>(CLUSTER ? gridDim.x / cluster : gridDim.x) * blockDim.y;
@@ -203,7 +189,6 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_pipelined(BwdParams p) {
       issue(row + kAhead * step, (stage + kAhead) % kStages);
       rstd_ring[kAhead] = rstd_of(row + kAhead * step);
       cp_async_wait<kAhead>();  // this row's copies (this thread's own) have landed
-      demote_row(row);
       const float rstd = rstd_ring[0];
       Lanes<XT, VEC> xs[IMAX];
       Lanes<DYT, VEC> dys[IMAX];
@@ -227,7 +212,6 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_pipelined(BwdParams p) {
       issue(row + 2 * step, stage == 0 ? 2 : stage - 1);
       rstd_ring[2] = rstd_of(row + 2 * step);
       cp_async_wait<kPipelineStages - 1>();  // this row's copies (this thread's own) have landed
-      demote_row(row);
       const float rstd = rstd_ring[0];
       Lanes<XT, VEC> xs[IMAX];
       Lanes<DYT, VEC> dys[IMAX];

@@ -154,20 +154,6 @@ struct RowChunk {
   }
 };
 
-// After this thread's x (and residual) of the row are consumed: their L2 lines back to
-// evict-normal where the launch asks (FwdParams::demote_reads).
-template <typename XT, int VEC, bool EXACT>
-__device__ __forceinline__ void demote_row_reads(const FwdParams& p, const RowChunk<VEC, EXACT>& c) {
-  if (!p.demote_reads) return;
-  for (int i = 0; i < c.items; ++i) {
-    if (!c.active(i)) continue;
-    demote_line(static_cast<const XT*>(p.x) + c.row * p.x_stride + c.column(i));
-    if (p.residual) {
-      demote_line(static_cast<const XT*>(p.residual) + c.row * p.residual_stride + c.column(i));
-    }
-  }
-}
-
 // Loads this thread's vectors of x, packed (zeros where inactive).
 template <typename XT, int VEC, int IMAX, bool EXACT>
 __device__ __forceinline__ void load_x_lanes(const FwdParams& p, const RowChunk<VEC, EXACT>& c,
@@ -331,7 +317,6 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_registers(FwdParams p) {
   }
   add_residual_lanes(p, c, s);
   float sum_sq = sum_of_squares(s);
-  demote_row_reads<XT>(p, c);
   sum_sq = cta_row_sum(sum_sq, scratch);
   if (shape.cluster_size > 1) sum_sq = cluster_push_sum(sum_sq, cluster_push);
   if (!c.valid) return;

@@ -174,7 +174,6 @@ __global__ void __launch_bounds__(
   }
   add_residual_lanes(p, c, s);
   float sum_sq = sum_of_squares(s);
-  demote_row_reads<XT>(p, c);
   sum_sq = cta_row_sum(sum_sq, scratch);
   // Pushed to the cluster's CTAs (st.async + mbarrier) as rms_norm_fwd_registers; the two full
   // cluster barriers of cluster_sum were a MEMBAR.ALL.GPU and a wait per CTA in the SASS.
@@ -270,7 +269,6 @@ __global__ void __launch_bounds__(512, 2) rms_norm_fwd_quant_token_folded(FwdPar
     for (int k = 0; k < VEC; ++k) sw[k] = s[i].get_float(k) * (w[i].get_float(k) + w_add);
   };
   float sum_sq = sum_of_squares(s);
-  demote_row_reads<XT>(p, c);
   float largest = 0.0f;
 #pragma unroll
   for (int i = 0; i < IMAX; ++i) {

@@ -274,15 +274,6 @@ TEST(LaunchConfig, EvictLastReadsFromItsThresholdAndNeverWithEvictFirst) {
   normkit::cuda::apply_read_policy(fwd, int64_t(16) << 20, false, f);
   EXPECT_TRUE(fwd.evict_first_reads);
   EXPECT_FALSE(fwd.evict_last_reads);
-  // Demoted once consumed only where asked, and only evict-last reads.
-  EXPECT_FALSE(fwd.demote_reads);
-  f.evict_last_demote = true;
-  normkit::cuda::apply_read_policy(fwd, int64_t(16) << 20, false, f);
-  EXPECT_FALSE(fwd.demote_reads);
-  normkit::cuda::apply_read_policy(fwd, int64_t(64) << 20, false, f);
-  EXPECT_TRUE(fwd.evict_last_reads);
-  EXPECT_TRUE(fwd.demote_reads);
-  EXPECT_NE(fwd.describe().find("evict-last-demoted"), std::string::npos);
   LaunchConfig streaming = fwd;
   streaming.plan = RowPlan::kStreaming;
   normkit::cuda::apply_read_policy(streaming, int64_t(512) << 20, false, f);

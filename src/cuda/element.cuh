@@ -122,21 +122,6 @@ struct Lanes {
       }
     }
   }
-  // store, with the write policy wp: 16-byte words with its L2 policy where it has one.
-  __device__ __forceinline__ void store(T* p, const WritePolicy& wp) const {
-    if constexpr (kBytes >= 16) {
-      if (wp.hinted) {
-#pragma unroll
-        for (int j = 0; j < kCount / 4; ++j) {
-          store16_hinted(reinterpret_cast<uint4*>(p) + j,
-                         make_uint4(lane[4 * j], lane[4 * j + 1], lane[4 * j + 2], lane[4 * j + 3]),
-                         wp.policy);
-        }
-        return;
-      }
-    }
-    store(p);
-  }
   // Element k as float. bfloat16's odd elements by one mask (the generic get(k) then to_float
   // compiled to a shift and a multiply: 2 instructions per element, twice per pass).
   __device__ __forceinline__ float get_float(int k) const {
@@ -175,12 +160,11 @@ __device__ __forceinline__ void load_vec(const T* p, float* out) {
 
 // Stores VEC floats to p[0..VEC) as T. Full vector, aligned to its word size.
 template <typename T, int VEC>
-__device__ __forceinline__ void store_vec(T* p, const float* in,
-                                          const WritePolicy& wp = WritePolicy(false)) {
+__device__ __forceinline__ void store_vec(T* p, const float* in) {
   Lanes<T, VEC> lanes;
 #pragma unroll
   for (int k = 0; k < VEC; ++k) lanes.set(k, from_float<T>(in[k]));
-  lanes.store(p, wp);
+  lanes.store(p);
 }
 
 // Packs VEC floats into lanes of T (one rounding each).
@@ -267,10 +251,9 @@ __device__ __forceinline__ void load_upto(const T* p, int64_t n, float* out) {
 }
 
 template <typename T, int VEC>
-__device__ __forceinline__ void store_upto(T* p, int64_t n, const float* in,
-                                           const WritePolicy& wp = WritePolicy(false)) {
+__device__ __forceinline__ void store_upto(T* p, int64_t n, const float* in) {
   if (n >= VEC) {
-    store_vec<T, VEC>(p, in, wp);
+    store_vec<T, VEC>(p, in);
   } else {
 #pragma unroll
     for (int k = 0; k < VEC; ++k) {

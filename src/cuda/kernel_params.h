@@ -52,7 +52,6 @@ struct FwdParams {
   QuantParams quant;  // used by the quantizing kernels only
   bool evict_first_reads;  // x and residual through L2 as evict-first (read_policy.cuh)
   bool evict_last_reads;   // ... as evict-last
-  bool evict_first_writes;  // y (dx) through L2 as evict-first (read_policy.cuh)
 };
 
 struct BwdParams {
@@ -83,7 +82,6 @@ struct BwdParams {
   bool early_dependent;  // allow_dependent_launch at the kernel's start
   bool evict_first_reads;  // x, dy and dresidual_out through L2 as evict-first (read_policy.cuh)
   bool evict_last_reads;   // ... as evict-last
-  bool evict_first_writes;  // y (dx) through L2 as evict-first (read_policy.cuh)
 
   __host__ __device__ bool want_dweight() const { return partial_dweight || dweight; }
   __host__ __device__ bool want_dbias() const { return partial_dbias || dbias; }

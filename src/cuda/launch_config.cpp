@@ -239,7 +239,6 @@ std::string LaunchConfig::describe() const {
   if (reduce_in_grid) s += " reduce-in-grid";
   if (evict_first_reads) s += " evict-first";
   if (evict_last_reads) s += " evict-last";
-  if (evict_first_writes) s += " evict-first-writes";
   if (smem_bytes) s += " smem=" + std::to_string(smem_bytes);
   return s;
 }
@@ -398,7 +397,6 @@ void apply_read_policy(LaunchConfig& c, int64_t read_bytes, bool backward,
                         read_bytes <= (int64_t(facts.evict_first_max_mib) << 20);
   c.evict_last_reads = honored && !c.evict_first_reads && facts.evict_last_min_mib > 0 &&
                        read_bytes >= (int64_t(facts.evict_last_min_mib) << 20);
-  c.evict_first_writes = honored && facts.evict_first_writes;
 }
 
 LaunchConfig plan_bwd(int64_t rows, int64_t hidden, int vec, const KernelFacts& facts,

@@ -147,8 +147,6 @@ struct KernelFacts {
   // level elsewhere (4096 x 1024 backward 21.6 -> 21.8). Where both apply, evict-first wins.
   int evict_first_max_mib = 0;
   int evict_last_min_mib = 1;
-  // Their outputs (y, dx) written through L2 as evict-first (NK_TUNE_EVICT_FIRST_WRITES).
-  bool evict_first_writes = false;
 };
 
 struct LaunchConfig {
@@ -184,7 +182,6 @@ struct LaunchConfig {
   // apply_read_policy).
   bool evict_first_reads = false;
   bool evict_last_reads = false;  // (KernelFacts::evict_last_min_mib)
-  bool evict_first_writes = false;  // (KernelFacts::evict_first_writes)
 
   std::string describe() const;
 };

@@ -43,7 +43,6 @@ LaunchConfig plan_quant_with_reads(int64_t rows, int64_t hidden, int vec, int sc
   const int64_t read_once =
       rows * hidden * static_cast<int64_t>(nk_dtype_size(x)) * (with_residual ? 2 : 1);
   apply_read_policy(c, read_once, false, facts);
-  c.evict_first_writes = false;  // (the quantized kernels' outputs take no write hint)
   return c;
 }
 

@@ -44,21 +44,4 @@ __device__ __forceinline__ void cp_async16_hinted(void* smem, const void* gmem,
                : "memory");
 }
 
-// Outputs written once (y, dx) through L2 as evict-first where the launch asks
-// (KernelFacts::evict_first_writes): their dirty lines are then the first written back.
-struct WritePolicy {
-  bool hinted = false;
-  uint64_t policy = 0;
-
-  __device__ __forceinline__ explicit WritePolicy(bool first) : hinted(first) {
-    if (first) asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
-  }
-};
-
-__device__ __forceinline__ void store16_hinted(void* p, uint4 v, uint64_t policy) {
-  asm volatile("st.global.L2::cache_hint.v4.u32 [%0], {%1, %2, %3, %4}, %5;" ::"l"(p), "r"(v.x),
-               "r"(v.y), "r"(v.z), "r"(v.w), "l"(policy)
-               : "memory");
-}
-
 }  // namespace normkit::cuda

@@ -71,7 +71,6 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_pipelined(BwdParams p) {
   // (Only 16-byte copies take the policy: narrower vectors never create it.)
   const bool wide = sizeof(XT) * VEC >= 16 && sizeof(DYT) * VEC >= 16;
   const ReadPolicy read_policy(wide && p.evict_first_reads, wide && p.evict_last_reads);
-  const WritePolicy write_policy(sizeof(XT) * VEC >= 16 && p.evict_first_writes);
   // Starts the copies of `row` into stage s (nothing past the last row), as one group.
   auto issue = [&](int64_t row, int s) {
     if (row < shape.rows) {
@@ -163,7 +162,7 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_pipelined(BwdParams p) {
 #pragma unroll
         for (int k = 0; k < VEC; ++k) dx[k] += to_float(d.get(k));
       }
-      store_vec<XT, VEC>(dx_row + col[i], dx, write_policy);
+      store_vec<XT, VEC>(dx_row + col[i], dx);
     }
   };
 

@@ -323,7 +323,6 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_registers(FwdParams p) {
   const float rstd = 1.0f / sqrtf(sum_sq * shape.inv_hidden + p.eps);
   if (p.rstd && c.rank == 0 && threadIdx.x == 0) p.rstd[row] = rstd;
   YT* y = static_cast<YT*>(p.y) + row * p.y_stride;
-  const WritePolicy write_policy(sizeof(YT) * VEC >= 16 && p.evict_first_writes);
 #pragma unroll
   for (int i = 0; i < IMAX; ++i) {
     const int64_t col = c.column(i);
@@ -336,7 +335,7 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_registers(FwdParams p) {
       } else {
         scale_in_place<WT, VEC>(p, col, c.left(i), out, rstd);
       }
-      store_upto<YT, VEC>(y + col, c.left(i), out, write_policy);
+      store_upto<YT, VEC>(y + col, c.left(i), out);
     }
   }
 }

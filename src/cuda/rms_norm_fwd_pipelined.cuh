@@ -49,7 +49,6 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_pipelined(FwdParams p) {
 
   const ReadPolicy read_policy(sizeof(XT) * VEC >= 16 && p.evict_first_reads,
                                sizeof(XT) * VEC >= 16 && p.evict_last_reads);
-  const WritePolicy write_policy(sizeof(YT) * VEC >= 16 && p.evict_first_writes);
   // Starts the copies of `row` into stage s (nothing past the last row), as one group.
   auto issue = [&](int64_t row, int s) {
     if (row < shape.rows) {
@@ -122,7 +121,7 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_pipelined(FwdParams p) {
 #pragma unroll
         for (int k = 0; k < VEC; ++k) out[k] += b[k];
       }
-      store_vec<YT, VEC>(y + col[i], out, write_policy);
+      store_vec<YT, VEC>(y + col[i], out);
     }
   };
 

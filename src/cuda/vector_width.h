@@ -73,8 +73,6 @@ inline const KernelFacts& tuned_defaults() {
         tuning_knob("NK_TUNE_EVICT_FIRST_MAX_MIB", k.evict_first_max_mib, 0, 1 << 24);
     k.evict_last_min_mib =
         tuning_knob("NK_TUNE_EVICT_LAST_MIN_MIB", k.evict_last_min_mib, 0, 1 << 24);
-    k.evict_first_writes =
-        tuning_knob("NK_TUNE_EVICT_FIRST_WRITES", k.evict_first_writes ? 1 : 0, 0, 1) != 0;
     return k;
   }();
   return tuned;

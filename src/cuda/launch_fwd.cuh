@@ -82,9 +82,13 @@ void launch_fwd(const nk_rms_norm_fwd_args& a, const LaunchConfig& cfg, cudaStre
       constexpr size_t kNarrowest = min_int(min_int(sizeof(XT), sizeof(WT)), sizeof(YT));
       if constexpr (kNarrowest * VEC == 16) {
         if (cfg.exact) {
-          kernel = cfg.items <= IMAX_SMALL
-                       ? rms_norm_fwd_registers<XT, WT, YT, VEC, IMAX_SMALL, true>
-                       : rms_norm_fwd_registers<XT, WT, YT, VEC, IMAX, true>;
+          auto small_kernel = rms_norm_fwd_registers<XT, WT, YT, VEC, IMAX_SMALL, true>;
+          // (16-bit x only: float32 x spilled at that budget.)
+          if constexpr (sizeof(XT) == 2) {
+            small_kernel = rms_norm_fwd_registers_exact_small<XT, WT, YT, VEC, IMAX_SMALL>;
+          }
+          kernel = cfg.items <= IMAX_SMALL ? small_kernel
+                                           : rms_norm_fwd_registers<XT, WT, YT, VEC, IMAX, true>;
         }
       }
       launch(kernel, cfg.grid, dim3(cfg.threads_per_row, cfg.rows_per_block), {cfg.cluster_size},

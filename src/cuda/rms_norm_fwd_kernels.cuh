@@ -296,9 +296,10 @@ __device__ __forceinline__ float sum_of_squares(const Lanes<XT, VEC> (&s)[IMAX])
 // sum of squares and the output. blockDim = (threads per row, rows per block); a cluster of
 // shape.cluster_size consecutive CTAs shares one row, each covering cols_per_cta columns.
 // Weight and bias go through the read-only path, which may run ahead of the residual_out
-// stores. EXACT: no per-item range checks (RowChunk), where the plan says so.
-template <typename XT, typename WT, typename YT, int VEC, int IMAX, bool EXACT = false>
-__global__ void __launch_bounds__(512) rms_norm_fwd_registers(FwdParams p) {
+// stores. EXACT: no per-item range checks (RowChunk), where the plan says so. The kernels
+// below are its entry points.
+template <typename XT, typename WT, typename YT, int VEC, int IMAX, bool EXACT>
+__device__ __forceinline__ void fwd_registers_row(const FwdParams& p) {
   __shared__ float scratch[kMaxWarps];
   __shared__ ClusterPush cluster_push;  // with clusters
   const RowShape& shape = p.shape;
@@ -338,6 +339,23 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_registers(FwdParams p) {
       store_upto<YT, VEC>(y + col, c.left(i), out);
     }
   }
+}
+
+template <typename XT, typename WT, typename YT, int VEC, int IMAX, bool EXACT = false>
+__global__ void __launch_bounds__(512) rms_norm_fwd_registers(FwdParams p) {
+  fwd_registers_row<XT, WT, YT, VEC, IMAX, EXACT>(p);
+}
+
+// The EXACT plans of 16-bit x at up to kSmallItems vectors per thread, held to 56 registers so
+// that three CTAs of 384 threads (12288 bf16 columns as 384 x 4) fit an SM. Under the bound of
+// 512 threads ptxas gave this code 53 or 64 registers depending on unrelated changes elsewhere
+// (eleventh session: at 64, two CTAs per SM, 4096 x 12288 forward 72.7 -> 75 us). (__maxnreg__
+// does not combine with __launch_bounds__, and as the only bound on the other kernels it let
+// ptxas take 82-90 registers where 63-64 fit two CTAs of 512 threads.)
+template <typename XT, typename WT, typename YT, int VEC, int IMAX>
+__global__ void __maxnreg__(56) rms_norm_fwd_registers_exact_small(FwdParams p) {
+  static_assert(IMAX <= kSmallItems && sizeof(XT) == 2, "16-bit x at the small budget");
+  fwd_registers_row<XT, WT, YT, VEC, IMAX, true>(p);
 }
 
 // Any row length: one CTA per row; pass 1 sums squares (and writes residual_out), pass 2

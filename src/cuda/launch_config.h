@@ -179,10 +179,10 @@ struct LaunchConfig {
   bool reduce_in_grid = false;
   int reduce_kernel = 0;
   bool early_dependent = false;
-  // Inputs read once go through L2 as evict-first (KernelFacts::evict_first_max_mib;
-  // apply_read_policy).
+  // Inputs read once go through L2 as evict-first or evict-last (KernelFacts::
+  // evict_first_max_mib, evict_last_min_mib; apply_read_policy).
   bool evict_first_reads = false;
-  bool evict_last_reads = false;  // (KernelFacts::evict_last_min_mib)
+  bool evict_last_reads = false;
 
   std::string describe() const;
 };
@@ -214,9 +214,10 @@ constexpr int kSmallItems = 4;
 constexpr int fwd_items_max(int vec) { return vec >= 4 ? kFwdElemsPerThread / vec : 16; }
 constexpr int bwd_items_max(int vec) { return vec >= 4 ? kBwdElemsPerThread / vec : 8; }
 
-// Sets c.evict_first_reads where c's kernel honors it (the pipelined plans, and the forward's
-// registers and cluster plans that are not realigned) and the inputs it reads once total at
-// most facts.evict_first_max_mib MiB.
+// Sets c.evict_first_reads (or else c.evict_last_reads) where c's kernel honors it (the
+// pipelined plans, and the forwards' registers and cluster plans of whole vectors that are not
+// realigned) and the inputs it reads once total at most facts.evict_first_max_mib MiB (at least
+// facts.evict_last_min_mib MiB).
 void apply_read_policy(LaunchConfig& c, int64_t read_bytes, bool backward,
                        const KernelFacts& facts);
 

@@ -2,16 +2,18 @@
 // allocates its line in L2 as evict-normal; once L2 is full, every new line evicts an old one,
 // and an old dirty line (the previous kernel's output, or in the benchmark the flush buffer)
 // must be written to HBM first. Marked evict-first, the lines of inputs already consumed are
-// the victims instead: clean, so nothing is written back, and the other data stays. Where this
-// pays is measured, not assumed: KernelFacts::evict_first_max_mib.
+// the victims instead: clean, so nothing is written back, and the other data stays. Marked
+// evict-last (the default from 1 MiB), they stay and the dirty lines are the victims: measured
+// faster still, the consumed lines kept at evict-last included (docs/notes.md, eleventh
+// session). Where each pays is measured, not assumed: KernelFacts::evict_first_max_mib and
+// evict_last_min_mib.
 #pragma once
 
 #include <cstdint>
 
 namespace normkit::cuda {
 
-// Evict-last is the other hint, for inputs past KernelFacts::evict_last_min_mib (as Inductor's
-// forward marks its first read of x).
+// One of the two hints (evict-first wins), or none.
 struct ReadPolicy {
   bool hinted = false;  // loads carry `policy`
   uint64_t policy = 0;  // an L2 cache policy (createpolicy) when hinted

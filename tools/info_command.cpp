@@ -6,6 +6,10 @@
 
 #include "cuda_memory.h"
 #include "normkit/normkit.h"
+#ifdef NK_WITH_CUDA
+#include "common/error.h"
+#include "cuda/cuda_backend.h"
+#endif
 #include "text_format.h"
 
 namespace nktool {
@@ -65,6 +69,22 @@ void print_devices() {
     }
   }
 }
+
+// The CTAs per SM that the plans of a few sweep shapes rely on, against what the built kernels
+// get on the current device (registers decide it; a short fall is a slower plan).
+void print_occupancy() {
+  if (nk_cuda_device_count() == 0) return;
+  try {
+    std::printf("kernel occupancy (current device; CTAs per SM the plan assumes / fit):\n");
+    for (const auto& k : normkit::cuda::planned_occupancy()) {
+      std::printf("  %-42s %4d threads, %3d registers: %d / %d%s\n", k.kernel.c_str(), k.threads,
+                  k.registers, k.planned_ctas_per_sm, k.ctas_per_sm,
+                  k.ctas_per_sm < k.planned_ctas_per_sm ? "  (FEWER than planned)" : "");
+    }
+  } catch (const normkit::Error& e) {
+    std::printf("  not available: %s\n", e.what());
+  }
+}
 #endif
 
 }  // namespace
@@ -74,6 +94,7 @@ int run_info() {
   std::printf("CUDA backend:   %s\n", nk_has_cuda_build() ? "built" : "not built (CPU only)");
 #ifdef NK_WITH_CUDA
   print_devices();
+  print_occupancy();
 #endif
   const unsigned cores = std::thread::hardware_concurrency();
   std::printf("CPU:            %u logical cores\n", cores);

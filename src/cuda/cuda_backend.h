@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "normkit/normkit.h"
 
@@ -56,5 +57,21 @@ std::string explain_bwd(int64_t rows, int64_t hidden, nk_dtype x, nk_dtype w, nk
 // grid=... slots=...": the launcher caps a persistent grid to the CTAs resident at once), or ""
 // where it ran as planned; `normkit bench --explain` appends it to explain_bwd's line.
 std::string last_bwd_launch_note();
+
+// The occupancy that the launch plans of a few sweep shapes rely on, and what this device and
+// build give: a kernel the launcher picks for the shape, at the block and shared memory of its
+// plan, with its registers per thread and the CTAs that fit an SM. ptxas may give the same code
+// more registers after an unrelated change (eleventh session: 53 -> 64, a CTA per SM lost and
+// 3% of speed), which this makes a test failure (test_kernel_occupancy.cpp) instead of a slower
+// table. Throws Error(NK_ERROR_NO_DEVICE) without a device.
+struct KernelOccupancy {
+  std::string kernel;  // which kernel, for which shape
+  int threads = 0;     // per CTA, as planned
+  int64_t smem_bytes = 0;
+  int planned_ctas_per_sm = 0;  // what the plan's speed assumes
+  int registers = 0;            // per thread, as built
+  int ctas_per_sm = 0;          // what fits (cudaOccupancyMaxActiveBlocksPerMultiprocessor)
+};
+std::vector<KernelOccupancy> planned_occupancy();
 
 }  // namespace normkit::cuda

@@ -1,0 +1,86 @@
+// planned_occupancy (cuda_backend.h): the CTAs per SM that the plans of a few sweep shapes rely
+// on, against what the built kernels get on this device.
+#include <cuda_bf16.h>
+
+#include "cuda/cuda_backend.h"
+#include "cuda/cuda_check.h"
+#include "cuda/launch_config.h"
+#include "cuda/rms_norm_bwd_pipelined.cuh"
+#include "cuda/rms_norm_fwd_kernels.cuh"
+#include "cuda/vector_width.h"
+
+namespace normkit::cuda {
+namespace {
+
+using bf16 = __nv_bfloat16;
+
+template <typename Kernel>
+KernelOccupancy measure(const char* what, Kernel kernel, const LaunchConfig& plan,
+                        int planned_ctas_per_sm) {
+  KernelOccupancy o;
+  o.kernel = what;
+  o.threads = plan.threads_per_row * plan.rows_per_block;
+  o.smem_bytes = plan.smem_bytes;
+  o.planned_ctas_per_sm = planned_ctas_per_sm;
+  cudaFuncAttributes attributes{};
+  check_cuda(cudaFuncGetAttributes(&attributes, kernel), "cudaFuncGetAttributes", what);
+  o.registers = attributes.numRegs;
+  if (plan.smem_bytes > 48 * 1024) {
+    check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    static_cast<int>(plan.smem_bytes)),
+               "cudaFuncSetAttribute", what);
+  }
+  check_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+                 &o.ctas_per_sm, kernel, o.threads, static_cast<size_t>(plan.smem_bytes)),
+             "cudaOccupancyMaxActiveBlocksPerMultiprocessor", what);
+  return o;
+}
+
+// The plan of a contiguous bf16 shape, checked to be the kind the entry below names (a
+// planner change should update this list, not pass it silently).
+LaunchConfig bf16_fwd_plan(int64_t rows, int64_t hidden, int items_at_most, const KernelFacts& f) {
+  LaunchConfig c = plan_fwd(rows, hidden, 8, f, 2);
+  if (c.plan != RowPlan::kRegisters || !c.exact || c.items > items_at_most ||
+      c.cluster_size != 1) {
+    throw Error(NK_ERROR_INTERNAL, "planned_occupancy: the plan of " + std::to_string(rows) +
+                                       "x" + std::to_string(hidden) + " changed: " +
+                                       c.describe());
+  }
+  return c;
+}
+LaunchConfig bf16_bwd_plan(int64_t rows, int64_t hidden, const KernelFacts& f) {
+  LaunchConfig c = plan_bwd(rows, hidden, 8, f, 4);
+  if (c.plan != RowPlan::kPipelined || c.items > 2 || c.cluster_size != 1) {
+    throw Error(NK_ERROR_INTERNAL, "planned_occupancy: the plan of " + std::to_string(rows) +
+                                       "x" + std::to_string(hidden) + " changed: " +
+                                       c.describe());
+  }
+  return c;
+}
+
+}  // namespace
+
+std::vector<KernelOccupancy> planned_occupancy() {
+  const KernelFacts f = kernel_facts(current_device_facts());
+  auto exact_small = rms_norm_fwd_registers_exact_small<bf16, bf16, bf16, 8, kSmallItems>;
+  auto exact_wide = rms_norm_fwd_registers<bf16, bf16, bf16, 8, fwd_items_max(8), true>;
+  auto bwd = rms_norm_bwd_pipelined<bf16, bf16, bf16, 8, 2, false, false>;
+  // CTAs per SM by registers (65536 per SM) at the block sizes of these plans: 384 x 4 vectors
+  // (12288 columns) three, 256 x 4 four, 512 x 4 and 512 x 8 two; the backward's plans assume
+  // KernelFacts::bwd_ctas_per_sm.
+  return {
+      measure("fwd 4096x12288 (EXACT, small budget)", exact_small,
+              bf16_fwd_plan(4096, 12288, kSmallItems, f), 3),
+      measure("fwd 8192x8192 (EXACT, small budget)", exact_small,
+              bf16_fwd_plan(8192, 8192, kSmallItems, f), 4),
+      measure("fwd 2048x16384 (EXACT, small budget)", exact_small,
+              bf16_fwd_plan(2048, 16384, kSmallItems, f), 2),
+      measure("fwd 1024x32768 (EXACT, large budget)", exact_wide,
+              bf16_fwd_plan(1024, 32768, fwd_items_max(8), f), 2),
+      measure("bwd 8192x4096 (pipelined)", bwd, bf16_bwd_plan(8192, 4096, f), f.bwd_ctas_per_sm),
+      measure("bwd 4096x1024 (pipelined, 4 row groups)", bwd, bf16_bwd_plan(4096, 1024, f),
+              f.bwd_ctas_per_sm),
+  };
+}
+
+}  // namespace normkit::cuda

@@ -82,11 +82,15 @@ void launch_fwd(const nk_rms_norm_fwd_args& a, const LaunchConfig& cfg, cudaStre
       constexpr size_t kNarrowest = min_int(min_int(sizeof(XT), sizeof(WT)), sizeof(YT));
       if constexpr (kNarrowest * VEC == 16) {
         if (cfg.exact) {
-          auto small_kernel = rms_norm_fwd_registers<XT, WT, YT, VEC, IMAX_SMALL, true>;
-          // (16-bit x only: float32 x spilled at that budget.)
-          if constexpr (sizeof(XT) == 2) {
-            small_kernel = rms_norm_fwd_registers_exact_small<XT, WT, YT, VEC, IMAX_SMALL>;
-          }
+          // The small budget's 56-register entry for 16-bit x only (float32 x spilled there);
+          // chosen at compile time, so that the other is not built.
+          auto small_kernel = [] {
+            if constexpr (sizeof(XT) == 2) {
+              return rms_norm_fwd_registers_exact_small<XT, WT, YT, VEC, IMAX_SMALL>;
+            } else {
+              return rms_norm_fwd_registers<XT, WT, YT, VEC, IMAX_SMALL, true>;
+            }
+          }();
           kernel = cfg.items <= IMAX_SMALL ? small_kernel
                                            : rms_norm_fwd_registers<XT, WT, YT, VEC, IMAX, true>;
         }

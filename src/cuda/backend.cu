@@ -81,9 +81,8 @@ int64_t bwd_staged_bytes(int vec, nk_dtype x, nk_dtype dy, bool with_dresidual) 
 LaunchConfig plan_fwd_with_reads(int64_t rows, int64_t hidden, int vec, nk_dtype x,
                                  bool with_residual, const KernelFacts& facts) {
   LaunchConfig c = plan_fwd(rows, hidden, vec, facts, fwd_staged_bytes(vec, x, with_residual));
-  const int64_t read_once =
-      rows * hidden * static_cast<int64_t>(nk_dtype_size(x)) * (with_residual ? 2 : 1);
-  apply_read_policy(c, read_once, false, facts);
+  apply_read_policy(c, fwd_read_once_bytes(rows, hidden, nk_dtype_size(x), with_residual), false,
+                    facts);
   return c;
 }
 LaunchConfig plan_bwd_with_reads(int64_t rows, int64_t hidden, int vec, nk_dtype x, nk_dtype dy,

@@ -36,26 +36,26 @@ KernelOccupancy measure(const char* what, Kernel kernel, const LaunchConfig& pla
   return o;
 }
 
-// The plan of a contiguous bf16 shape, checked to be the kind the entry below names (a
-// planner change should update this list, not pass it silently).
-LaunchConfig bf16_fwd_plan(int64_t rows, int64_t hidden, int items_at_most, const KernelFacts& f) {
-  LaunchConfig c = plan_fwd(rows, hidden, 8, f, 2);
-  if (c.plan != RowPlan::kRegisters || !c.exact || c.items > items_at_most ||
-      c.cluster_size != 1) {
+// The plan of a contiguous bf16 shape, returned where `expected` holds: the kind the entry
+// below names (a planner change should update this list, not pass it silently).
+LaunchConfig checked(int64_t rows, int64_t hidden, const LaunchConfig& c, bool expected) {
+  if (!expected) {
     throw Error(NK_ERROR_INTERNAL, "planned_occupancy: the plan of " + std::to_string(rows) +
                                        "x" + std::to_string(hidden) + " changed: " +
                                        c.describe());
   }
   return c;
 }
+LaunchConfig bf16_fwd_plan(int64_t rows, int64_t hidden, int items_at_most, const KernelFacts& f) {
+  const LaunchConfig c = plan_fwd(rows, hidden, 8, f, 2);
+  return checked(rows, hidden, c,
+                 c.plan == RowPlan::kRegisters && c.exact && c.items <= items_at_most &&
+                     c.cluster_size == 1);
+}
 LaunchConfig bf16_bwd_plan(int64_t rows, int64_t hidden, const KernelFacts& f) {
-  LaunchConfig c = plan_bwd(rows, hidden, 8, f, 4);
-  if (c.plan != RowPlan::kPipelined || c.items > 2 || c.cluster_size != 1) {
-    throw Error(NK_ERROR_INTERNAL, "planned_occupancy: the plan of " + std::to_string(rows) +
-                                       "x" + std::to_string(hidden) + " changed: " +
-                                       c.describe());
-  }
-  return c;
+  const LaunchConfig c = plan_bwd(rows, hidden, 8, f, 4);
+  return checked(rows, hidden, c,
+                 c.plan == RowPlan::kPipelined && c.items <= 2 && c.cluster_size == 1);
 }
 
 }  // namespace

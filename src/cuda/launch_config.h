@@ -220,6 +220,11 @@ constexpr int bwd_items_max(int vec) { return vec >= 4 ? kBwdElemsPerThread / ve
 // facts.evict_last_min_mib MiB).
 void apply_read_policy(LaunchConfig& c, int64_t read_bytes, bool backward,
                        const KernelFacts& facts);
+// The bytes a forward (plain or quantized) reads once: x, and the residual where there is one.
+inline int64_t fwd_read_once_bytes(int64_t rows, int64_t hidden, int64_t x_bytes,
+                                   bool with_residual) {
+  return rows * hidden * x_bytes * (with_residual ? 2 : 1);
+}
 
 // vec: the widest access (in elements, power of two <= 16 / smallest element size) that every
 // row of every matrix operand allows; computed by the launcher from pointers and strides.

@@ -40,9 +40,8 @@ LaunchConfig plan_quant_with_reads(int64_t rows, int64_t hidden, int vec, int sc
                                    bool dynamic, nk_dtype x, bool with_residual) {
   const KernelFacts facts = kernel_facts(current_device_facts());
   LaunchConfig c = plan_fwd_quant(rows, hidden, vec, scale_block, dynamic, facts);
-  const int64_t read_once =
-      rows * hidden * static_cast<int64_t>(nk_dtype_size(x)) * (with_residual ? 2 : 1);
-  apply_read_policy(c, read_once, false, facts);
+  apply_read_policy(c, fwd_read_once_bytes(rows, hidden, nk_dtype_size(x), with_residual), false,
+                    facts);
   return c;
 }
 

@@ -4,6 +4,7 @@
 
 #include "cuda/cuda_backend.h"
 #include "cuda/cuda_check.h"
+#include "cuda/launch_common.cuh"
 #include "cuda/launch_config.h"
 #include "cuda/rms_norm_bwd_pipelined.cuh"
 #include "cuda/rms_norm_fwd_kernels.cuh"
@@ -25,11 +26,9 @@ KernelOccupancy measure(const char* what, Kernel kernel, const LaunchConfig& pla
   cudaFuncAttributes attributes{};
   check_cuda(cudaFuncGetAttributes(&attributes, kernel), "cudaFuncGetAttributes", what);
   o.registers = attributes.numRegs;
-  if (plan.smem_bytes > 48 * 1024) {
-    check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                    static_cast<int>(plan.smem_bytes)),
-               "cudaFuncSetAttribute", what);
-  }
+  // As the launchers do: 48 KB of dynamic shared memory plus the kernel's static arrays pass
+  // the default limit, and the query then answers 0 CTAs.
+  allow_dynamic_smem(kernel, static_cast<size_t>(plan.smem_bytes), what);
   check_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
                  &o.ctas_per_sm, kernel, o.threads, static_cast<size_t>(plan.smem_bytes)),
              "cudaOccupancyMaxActiveBlocksPerMultiprocessor", what);

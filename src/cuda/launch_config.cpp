@@ -232,6 +232,7 @@ std::string LaunchConfig::describe() const {
                   " cols/cta=" + std::to_string(cols_per_cta) + " grid=" + std::to_string(grid);
   if (realigned) s += " realigned";
   if (exact) s += " exact";
+  if (pinned_registers) s += " pinned";
   if (tile_rows) s += " tile_rows=" + std::to_string(tile_rows);
   if (tile_buffers == 2) s += " persistent, 2 tiles";
   if (quant_weight_first != 0) s += " weight-first=" + std::to_string(quant_weight_first);
@@ -347,6 +348,26 @@ LaunchConfig plan_fwd_quant(int64_t rows, int64_t hidden, int vec, int block, bo
   c.grid = ceil_div(rows, c.rows_per_block) * c.cluster_size;
   c.exact = facts.fwd_exact && chunks_exact(c, rows, hidden);
   return c;
+}
+
+void pin_quant_registers(LaunchConfig& c, int64_t rows, int64_t hidden, const KernelFacts& f) {
+  if (f.fwd_exact < 4 || c.plan != RowPlan::kRegisters || !c.exact || c.vec != 8 ||
+      c.items > kSmallItems) {
+    return;
+  }
+  c.pinned_registers = true;
+  const int64_t nvec_cta = int64_t(c.threads_per_row) * c.items;
+  for (int items = kSmallItems; items > c.items; --items) {
+    if (nvec_cta % items != 0 || (nvec_cta / items) % 32 != 0) continue;
+    c.threads_per_row = static_cast<int>(nvec_cta / items);
+    c.items = items;
+    if (c.cluster_size == 1) {
+      c.rows_per_block = rows_per_block_for(c.threads_per_row, rows, f.sm_count);
+      c.grid = ceil_div(rows, c.rows_per_block);
+    }
+    break;
+  }
+  c.exact = chunks_exact(c, rows, hidden);
 }
 
 LaunchConfig plan_fwd_quant_transposed(int64_t rows, int64_t hidden, int vec, int x_bytes,

@@ -123,7 +123,9 @@ struct KernelFacts {
   // 3 (the default) also gives the plain forward's one-CTA-per-row plans of 512 threads the
   // fewest whole warps that cover the row exactly at up to kSmallItems vectors
   // (fewest_whole_warps: 12288 columns as 384 x 4; measured 4096 x 12288 75.8 -> 73.5 us).
-  int fwd_exact = 3;
+  // 4 (the default) also pins the quantized forward's small register budget for 16-bit x and
+  // weights to 56 registers, with the same whole-warp shapes (pin_quant_registers).
+  int fwd_exact = 4;
   // Forward registers plans (plain and quantized): the vectors per thread that the thread
   // count aims for (NK_TUNE_FWD_ITEMS, 1-4). Measured (eighth session, H100): 2 and 1 slower
   // than 4 nearly everywhere (8192 x 8192 96.5 -> 111 us), 4096 x 12288 unchanged.
@@ -170,6 +172,10 @@ struct LaunchConfig {
   // `items` of every thread whole and inside the row (chunks_exact): the kernels then skip
   // their per-item range checks (RowChunk's EXACT).
   bool exact = false;
+  // Quantized forward, EXACT plans of 16-byte vectors of 16-bit x at up to kSmallItems vectors
+  // per thread (KernelFacts::fwd_exact 4): the kernels held to 56 registers
+  // (rms_norm_fwd_quant_registers_exact_small), rather than the 64 of the 512-thread bound.
+  bool pinned_registers = false;
   // plan_fwd_quant_transposed: each CTA's rows of a 32-row run (4-32), else 0; tiles of them
   // in shared memory (2: the persistent kernel, double-buffered).
   int tile_rows = 0;
@@ -262,6 +268,12 @@ bool chunks_exact(const LaunchConfig& c, int64_t rows, int64_t hidden);
 // from the rows (TOKEN, BLOCK, MXFP8; facts.fwd_split_wide_rows 2 splits their wide rows).
 LaunchConfig plan_fwd_quant(int64_t rows, int64_t hidden, int vec, int block, bool dynamic_scales,
                             const KernelFacts& facts);
+
+// plan_fwd_quant's EXACT registers plans of 16-byte vectors at up to kSmallItems vectors per
+// thread, for 16-bit x and weights, with facts.fwd_exact 4: pinned_registers (the kernels held
+// to 56 registers), and the CTA's vectors as the fewest whole warps that cover them at up to
+// kSmallItems (12288 columns as 384 x 4 rather than 512 x 3: three CTAs per SM instead of two).
+void pin_quant_registers(LaunchConfig& c, int64_t rows, int64_t hidden, const KernelFacts& f);
 
 // The per-tensor quantized forward with y_t in one kernel (rms_norm_fwd_quant_transposed): a
 // cluster of cluster_size CTAs (1, 2, 4 or 8) per run of kTransposedRun rows, tile_rows =

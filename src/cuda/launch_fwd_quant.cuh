@@ -93,6 +93,17 @@ void launch_fwd_quant_mode(const FwdParams& p, const LaunchConfig& cfg, cudaStre
           }
         }
       }
+      // The 56-register entries (cfg.pinned_registers) of the EXACT small budget: 16-bit x and
+      // weights; TOKEN only where it folds (with a bias it keeps the bounded kernel).
+      if constexpr (kExactWidth && sizeof(XT) == 2 && sizeof(WT) == 2) {
+        if (exact && small && cfg.pinned_registers) {
+          if constexpr (MODE != NK_QUANT_TOKEN) {
+            kernel = rms_norm_fwd_quant_registers_exact_small<XT, WT, MODE, VEC>;
+          } else if (!p.bias) {
+            kernel = rms_norm_fwd_quant_token_folded_exact_small<XT, WT, VEC>;
+          }
+        }
+      }
       launch(kernel, cfg.grid, dim3(cfg.threads_per_row, cfg.rows_per_block), {cfg.cluster_size},
              stream, "rms_norm_fwd quantized (registers)", 0, p);
     }

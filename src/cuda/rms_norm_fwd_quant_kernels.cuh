@@ -139,14 +139,8 @@ __device__ __forceinline__ float token_factor(const FwdParams& p, int64_t row, b
 // TOKEN at 4-byte vectors: ptxas fills what it is allowed). 0 blocks per SM = no .minnctapersm
 // (an explicit 1 also moved ptxas's counts). EXACT: no per-item range checks (RowChunk), where
 // the plan says so; also in rms_norm_fwd_quant_token_folded.
-template <typename XT, typename WT, int MODE, int VEC, int IMAX, bool WEIGHT_FIRST = true,
-          bool EXACT = false>
-__global__ void __launch_bounds__(
-    512, IMAX <= kSmallItems && sizeof(XT) * VEC == 16 && sizeof(XT) <= 2 && sizeof(WT) <= 2 &&
-                 MODE != NK_QUANT_TOKEN
-             ? 2
-             : 0)
-    rms_norm_fwd_quant_registers(FwdParams p) {
+template <typename XT, typename WT, int MODE, int VEC, int IMAX, bool WEIGHT_FIRST, bool EXACT>
+__device__ __forceinline__ void fwd_quant_registers_row(const FwdParams& p) {
   __shared__ float scratch[kMaxWarps];
   __shared__ float cluster_slot;        // TOKEN's row maximum (cluster_reduce)
   __shared__ ClusterPush cluster_push;  // the row sum, with clusters
@@ -231,6 +225,28 @@ __global__ void __launch_bounds__(
   if (p.quant.amax) cta_amax_to_global(amax, scratch, p.quant.amax);
 }
 
+template <typename XT, typename WT, int MODE, int VEC, int IMAX, bool WEIGHT_FIRST = true,
+          bool EXACT = false>
+__global__ void __launch_bounds__(
+    512, IMAX <= kSmallItems && sizeof(XT) * VEC == 16 && sizeof(XT) <= 2 && sizeof(WT) <= 2 &&
+                 MODE != NK_QUANT_TOKEN
+             ? 2
+             : 0)
+    rms_norm_fwd_quant_registers(FwdParams p) {
+  fwd_quant_registers_row<XT, WT, MODE, VEC, IMAX, WEIGHT_FIRST, EXACT>(p);
+}
+
+// The EXACT plans of 16-byte vectors of 16-bit x and weights at up to kSmallItems vectors per
+// thread (LaunchConfig::pinned_registers), held to 56 registers, as
+// rms_norm_fwd_registers_exact_small: three CTAs of 384 threads per SM (12288 columns as
+// 384 x 4) and five of 224 (7168 columns), where the 64 of the 512-thread bound fit two and four.
+template <typename XT, typename WT, int MODE, int VEC>
+__global__ void __maxnreg__(56) rms_norm_fwd_quant_registers_exact_small(FwdParams p) {
+  static_assert(sizeof(XT) == 2 && sizeof(WT) == 2 && VEC == 8 && MODE != NK_QUANT_TOKEN,
+                "16-byte vectors of 16-bit x and weights at the small budget");
+  fwd_quant_registers_row<XT, WT, MODE, VEC, kSmallItems, true, true>(p);
+}
+
 // NK_QUANT_TOKEN without bias, in one HBM pass and one row reduction: v is (s * w_eff) * rstd
 // (nk_quant_mode), so the row maximum of |v| is (max |s * w_eff|) * rstd exactly (rounding by
 // a positive factor is monotonic), and the sum of squares and max |s * w_eff| are reduced
@@ -238,8 +254,8 @@ __global__ void __launch_bounds__(
 // where x and the weight take at most 64 bytes per thread each). A separate kernel, not a
 // flag of rms_norm_fwd_quant_registers: sharing its body moved ptxas's register count for the
 // other modes from 64 to 80.
-template <typename XT, typename WT, int VEC, int IMAX, bool EXACT = false>
-__global__ void __launch_bounds__(512, 2) rms_norm_fwd_quant_token_folded(FwdParams p) {
+template <typename XT, typename WT, int VEC, int IMAX, bool EXACT>
+__device__ __forceinline__ void fwd_quant_token_folded_row(const FwdParams& p) {
   static_assert(sizeof(WT) * VEC * IMAX <= 64 && sizeof(XT) * VEC * IMAX <= 64,
                 "x and the weight are held in registers");
   __shared__ float scratch[2 * kMaxWarps];
@@ -294,6 +310,20 @@ __global__ void __launch_bounds__(512, 2) rms_norm_fwd_quant_token_folded(FwdPar
     quantize_vector<NK_QUANT_TOKEN, VEC>(p, row, c.column(i), c.left(i), c.active(i), v, factor);
   }
   if (p.quant.amax) cta_amax_to_global(c.valid ? row_amax : 0.0f, scratch, p.quant.amax);
+}
+
+template <typename XT, typename WT, int VEC, int IMAX, bool EXACT = false>
+__global__ void __launch_bounds__(512, 2) rms_norm_fwd_quant_token_folded(FwdParams p) {
+  fwd_quant_token_folded_row<XT, WT, VEC, IMAX, EXACT>(p);
+}
+
+// rms_norm_fwd_quant_token_folded's EXACT small-budget plans of 16-byte vectors of 16-bit x and
+// weights, held to 56 registers (see rms_norm_fwd_quant_registers_exact_small).
+template <typename XT, typename WT, int VEC>
+__global__ void __maxnreg__(56) rms_norm_fwd_quant_token_folded_exact_small(FwdParams p) {
+  static_assert(sizeof(XT) == 2 && sizeof(WT) == 2 && VEC == 8,
+                "16-byte vectors of 16-bit x and weights at the small budget");
+  fwd_quant_token_folded_row<XT, WT, VEC, kSmallItems, true>(p);
 }
 
 // Any row length: one CTA per row (blockDim = (threads, 1)). Pass 1 sums squares (writing

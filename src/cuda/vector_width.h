@@ -63,7 +63,7 @@ inline const KernelFacts& tuned_defaults() {
                                              1 << 30);
     k.quant_weight_first =
         tuning_knob("NK_TUNE_QUANT_WEIGHT_FIRST", k.quant_weight_first, 0, 2);
-    k.fwd_exact = tuning_knob("NK_TUNE_FWD_EXACT", k.fwd_exact, 0, 3);
+    k.fwd_exact = tuning_knob("NK_TUNE_FWD_EXACT", k.fwd_exact, 0, 4);
     k.fwd_items_target = tuning_knob("NK_TUNE_FWD_ITEMS", k.fwd_items_target, 1, 4);
     k.quant_fused_transpose =
         tuning_knob("NK_TUNE_QUANT_FUSED_TRANSPOSE", k.quant_fused_transpose, 0, 2);

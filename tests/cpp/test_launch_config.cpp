@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <tuple>
 
 #include "cuda/grid_reduce_columns.h"
 #include "cuda/launch_config.h"
@@ -582,6 +583,48 @@ TEST(LaunchConfig, ExactForwardAtTheSweepsShapesAsPlanned) {
   f.fwd_exact = 0;
   EXPECT_FALSE(normkit::cuda::plan_fwd(8192, 8192, 8, f).exact);
   EXPECT_FALSE(normkit::cuda::plan_fwd_quant(8192, 8192, 8, 128, true, f).exact);
+}
+
+TEST(LaunchConfig, PinnedQuantRegistersTakeTheFewestWholeWarpsAtSetting4) {
+  KernelFacts f;
+  f.fwd_exact = 3;
+  LaunchConfig unpinned = normkit::cuda::plan_fwd_quant(4096, 12288, 8, 0, false, f);
+  normkit::cuda::pin_quant_registers(unpinned, 4096, 12288, f);
+  EXPECT_FALSE(unpinned.pinned_registers);
+  EXPECT_EQ(unpinned.threads_per_row, 512) << unpinned.describe();
+  EXPECT_EQ(unpinned.items, 3);
+  f.fwd_exact = 4;
+  // 12288 columns: 384 x 4, whatever the scales (blocks of 128 and 32 span 16 and 4 lanes).
+  for (int block : {0, 32, 128}) {
+    LaunchConfig c = normkit::cuda::plan_fwd_quant(4096, 12288, 8, block, block > 0, f);
+    normkit::cuda::pin_quant_registers(c, 4096, 12288, f);
+    SCOPED_TRACE(c.describe());
+    EXPECT_TRUE(c.pinned_registers);
+    EXPECT_NE(c.describe().find(" pinned"), std::string::npos);
+    EXPECT_EQ(c.threads_per_row, 384);
+    EXPECT_EQ(c.items, 4);
+    EXPECT_EQ(c.grid, 4096);
+    EXPECT_TRUE(c.exact);
+    expect_covers(c, 4096, 12288, normkit::cuda::kSmallItems, false, f);
+  }
+  // Already at 4 vectors per thread (8192 and 7168 columns): pinned, shape unchanged.
+  for (int64_t hidden : {8192, 7168, 2048}) {
+    const LaunchConfig before = normkit::cuda::plan_fwd_quant(8192, hidden, 8, 0, false, f);
+    LaunchConfig c = before;
+    normkit::cuda::pin_quant_registers(c, 8192, hidden, f);
+    EXPECT_TRUE(c.pinned_registers) << c.describe();
+    EXPECT_EQ(c.threads_per_row, before.threads_per_row);
+    EXPECT_EQ(c.rows_per_block, before.rows_per_block);
+    EXPECT_EQ(c.grid, before.grid);
+  }
+  // Not pinned: the large budget (32768 columns, 8 vectors), rows not covered exactly, vectors
+  // narrower than 16 bytes of 16-bit x.
+  for (const auto& [rows, hidden, vec] :
+       {std::tuple<int64_t, int64_t, int>{1024, 32768, 8}, {4097, 1000, 8}, {64, 4100, 4}}) {
+    LaunchConfig c = normkit::cuda::plan_fwd_quant(rows, hidden, vec, 0, false, f);
+    normkit::cuda::pin_quant_registers(c, rows, hidden, f);
+    EXPECT_FALSE(c.pinned_registers) << rows << "x" << hidden << ": " << c.describe();
+  }
 }
 
 // A shape for plan_fwd_quant_transposed and the CTAs per 32-row run it should get.

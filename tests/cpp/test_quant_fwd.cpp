@@ -111,6 +111,44 @@ INSTANTIATE_TEST_SUITE_P(
              mode_dtype_name(std::get<1>(info.param));
     });
 
+// ---- the pinned small register budget (pin_quant_registers) ----
+
+// 16-bit x and weights, rows covered exactly by 16-byte vectors: on a GPU the kernels held to
+// 56 registers, 12288 columns reshaped to 384 x 4 and 7168 as 224 x 4 (the CPU runs the same
+// cases against the reference). Every mode, with and without residual, bias, zero-centered.
+class QuantPinnedShapes : public ::testing::TestWithParam<nk_backend> {};
+
+TEST_P(QuantPinnedShapes, MatchReferenceInEveryMode) {
+  NK_SKIP_IF_UNAVAILABLE(GetParam());
+  Rng rng;
+  int k = 0;
+  for (const ModeDtype& m : all_mode_dtypes()) {
+    for (int64_t hidden : {int64_t{12288}, int64_t{7168}}) {
+      for (nk_dtype x : {NK_BFLOAT16, NK_FLOAT16}) {
+        QuantCase c;
+        c.mode = m.mode;
+        c.y = m.y;
+        c.block = m.block;
+        c.fwd.rows = 6;
+        c.fwd.hidden = hidden;
+        c.fwd.x = c.fwd.w = x;
+        c.fwd.residual = k % 2 == 0;
+        c.fwd.bias = k % 3 == 1;  // TOKEN with a bias: the bounded kernel, same plan
+        c.fwd.zero_centered = k % 3 == 2;
+        c.fwd.rstd = true;
+        c.amax = true;
+        c.y_t = m.mode == NK_QUANT_TENSOR && k % 4 == 0;
+        ++k;
+        SCOPED_TRACE(c.describe());
+        test_quant_case(GetParam(), c, rng);
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllBackends, QuantPinnedShapes, ::testing::ValuesIn(all_backends()),
+                         [](const auto& info) { return backend_label(info.param); });
+
 // ---- the rules that only show with particular data ----
 
 class QuantRules : public ::testing::TestWithParam<nk_backend> {

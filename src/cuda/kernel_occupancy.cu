@@ -8,6 +8,7 @@
 #include "cuda/launch_config.h"
 #include "cuda/rms_norm_bwd_pipelined.cuh"
 #include "cuda/rms_norm_fwd_kernels.cuh"
+#include "cuda/rms_norm_fwd_quant_kernels.cuh"
 #include "cuda/vector_width.h"
 
 namespace normkit::cuda {
@@ -57,6 +58,15 @@ LaunchConfig bf16_bwd_plan(int64_t rows, int64_t hidden, const KernelFacts& f) {
                  c.plan == RowPlan::kPipelined && c.items <= 2 && c.cluster_size == 1);
 }
 
+// The quantized forward's pinned plan (pin_quant_registers) of a contiguous bf16 shape.
+LaunchConfig bf16_quant_plan(int64_t rows, int64_t hidden, bool dynamic, const KernelFacts& f) {
+  LaunchConfig c = plan_fwd_quant(rows, hidden, 8, 0, dynamic, f);
+  pin_quant_registers(c, rows, hidden, f);
+  return checked(rows, hidden, c,
+                 c.plan == RowPlan::kRegisters && c.pinned_registers && c.items == kSmallItems &&
+                     c.cluster_size == 1);
+}
+
 }  // namespace
 
 std::vector<KernelOccupancy> planned_occupancy() {
@@ -64,9 +74,12 @@ std::vector<KernelOccupancy> planned_occupancy() {
   auto exact_small = rms_norm_fwd_registers_exact_small<bf16, bf16, bf16, 8, kSmallItems>;
   auto exact_wide = rms_norm_fwd_registers<bf16, bf16, bf16, 8, fwd_items_max(8), true>;
   auto bwd = rms_norm_bwd_pipelined<bf16, bf16, bf16, 8, 2, false, false>;
+  auto quant_tensor = rms_norm_fwd_quant_registers_exact_small<bf16, bf16, NK_QUANT_TENSOR, 8>;
+  auto quant_token = rms_norm_fwd_quant_token_folded_exact_small<bf16, bf16, 8>;
   // CTAs per SM by registers (65536 per SM) at the block sizes of these plans: 384 x 4 vectors
-  // (12288 columns) three, 256 x 4 four, 512 x 4 and 512 x 8 two; the backward's plans assume
-  // KernelFacts::bwd_ctas_per_sm.
+  // (12288 columns) three, 256 x 4 four, 512 x 4 and 512 x 8 two, and for the quantized
+  // forward's pinned 56 registers 384 x 4 three and 224 x 4 (7168 columns) five; the backward's
+  // plans assume KernelFacts::bwd_ctas_per_sm.
   return {
       measure("fwd 4096x12288 (EXACT, small budget)", exact_small,
               bf16_fwd_plan(4096, 12288, kSmallItems, f), 3),
@@ -76,6 +89,12 @@ std::vector<KernelOccupancy> planned_occupancy() {
               bf16_fwd_plan(2048, 16384, kSmallItems, f), 2),
       measure("fwd 1024x32768 (EXACT, large budget)", exact_wide,
               bf16_fwd_plan(1024, 32768, fwd_items_max(8), f), 2),
+      measure("quant tensor 4096x12288 (pinned)", quant_tensor,
+              bf16_quant_plan(4096, 12288, false, f), 3),
+      measure("quant token 4096x12288 (folded, pinned)", quant_token,
+              bf16_quant_plan(4096, 12288, true, f), 3),
+      measure("quant tensor 16384x7168 (pinned)", quant_tensor,
+              bf16_quant_plan(16384, 7168, false, f), 5),
       measure("bwd 8192x4096 (pipelined)", bwd, bf16_bwd_plan(8192, 4096, f), f.bwd_ctas_per_sm),
       measure("bwd 4096x1024 (pipelined, 4 row groups)", bwd, bf16_bwd_plan(4096, 1024, f),
               f.bwd_ctas_per_sm),

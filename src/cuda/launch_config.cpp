@@ -49,11 +49,10 @@ void shape_cta(LaunchConfig& c, int64_t nvec_cta, int max_threads, int items_tar
   c.items = static_cast<int>(ceil_div(nvec_cta, c.threads_per_row));
 }
 
-// Several rows per block up to block_threads (256 but for the forward's NK_TUNE_FWD_BLOCK_THREADS;
-// more warps per SM when the grid is persistent, and fewer, larger blocks for short rows), but
-// never so many that the grid leaves SMs idle.
-int rows_per_block_for(int threads_per_row, int64_t rows, int sm_count, int block_threads = 256) {
-  int r = std::max(1, block_threads / threads_per_row);
+// Several rows per block up to 256 threads (more warps per SM when the grid is persistent, and
+// fewer, larger blocks for short rows), but never so many that the grid leaves SMs idle.
+int rows_per_block_for(int threads_per_row, int64_t rows, int sm_count) {
+  int r = std::max(1, 256 / threads_per_row);
   const int64_t want_blocks = 2LL * sm_count;
   while (r > 1 && ceil_div(rows, r) < want_blocks) r /= 2;
   return r;
@@ -80,8 +79,7 @@ void fewest_whole_warps(LaunchConfig& c, int64_t rows, int64_t hidden, const Ker
     c.threads_per_row = static_cast<int>(t);
     c.items = items;
     c.cols_per_cta = hidden;
-    c.rows_per_block =
-        rows_per_block_for(c.threads_per_row, rows, f.sm_count, f.fwd_block_threads);
+    c.rows_per_block = rows_per_block_for(c.threads_per_row, rows, f.sm_count);
     c.grid = ceil_div(rows, c.rows_per_block);
     return;
   }
@@ -132,9 +130,7 @@ LaunchConfig plan(int64_t rows, int64_t hidden, int vec, const KernelFacts& f, i
   const int64_t nvec_cta = ceil_div(nvec, cluster);
   c.cols_per_cta = nvec_cta * vec;
   shape_cta(c, nvec_cta, max_threads, persistent ? 4 : f.fwd_items_target);
-  c.rows_per_block = cluster > 1 ? 1
-                                 : rows_per_block_for(c.threads_per_row, rows, f.sm_count,
-                                                      persistent ? 256 : f.fwd_block_threads);
+  c.rows_per_block = cluster > 1 ? 1 : rows_per_block_for(c.threads_per_row, rows, f.sm_count);
   const int64_t row_groups = ceil_div(rows, c.rows_per_block);
   if (persistent) {
     // About bwd_ctas_per_sm CTAs per SM in all; never more slots than the workspace holds
@@ -348,9 +344,7 @@ LaunchConfig plan_fwd_quant(int64_t rows, int64_t hidden, int vec, int block, bo
   }
   exact_shape(c, nvec_cta, block_vecs, facts);
   c.rows_per_block =
-      c.cluster_size > 1
-          ? 1
-          : rows_per_block_for(c.threads_per_row, rows, facts.sm_count, facts.fwd_block_threads);
+      c.cluster_size > 1 ? 1 : rows_per_block_for(c.threads_per_row, rows, facts.sm_count);
   c.grid = ceil_div(rows, c.rows_per_block) * c.cluster_size;
   c.exact = facts.fwd_exact && chunks_exact(c, rows, hidden);
   return c;
@@ -368,8 +362,7 @@ void pin_quant_registers(LaunchConfig& c, int64_t rows, int64_t hidden, const Ke
     c.threads_per_row = static_cast<int>(nvec_cta / items);
     c.items = items;
     if (c.cluster_size == 1) {
-      c.rows_per_block =
-          rows_per_block_for(c.threads_per_row, rows, f.sm_count, f.fwd_block_threads);
+      c.rows_per_block = rows_per_block_for(c.threads_per_row, rows, f.sm_count);
       c.grid = ceil_div(rows, c.rows_per_block);
     }
     break;

@@ -130,9 +130,6 @@ struct KernelFacts {
   // count aims for (NK_TUNE_FWD_ITEMS, 1-4). Measured (eighth session, H100): 2 and 1 slower
   // than 4 nearly everywhere (8192 x 8192 96.5 -> 111 us), 4096 x 12288 unchanged.
   int fwd_items_target = 4;
-  // Forward registers plans of short rows: rows per CTA up to this many threads
-  // (NK_TUNE_FWD_BLOCK_THREADS, a power of two from 32 to 1024; not yet measured otherwise).
-  int fwd_block_threads = 256;
   // The quantized forward with y_t in one kernel (rms_norm_fwd_quant_transposed) where it
   // applies (plan_fwd_quant_transposed); 0: the forward, then transpose_bytes
   // (NK_TUNE_QUANT_FUSED_TRANSPOSE). 1: one run per cluster, measured slower (docs/notes.md,

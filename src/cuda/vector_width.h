@@ -65,11 +65,6 @@ inline const KernelFacts& tuned_defaults() {
         tuning_knob("NK_TUNE_QUANT_WEIGHT_FIRST", k.quant_weight_first, 0, 2);
     k.fwd_exact = tuning_knob("NK_TUNE_FWD_EXACT", k.fwd_exact, 0, 4);
     k.fwd_items_target = tuning_knob("NK_TUNE_FWD_ITEMS", k.fwd_items_target, 1, 4);
-    k.fwd_block_threads =
-        tuning_knob("NK_TUNE_FWD_BLOCK_THREADS", k.fwd_block_threads, 32, 1024);
-    while (k.fwd_block_threads & (k.fwd_block_threads - 1)) {  // down to a power of two
-      k.fwd_block_threads &= k.fwd_block_threads - 1;
-    }
     k.quant_fused_transpose =
         tuning_knob("NK_TUNE_QUANT_FUSED_TRANSPOSE", k.quant_fused_transpose, 0, 2);
     k.quant_fused_items_target =

@@ -74,8 +74,9 @@ std::vector<KernelOccupancy> planned_occupancy() {
   auto exact_small = rms_norm_fwd_registers_exact_small<bf16, bf16, bf16, 8, kSmallItems>;
   auto exact_wide = rms_norm_fwd_registers<bf16, bf16, bf16, 8, fwd_items_max(8), true>;
   auto bwd = rms_norm_bwd_pipelined<bf16, bf16, bf16, 8, 2, false, false>;
-  auto quant_tensor = rms_norm_fwd_quant_registers_exact_small<bf16, bf16, NK_QUANT_TENSOR, 8>;
-  auto quant_token = rms_norm_fwd_quant_token_folded_exact_small<bf16, bf16, 8>;
+  auto quant_tensor =
+      rms_norm_fwd_quant_registers_exact_small<bf16, bf16, NK_QUANT_TENSOR, 8, false>;
+  auto quant_token = rms_norm_fwd_quant_token_folded_exact_small<bf16, bf16, 8, false>;
   // CTAs per SM by registers (65536 per SM) at the block sizes of these plans: 384 x 4 vectors
   // (12288 columns) three, 256 x 4 four, 512 x 4 and 512 x 8 two, and for the quantized
   // forward's pinned 56 registers 384 x 4 three and 224 x 4 (7168 columns) five; the backward's

@@ -97,10 +97,13 @@ void launch_fwd_quant_mode(const FwdParams& p, const LaunchConfig& cfg, cudaStre
       // weights; TOKEN only where it folds (with a bias it keeps the bounded kernel).
       if constexpr (kExactWidth && sizeof(XT) == 2 && sizeof(WT) == 2) {
         if (exact && small && cfg.pinned_registers) {
+          const bool add = p.weight && p.zero_centered;  // weight_add(p) is not -0.0
           if constexpr (MODE != NK_QUANT_TOKEN) {
-            kernel = rms_norm_fwd_quant_registers_exact_small<XT, WT, MODE, VEC>;
+            kernel = add ? rms_norm_fwd_quant_registers_exact_small<XT, WT, MODE, VEC, true>
+                         : rms_norm_fwd_quant_registers_exact_small<XT, WT, MODE, VEC, false>;
           } else if (!p.bias) {
-            kernel = rms_norm_fwd_quant_token_folded_exact_small<XT, WT, VEC>;
+            kernel = add ? rms_norm_fwd_quant_token_folded_exact_small<XT, WT, VEC, true>
+                         : rms_norm_fwd_quant_token_folded_exact_small<XT, WT, VEC, false>;
           }
         }
       }

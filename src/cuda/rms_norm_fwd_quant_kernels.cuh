@@ -139,7 +139,11 @@ __device__ __forceinline__ float token_factor(const FwdParams& p, int64_t row, b
 // TOKEN at 4-byte vectors: ptxas fills what it is allowed). 0 blocks per SM = no .minnctapersm
 // (an explicit 1 also moved ptxas's counts). EXACT: no per-item range checks (RowChunk), where
 // the plan says so; also in rms_norm_fwd_quant_token_folded.
-template <typename XT, typename WT, int MODE, int VEC, int IMAX, bool WEIGHT_FIRST, bool EXACT>
+//
+// ADD_WEIGHT false: the launcher knows that weight_add(p) is -0.0 (no zero-centered weight), and
+// the add, an identity, is compiled out: one instruction of about nine per value.
+template <typename XT, typename WT, int MODE, int VEC, int IMAX, bool WEIGHT_FIRST, bool EXACT,
+          bool ADD_WEIGHT = true>
 __device__ __forceinline__ void fwd_quant_registers_row(const FwdParams& p) {
   __shared__ float scratch[kMaxWarps];
   __shared__ float cluster_slot;        // TOKEN's row maximum (cluster_reduce)
@@ -157,7 +161,7 @@ __device__ __forceinline__ void fwd_quant_registers_row(const FwdParams& p) {
   constexpr bool kPreloadWeight =
       WEIGHT_FIRST || MODE == NK_QUANT_TENSOR || MODE == NK_QUANT_MXFP8;
   [[maybe_unused]] Lanes<WT, VEC> w[kPreloadWeight ? IMAX : 1];
-  [[maybe_unused]] const float w_add = weight_add(p);
+  [[maybe_unused]] const float w_add = ADD_WEIGHT ? weight_add(p) : -0.0f;
   if constexpr (kPreloadWeight) {
 #pragma unroll
     for (int i = 0; i < IMAX; ++i) w[i] = ones_lanes<WT, VEC>();  // kept without a weight
@@ -240,11 +244,12 @@ __global__ void __launch_bounds__(
 // thread (LaunchConfig::pinned_registers), held to 56 registers, as
 // rms_norm_fwd_registers_exact_small: three CTAs of 384 threads per SM (12288 columns as
 // 384 x 4) and five of 224 (7168 columns), where the 64 of the 512-thread bound fit two and four.
-template <typename XT, typename WT, int MODE, int VEC>
+// ADD_WEIGHT: as fwd_quant_registers_row.
+template <typename XT, typename WT, int MODE, int VEC, bool ADD_WEIGHT>
 __global__ void __maxnreg__(56) rms_norm_fwd_quant_registers_exact_small(FwdParams p) {
   static_assert(sizeof(XT) == 2 && sizeof(WT) == 2 && VEC == 8 && MODE != NK_QUANT_TOKEN,
                 "16-byte vectors of 16-bit x and weights at the small budget");
-  fwd_quant_registers_row<XT, WT, MODE, VEC, kSmallItems, true, true>(p);
+  fwd_quant_registers_row<XT, WT, MODE, VEC, kSmallItems, true, true, ADD_WEIGHT>(p);
 }
 
 // NK_QUANT_TOKEN without bias, in one HBM pass and one row reduction: v is (s * w_eff) * rstd
@@ -254,7 +259,7 @@ __global__ void __maxnreg__(56) rms_norm_fwd_quant_registers_exact_small(FwdPara
 // where x and the weight take at most 64 bytes per thread each). A separate kernel, not a
 // flag of rms_norm_fwd_quant_registers: sharing its body moved ptxas's register count for the
 // other modes from 64 to 80.
-template <typename XT, typename WT, int VEC, int IMAX, bool EXACT>
+template <typename XT, typename WT, int VEC, int IMAX, bool EXACT, bool ADD_WEIGHT = true>
 __device__ __forceinline__ void fwd_quant_token_folded_row(const FwdParams& p) {
   static_assert(sizeof(WT) * VEC * IMAX <= 64 && sizeof(XT) * VEC * IMAX <= 64,
                 "x and the weight are held in registers");
@@ -276,7 +281,7 @@ __device__ __forceinline__ void fwd_quant_token_folded_row(const FwdParams& p) {
                                                    c.left(i))
                          : Lanes<WT, VEC>{};
   }
-  const float w_add = weight_add(p);
+  const float w_add = ADD_WEIGHT ? weight_add(p) : -0.0f;  // (fwd_quant_registers_row)
   add_residual_lanes(p, c, s);
   // s * w_eff of vector i; zero where s is. No branches: per-vector tests (active, partial)
   // took the kernel to 112 registers (ptxas).
@@ -319,11 +324,11 @@ __global__ void __launch_bounds__(512, 2) rms_norm_fwd_quant_token_folded(FwdPar
 
 // rms_norm_fwd_quant_token_folded's EXACT small-budget plans of 16-byte vectors of 16-bit x and
 // weights, held to 56 registers (see rms_norm_fwd_quant_registers_exact_small).
-template <typename XT, typename WT, int VEC>
+template <typename XT, typename WT, int VEC, bool ADD_WEIGHT>
 __global__ void __maxnreg__(56) rms_norm_fwd_quant_token_folded_exact_small(FwdParams p) {
   static_assert(sizeof(XT) == 2 && sizeof(WT) == 2 && VEC == 8,
                 "16-byte vectors of 16-bit x and weights at the small budget");
-  fwd_quant_token_folded_row<XT, WT, VEC, kSmallItems, true>(p);
+  fwd_quant_token_folded_row<XT, WT, VEC, kSmallItems, true, ADD_WEIGHT>(p);
 }
 
 // Any row length: one CTA per row (blockDim = (threads, 1)). Pass 1 sums squares (writing

@@ -111,6 +111,10 @@ struct KernelFacts {
   // the time, TOKEN 0.93x at 1024 x 32768 and 1.00x elsewhere, TENSOR and MXFP8 1.00x; 2 was
   // 1.10-1.43x slower for TOKEN with a bias.
   int quant_weight_first = 1;
+  // Quantized forward, registers kernels: amax added per warp without barriers
+  // (warp_amax_to_global; NK_TUNE_QUANT_AMAX_PER_WARP 1, not yet measured) rather than per CTA
+  // after two barriers (0).
+  int quant_amax_per_warp = 1;
   // Forward registers/cluster plans (plain and quantized): 1 takes the EXACT kernels where the
   // plan covers the rows exactly (chunks_exact), 0 never (NK_TUNE_FWD_EXACT, for A/B runs and
   // for the tests of the general kernels at such shapes); 2 also gives the quantized
@@ -168,6 +172,8 @@ struct LaunchConfig {
   bool realigned = false;
   // Quantized forward: KernelFacts::quant_weight_first (printed only when not 0).
   int quant_weight_first = 0;
+  // Quantized forward: KernelFacts::quant_amax_per_warp.
+  bool amax_per_warp = false;
   // Forward registers/cluster plans: every row of every CTA valid and every vector below
   // `items` of every thread whole and inside the row (chunks_exact): the kernels then skip
   // their per-item range checks (RowChunk's EXACT).

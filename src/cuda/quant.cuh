@@ -99,4 +99,22 @@ __device__ __forceinline__ void cta_amax_to_global(float v, float* scratch, floa
   }
 }
 
+// The global amax as it stands (from L2), read at a kernel's start for
+// warp_amax_to_global: during the launch it only grows (the launcher zeroed it before).
+__device__ __forceinline__ unsigned amax_seen(const float* amax) {
+  return __ldcg(reinterpret_cast<const unsigned*>(amax));
+}
+
+// Adds this warp's largest |v| (non-negative and not NaN, so its bits order like unsigned
+// integers) to the global amax: one warp max, then one atomic from the first lane, only where it
+// exceeds `seen` (amax_seen: the global already holds at least that). No barrier and no shared
+// memory, so the CTA's warps leave as they finish (cta_amax_to_global makes every warp wait for
+// the last one, twice). Deterministic as the max is. Every thread of the CTA calls this.
+__device__ __forceinline__ void warp_amax_to_global(float v, unsigned seen, float* amax) {
+  const unsigned lanes = __activemask();  // whole warps but in CTAs of fewer than 32 threads
+  const unsigned m = __reduce_max_sync(lanes, __float_as_uint(v));
+  const unsigned lane = (threadIdx.y * blockDim.x + threadIdx.x) % 32;
+  if (lane == 0 && m > seen) atomicMax(reinterpret_cast<unsigned*>(amax), m);
+}
+
 }  // namespace normkit::cuda

@@ -158,6 +158,8 @@ __device__ __forceinline__ void fwd_quant_registers_row(const FwdParams& p) {
   const float tensor_factor = MODE == NK_QUANT_TENSOR ? __ldg(p.quant.scale) : 0.0f;
   Lanes<XT, VEC> s[IMAX];
   load_x_lanes(p, c, s);
+  const unsigned amax_before =
+      p.quant.amax && p.quant.amax_per_warp ? amax_seen(p.quant.amax) : 0u;
   constexpr bool kPreloadWeight =
       WEIGHT_FIRST || MODE == NK_QUANT_TENSOR || MODE == NK_QUANT_MXFP8;
   [[maybe_unused]] Lanes<WT, VEC> w[kPreloadWeight ? IMAX : 1];
@@ -226,7 +228,13 @@ __device__ __forceinline__ void fwd_quant_registers_row(const FwdParams& p) {
     if constexpr (MODE != NK_QUANT_TOKEN) amax = fmaxf(amax, max_abs<VEC>(v));
     quantize_vector<MODE, VEC>(p, row, c.column(i), c.left(i), c.active(i), v, factor);
   }
-  if (p.quant.amax) cta_amax_to_global(amax, scratch, p.quant.amax);
+  if (p.quant.amax) {
+    if (p.quant.amax_per_warp) {
+      warp_amax_to_global(amax, amax_before, p.quant.amax);
+    } else {
+      cta_amax_to_global(amax, scratch, p.quant.amax);
+    }
+  }
 }
 
 template <typename XT, typename WT, int MODE, int VEC, int IMAX, bool WEIGHT_FIRST = true,
@@ -272,6 +280,8 @@ __device__ __forceinline__ void fwd_quant_token_folded_row(const FwdParams& p) {
   if (shape.cluster_size > 1) cluster_push_init(cluster_push);
   Lanes<XT, VEC> s[IMAX];
   load_x_lanes(p, c, s);
+  const unsigned amax_before =
+      p.quant.amax && p.quant.amax_per_warp ? amax_seen(p.quant.amax) : 0u;
   // Ones without a weight; else zeros where inactive and past the row's end, as s.
   Lanes<WT, VEC> w[IMAX];
 #pragma unroll
@@ -314,7 +324,13 @@ __device__ __forceinline__ void fwd_quant_token_folded_row(const FwdParams& p) {
     for (int k = 0; k < VEC; ++k) v[k] *= rstd;
     quantize_vector<NK_QUANT_TOKEN, VEC>(p, row, c.column(i), c.left(i), c.active(i), v, factor);
   }
-  if (p.quant.amax) cta_amax_to_global(c.valid ? row_amax : 0.0f, scratch, p.quant.amax);
+  if (p.quant.amax) {
+    if (p.quant.amax_per_warp) {
+      warp_amax_to_global(c.valid ? row_amax : 0.0f, amax_before, p.quant.amax);
+    } else {
+      cta_amax_to_global(c.valid ? row_amax : 0.0f, scratch, p.quant.amax);
+    }
+  }
 }
 
 template <typename XT, typename WT, int VEC, int IMAX, bool EXACT = false>

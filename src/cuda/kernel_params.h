@@ -28,8 +28,8 @@ struct QuantParams {
   float scale_ub = 0.0f;       // TOKEN/BLOCK: upper bound on a scale (0 = none)
   void* scales = nullptr;      // TOKEN [rows] / BLOCK [rows, hidden/block] float32; MXFP8 bytes
   float* amax = nullptr;       // optional [1], zeroed before the launch
-  // The registers kernels: amax per warp (warp_amax_to_global), else per CTA
-  // (LaunchConfig::amax_per_warp).
+  // The registers kernels: amax per warp (warp_amax_to_global), else per CTA (the default;
+  // LaunchConfig::amax_per_warp).
   bool amax_per_warp = false;
   // TENSOR's y transposed, [hidden, rows] codes (rms_norm_fwd_quant_transposed only; the
   // two-kernel path passes it to transpose_bytes instead).

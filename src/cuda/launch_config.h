@@ -111,10 +111,13 @@ struct KernelFacts {
   // the time, TOKEN 0.93x at 1024 x 32768 and 1.00x elsewhere, TENSOR and MXFP8 1.00x; 2 was
   // 1.10-1.43x slower for TOKEN with a bias.
   int quant_weight_first = 1;
-  // Quantized forward, registers kernels: amax added per warp without barriers
-  // (warp_amax_to_global; NK_TUNE_QUANT_AMAX_PER_WARP 1, not yet measured) rather than per CTA
-  // after two barriers (0).
-  int quant_amax_per_warp = 1;
+  // Quantized forward, registers kernels: amax added per CTA after two barriers (0, the
+  // default), or per warp without barriers (1: warp_amax_to_global; NK_TUNE_QUANT_AMAX_PER_WARP).
+  // Measured (twelfth session, H100, each twice in one call): 1 against 0, tensor 4096 x 4096
+  // 1.11x the time, 8192 x 2048 1.11x, 8192 x 4096 1.05x, 8192 x 8192 1.01x (token up to 1.20x
+  // at 4096 x 1024), but 1024 x 32768 0.95x and 32768 x 8192 0.98x: the first wave's warps all
+  // update the one word (their amax_seen reads 0).
+  int quant_amax_per_warp = 0;
   // Forward registers/cluster plans (plain and quantized): 1 takes the EXACT kernels where the
   // plan covers the rows exactly (chunks_exact), 0 never (NK_TUNE_FWD_EXACT, for A/B runs and
   // for the tests of the general kernels at such shapes); 2 also gives the quantized
@@ -128,7 +131,10 @@ struct KernelFacts {
   // fewest whole warps that cover the row exactly at up to kSmallItems vectors
   // (fewest_whole_warps: 12288 columns as 384 x 4; measured 4096 x 12288 75.8 -> 73.5 us).
   // 4 (the default) also pins the quantized forward's small register budget for 16-bit x and
-  // weights to 56 registers, with the same whole-warp shapes (pin_quant_registers).
+  // weights to 56 registers, with the same whole-warp shapes (pin_quant_registers). Measured
+  // (twelfth session, H100, bf16, 4 against 3, twice in one call): 4096 x 12288 tensor 74.2 ->
+  // 62.7 us, token 75.0 -> 60.3, MXFP8 80.7 -> 67.0; 16384 x 7168 tensor 139.6 -> 129.7, token
+  // 135.2 -> 125.8, MXFP8 149.2 -> 137.6; 1-2% faster at most other shapes.
   int fwd_exact = 4;
   // Forward registers plans (plain and quantized): the vectors per thread that the thread
   // count aims for (NK_TUNE_FWD_ITEMS, 1-4). Measured (eighth session, H100): 2 and 1 slower

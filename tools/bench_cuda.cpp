@@ -163,7 +163,8 @@ class CudaRunner final : public BenchRunner {
           if (config_.quant != NK_QUANT_NONE) {
             return normkit::cuda::explain_fwd_quant(shape.rows, shape.hidden, config_.dtype,
                                                     config_.weight_dtype, config_.quant,
-                                                    static_cast<int>(config_.quant_block));
+                                                    static_cast<int>(config_.quant_block),
+                                                    config_.bias);
           }
           return normkit::cuda::explain_fwd(shape.rows, shape.hidden, config_.dtype,
                                             config_.weight_dtype, config_.dtype);

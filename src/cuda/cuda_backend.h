@@ -45,9 +45,9 @@ void rms_norm_bwd(const nk_rms_norm_bwd_args& args, void* stream);
 // (for `normkit bench --explain`).
 std::string explain_fwd(int64_t rows, int64_t hidden, nk_dtype x, nk_dtype w, nk_dtype y);
 // The same for the forward with a quantized y in `mode` (block: elements per scale of BLOCK;
-// MXFP8 has 32, the other modes none).
+// MXFP8 has 32, the other modes none; bias: with a bias, which TOKEN's plan depends on).
 std::string explain_fwd_quant(int64_t rows, int64_t hidden, nk_dtype x, nk_dtype w,
-                              nk_quant_mode mode, int block);
+                              nk_quant_mode mode, int block, bool bias = false);
 // The plan of the per-tensor forward with y_t (one kernel, or the forward then the transpose).
 std::string explain_fwd_quant_transposed(int64_t rows, int64_t hidden, nk_dtype x, nk_dtype w);
 // The backward's, for contiguous operands and dweight wanted (and dbias with `dbias`).

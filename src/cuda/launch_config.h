@@ -282,9 +282,10 @@ LaunchConfig plan_fwd_quant(int64_t rows, int64_t hidden, int vec, int block, bo
                             const KernelFacts& facts);
 
 // plan_fwd_quant's EXACT registers plans of 16-byte vectors at up to kSmallItems vectors per
-// thread, for 16-bit x and weights, with facts.fwd_exact 4: pinned_registers (the kernels held
-// to 56 registers), and the CTA's vectors as the fewest whole warps that cover them at up to
-// kSmallItems (12288 columns as 384 x 4 rather than 512 x 3: three CTAs per SM instead of two).
+// thread, where the launcher has 56-register kernels (the caller decides: quant_backend.cu,
+// pinnable), with facts.fwd_exact 4: pinned_registers, and the CTA's vectors as the fewest whole
+// warps that cover them at up to kSmallItems (12288 columns as 384 x 4 rather than 512 x 3:
+// three CTAs per SM instead of two).
 void pin_quant_registers(LaunchConfig& c, int64_t rows, int64_t hidden, const KernelFacts& f);
 
 // The per-tensor quantized forward with y_t in one kernel (rms_norm_fwd_quant_transposed): a

@@ -34,16 +34,20 @@ void dispatch_x_and_weight(const nk_rms_norm_fwd_args& a, F&& f) {
   });
 }
 
-// plan_fwd_quant with the L2 policy of the inputs it reads once (x, residual): what the
-// launches and --explain share.
+// Whether the launcher has 56-register kernels for these (pin_quant_registers): 16-bit x and
+// weights, and not TOKEN with a bias, which keeps the 64-register kernel (two CTAs of 512 x 3
+// per SM at 12288 columns, not two of 384 x 4).
+bool pinnable(nk_dtype x, nk_dtype weight, nk_quant_mode mode, bool bias) {
+  return nk_dtype_size(x) == 2 && nk_dtype_size(weight) == 2 && !(mode == NK_QUANT_TOKEN && bias);
+}
+
+// plan_fwd_quant (pinned where `pin`) with the L2 policy of the inputs it reads once (x,
+// residual): what the launches and --explain share.
 LaunchConfig plan_quant_with_reads(int64_t rows, int64_t hidden, int vec, int scale_block,
-                                   bool dynamic, nk_dtype x, nk_dtype weight,
-                                   bool with_residual) {
+                                   bool dynamic, bool pin, nk_dtype x, bool with_residual) {
   const KernelFacts facts = kernel_facts(current_device_facts());
   LaunchConfig c = plan_fwd_quant(rows, hidden, vec, scale_block, dynamic, facts);
-  if (nk_dtype_size(x) == 2 && nk_dtype_size(weight) == 2) {
-    pin_quant_registers(c, rows, hidden, facts);
-  }
+  if (pin) pin_quant_registers(c, rows, hidden, facts);
   apply_read_policy(c, fwd_read_once_bytes(rows, hidden, nk_dtype_size(x), with_residual), false,
                     facts);
   return c;
@@ -52,7 +56,8 @@ LaunchConfig plan_quant_with_reads(int64_t rows, int64_t hidden, int vec, int sc
 LaunchConfig quant_config(const nk_rms_norm_fwd_args& a) {
   return plan_quant_with_reads(a.rows, a.hidden, quant_vector_width(a),
                                static_cast<int>(quant_block_size(a)), a.quant != NK_QUANT_TENSOR,
-                               a.x_dtype, a.weight_dtype, a.residual != nullptr);
+                               pinnable(a.x_dtype, a.weight_dtype, a.quant, a.bias != nullptr),
+                               a.x_dtype, a.residual != nullptr);
 }
 
 void launch_quant(const nk_rms_norm_fwd_args& a, cudaStream_t stream) {
@@ -104,10 +109,10 @@ int explained_quant_vec(int64_t hidden, nk_dtype x) {
 }  // namespace
 
 std::string explain_fwd_quant(int64_t rows, int64_t hidden, nk_dtype x, nk_dtype w,
-                              nk_quant_mode mode, int block) {
+                              nk_quant_mode mode, int block, bool bias) {
   const int scale_block = mode == NK_QUANT_MXFP8 ? 32 : mode == NK_QUANT_BLOCK ? block : 0;
   return plan_quant_with_reads(rows, hidden, explained_quant_vec(hidden, x), scale_block,
-                               mode != NK_QUANT_TENSOR, x, w, false)
+                               mode != NK_QUANT_TENSOR, pinnable(x, w, mode, bias), x, false)
       .describe();
 }
 

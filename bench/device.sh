@@ -3,8 +3,8 @@
 # `normkit check`, `normkit bench`, the Python tests and benchmarks; logs (as logs.tar.gz) and
 # the JSON results go to $OUT (or ./device-out).
 # Usage: bench/device.sh [steps...]   steps: build test check bench quant install python compare
-# train dtypes huge columns ncu_quant quant_bench exact items fused wide bwd_probe probe
-# inductor dram aftermath sanitize profile
+# train dtypes huge columns ncu_quant ncu_quant_source quant_bench exact items fused wide
+# bwd_probe probe inductor dram aftermath sanitize profile
 # (default: build test check bench)
 # BUILD=dir names the build tree (default build-device). (A tree built on the CPU machine cannot
 # travel instead: its binaries are over 64 MiB each.) `install` links that tree's libnormkit.a.
@@ -124,6 +124,17 @@ for step in "${steps[@]}"; do
           --section SpeedOfLight --section Occupancy --section LaunchStats \
           --section WarpStateStats --section MemoryWorkloadAnalysis --section SchedulerStats \
           "$BUILD/tools/normkit" bench --reps 2 --fwd-only --shapes 8192x8192 $args
+      done ;;
+    ncu_quant_source)  # where the pinned quantized forward's issue slots go: ncu's full set
+      # and the SASS source page of one per-tensor and one per-block launch at 8192x8192
+      for mode in tensor block; do
+        run "ncu_quant_${mode}_full" ncu --set full --import-source no \
+          --kernel-name regex:'rms_norm_fwd_quant' --launch-skip 3 --launch-count 1 \
+          -o "$LOGS/quant_$mode" "$BUILD/tools/normkit" bench --reps 2 --fwd-only \
+          --shapes 8192x8192 --quant "$mode" &&
+        run "ncu_quant_${mode}_source" ncu -i "$LOGS/quant_$mode.ncu-rep" --page source --csv \
+          --print-source sass &&
+        run "ncu_quant_${mode}_details" ncu -i "$LOGS/quant_$mode.ncu-rep" --page details
       done ;;
     exact)  # the EXACT forward kernels (no per-item range checks) against the general ones:
       # event timings of the sweep, then ncu's instruction counts at 8192x8192

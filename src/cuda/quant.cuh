@@ -110,6 +110,8 @@ __device__ __forceinline__ unsigned amax_seen(const float* amax) {
 // exceeds `seen` (amax_seen: the global already holds at least that). No barrier and no shared
 // memory, so the CTA's warps leave as they finish (cta_amax_to_global makes every warp wait for
 // the last one, twice). Deterministic as the max is. Every thread of the CTA calls this.
+// Measured slower than cta_amax_to_global at most shapes of the sweep (twelfth session: the
+// whole first wave reads 0 and updates the one word), so off by default.
 __device__ __forceinline__ void warp_amax_to_global(float v, unsigned seen, float* amax) {
   const unsigned lanes = __activemask();  // whole warps but in CTAs of fewer than 32 threads
   const unsigned m = __reduce_max_sync(lanes, __float_as_uint(v));

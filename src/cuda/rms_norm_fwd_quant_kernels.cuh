@@ -141,7 +141,9 @@ __device__ __forceinline__ float token_factor(const FwdParams& p, int64_t row, b
 // the plan says so; also in rms_norm_fwd_quant_token_folded.
 //
 // ADD_WEIGHT false: the launcher knows that weight_add(p) is -0.0 (no zero-centered weight), and
-// the add, an identity, is compiled out: one instruction of about nine per value.
+// the add, an identity, is compiled out: one instruction of about nine per value (measured 1-2%
+// faster, twelfth session). amax: per CTA, or per warp with p.quant.amax_per_warp (measured
+// slower at most shapes: launch_config.h, KernelFacts::quant_amax_per_warp).
 template <typename XT, typename WT, int MODE, int VEC, int IMAX, bool WEIGHT_FIRST, bool EXACT,
           bool ADD_WEIGHT = true>
 __device__ __forceinline__ void fwd_quant_registers_row(const FwdParams& p) {

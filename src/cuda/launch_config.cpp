@@ -58,6 +58,26 @@ int rows_per_block_for(int threads_per_row, int64_t rows, int sm_count) {
   return r;
 }
 
+// Reshapes c's CTA, whose chunk of a row holds `nvec` vectors, to fewer threads: the fewest whole
+// warps that cover those vectors exactly at up to max_items vectors per thread (rows per block
+// and grid again where a CTA holds whole rows). Returns whether it did.
+bool fewer_whole_warps(LaunchConfig& c, int64_t nvec, int max_items, int64_t rows,
+                       const KernelFacts& f) {
+  for (int items = max_items; items >= c.items; --items) {
+    if (nvec % items != 0) continue;
+    const int64_t t = nvec / items;
+    if (t % 32 != 0 || t >= c.threads_per_row) continue;
+    c.threads_per_row = static_cast<int>(t);
+    c.items = items;
+    if (c.cluster_size == 1) {
+      c.rows_per_block = rows_per_block_for(c.threads_per_row, rows, f.sm_count);
+      c.grid = ceil_div(rows, c.rows_per_block);
+    }
+    return true;
+  }
+  return false;
+}
+
 // The plain forward with facts.fwd_exact >= 3: a one-CTA-per-row registers plan of 512
 // threads reshaped to the fewest whole warps that cover the row exactly at up to kSmallItems
 // vectors per thread (12288 columns, 1536 vectors: 384 x 4 rather than 512 x 3, so three CTAs
@@ -70,18 +90,9 @@ void fewest_whole_warps(LaunchConfig& c, int64_t rows, int64_t hidden, const Ker
       hidden % c.vec != 0 || c.items > kSmallItems) {
     return;
   }
-  const int64_t nvec = hidden / c.vec;
   // (Never past the vectors per thread that NK_TUNE_FWD_ITEMS aims for.)
-  for (int items = std::min(kSmallItems, f.fwd_items_target); items >= c.items; --items) {
-    if (nvec % items != 0) continue;
-    const int64_t t = nvec / items;
-    if (t % 32 != 0 || t >= c.threads_per_row) continue;
-    c.threads_per_row = static_cast<int>(t);
-    c.items = items;
+  if (fewer_whole_warps(c, hidden / c.vec, std::min(kSmallItems, f.fwd_items_target), rows, f)) {
     c.cols_per_cta = hidden;
-    c.rows_per_block = rows_per_block_for(c.threads_per_row, rows, f.sm_count);
-    c.grid = ceil_div(rows, c.rows_per_block);
-    return;
   }
 }
 
@@ -357,17 +368,7 @@ void pin_quant_registers(LaunchConfig& c, int64_t rows, int64_t hidden, const Ke
     return;
   }
   c.pinned_registers = true;
-  const int64_t nvec_cta = int64_t(c.threads_per_row) * c.items;
-  for (int items = kSmallItems; items > c.items; --items) {
-    if (nvec_cta % items != 0 || (nvec_cta / items) % 32 != 0) continue;
-    c.threads_per_row = static_cast<int>(nvec_cta / items);
-    c.items = items;
-    if (c.cluster_size == 1) {
-      c.rows_per_block = rows_per_block_for(c.threads_per_row, rows, f.sm_count);
-      c.grid = ceil_div(rows, c.rows_per_block);
-    }
-    break;
-  }
+  fewer_whole_warps(c, int64_t(c.threads_per_row) * c.items, kSmallItems, rows, f);  // EXACT
   c.exact = chunks_exact(c, rows, hidden);
 }
 

@@ -3,7 +3,7 @@
 # `normkit check`, `normkit bench`, the Python tests and benchmarks; logs (as logs.tar.gz) and
 # the JSON results go to $OUT (or ./device-out).
 # Usage: bench/device.sh [steps...]   steps: build test check bench quant install python compare
-# train dtypes huge columns ncu_quant ncu_quant_source quant_bench exact items fused wide
+# train dtypes huge columns ncu_quant ncu_quant_source quant_bench exact items fused tickets wide
 # bwd_probe probe inductor dram aftermath sanitize profile
 # (default: build test check bench)
 # BUILD=dir names the build tree (default build-device). (A tree built on the CPU machine cannot
@@ -169,6 +169,39 @@ for step in "${steps[@]}"; do
         run "bench_items_tensor_$v" env NK_TUNE_FWD_ITEMS=$v "$BUILD/tools/normkit" bench \
           --quant tensor --fwd-only --explain --json "$LOGS/bench_items_tensor_$v.json"
       done ;;
+    tickets)  # the ticketed one-grid forward with y_t (setting 3): its tests, memcheck and
+      # racecheck of its own test, then the A/B against the two kernels (0) and other lags over
+      # the sweep. Each under `timeout`: a wait that never ends must not take the whole call.
+      run ctest_tickets timeout 240 ctest --test-dir "$BUILD" --output-on-failure \
+        -R "${TICKET_TEST_REGEX:-Quant|quant_two_kernel|quant_ticket|LaunchConfig}"
+      run gtest_tickets timeout 120 "$BUILD/tests/normkit_tests" --gtest_filter='*Transposed*/Cuda'
+      run sanitize_tickets timeout 120 compute-sanitizer --tool memcheck --error-exitcode 1 \
+        "$BUILD/tests/normkit_tests" --gtest_filter='*TransposedOutput*/Cuda'
+      run racecheck_tickets timeout 120 compute-sanitizer --tool racecheck --error-exitcode 1 \
+        "$BUILD/tools/normkit" bench --reps 1 --quant tensor --transposed --fwd-only \
+        --shapes 520x12288,1000x7168,4096x1024
+      for cfg in ${TICKET_CONFIGS:-NK_TUNE_QUANT_FUSED_TRANSPOSE=3 NK_TUNE_QUANT_FUSED_TRANSPOSE=0 \
+                 NK_TUNE_QUANT_TICKET_LAG=50 NK_TUNE_QUANT_TICKET_LAG=200 \
+                 NK_TUNE_QUANT_FUSED_TRANSPOSE=3 NK_TUNE_QUANT_FUSED_TRANSPOSE=0}; do
+        name=bench_tickets_${cfg//[^A-Za-z0-9_]/_}
+        while [ -e "$LOGS/$name.json" ]; do name=${name}_again; done
+        run "$name" timeout 60 env ${cfg//,/ } "$BUILD/tools/normkit" bench --quant tensor \
+          --transposed --fwd-only --explain --json "$LOGS/$name.json"
+      done
+      # DRAM bytes and time per kernel with the bench's own L2 state, the card's clocks: does
+      # the transpose read y from L2? Then where the ticketed kernel's warps stall.
+      for k in 3 0; do
+        run "ncu_tickets_dram_$k" timeout 120 env NK_TUNE_QUANT_FUSED_TRANSPOSE=$k ncu \
+          --cache-control none --clock-control none --kernel-name regex:'rms_norm|transpose' --csv \
+          --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_srcunit_tex_op_read_lookup_hit.sum,lts__t_sectors_srcunit_tex_op_read_lookup_miss.sum \
+          "$BUILD/tools/normkit" bench --reps 2 --quant tensor --transposed --fwd-only \
+          --shapes "${TICKET_NCU_SHAPES:-8192x8192,4096x12288}"
+      done
+      run ncu_tickets_stalls timeout 180 ncu --kernel-name regex:'rms_norm_fwd_quant_ticketed' \
+        --launch-skip 2 --launch-count 1 --section SpeedOfLight --section WarpStateStats \
+        --section SchedulerStats --section Occupancy --section MemoryWorkloadAnalysis \
+        "$BUILD/tools/normkit" bench --reps 2 --quant tensor --transposed --fwd-only \
+        --shapes 8192x8192 ;;
     fused)  # the per-tensor forward with y_t in one kernel (settings 1 and 2): tests, memcheck
       # (the quick check's y_t strides are too narrow for those plans: their own test too), A/B
       run ctest_fused ctest --test-dir "$BUILD" --output-on-failure -R 'quant_fused_transpose|LaunchConfig'

@@ -376,7 +376,8 @@ LaunchConfig plan_fwd_quant_transposed(int64_t rows, int64_t hidden, int vec, in
                                        const KernelFacts& facts) {
   LaunchConfig c;
   c.grid = 0;
-  if (!facts.quant_fused_transpose || vec * x_bytes != 16 || hidden % kTransposedRun != 0 ||
+  const bool one_kernel = facts.quant_fused_transpose == 1 || facts.quant_fused_transpose == 2;
+  if (!one_kernel || vec * x_bytes != 16 || hidden % kTransposedRun != 0 ||
       rows <= 0) {
     return c;
   }

@@ -143,8 +143,14 @@ struct KernelFacts {
   // The quantized forward with y_t in one kernel (rms_norm_fwd_quant_transposed) where it
   // applies (plan_fwd_quant_transposed); 0: the forward, then transpose_bytes
   // (NK_TUNE_QUANT_FUSED_TRANSPOSE). 1: one run per cluster, measured slower (docs/notes.md,
-  // eighth session); 2: the persistent, double-buffered kernel, not yet measured.
-  int quant_fused_transpose = 0;
+  // eighth session); 2: the persistent, double-buffered kernel, measured 2x slower (ninth
+  // session). 3 (the default): forward and transpose units in one grid, each band of 64 rows
+  // transposed from L2 soon after its forward units (rms_norm_fwd_quant_ticketed,
+  // transpose_tickets.h), where the pinned plan and the operands allow it (else 0).
+  int quant_fused_transpose = 3;
+  // Setting 3's lag: the rows that the forward units ahead of a band's transposes cover, in
+  // percent of the rows the device's resident CTAs hold (NK_TUNE_QUANT_TICKET_LAG).
+  int quant_ticket_lag_percent = 100;
   // Vectors per thread that plan's thread count aims for (NK_TUNE_QUANT_FUSED_ITEMS, 1-4): 1 =
   // up to 512 threads, one CTA per SM at 8192 columns; 4 = fewer threads, two CTAs per SM.
   int quant_fused_items_target = 1;
@@ -295,7 +301,7 @@ void pin_quant_registers(LaunchConfig& c, int64_t rows, int64_t hidden, const Ke
 // 2, the persistent kernel: two tiles per CTA, clusters of 2 or more (tile_buffers 2; its
 // launcher caps the grid to the resident clusters). Threads: facts.quant_fused_items_target
 // vectors each up to 512, at most kSmallItems vectors. grid 0 where it does not apply: the
-// knob off, vectors of x other than 16 bytes (vec x x_bytes), hidden not a multiple of 32,
+// knob neither 1 nor 2, vectors of x other than 16 bytes (vec x x_bytes), hidden not a multiple of 32,
 // rows too long. The launcher also needs y_t and its row stride 16-byte aligned.
 constexpr int kTransposedRun = 32;
 constexpr int64_t kTransposedTileBytes = 112 * 1024;

@@ -28,6 +28,19 @@ template <typename XT, typename WT>
 void launch_fwd_quant_transposed_for(const nk_rms_norm_fwd_args& args, const LaunchConfig& cfg,
                                      cudaStream_t stream);
 
+// The per-tensor quantized forward with y_t as one ticketed grid (rms_norm_fwd_quant_ticketed)
+// over a pinned plan of plan_fwd_quant, `lag_percent` as KernelFacts::quant_ticket_lag_percent.
+// false, with nothing launched, where the grid's counts pass 32 bits or no band counters are
+// available (band_counters); the caller then takes the two-kernel path.
+template <typename XT, typename WT>
+bool launch_fwd_quant_ticketed_for(const nk_rms_norm_fwd_args& args, const LaunchConfig& cfg,
+                                   int lag_percent, cudaStream_t stream);
+
+// `bands` zeroed counters for the ticketed grid on `stream` (one array per device and stream:
+// launches on one stream run in order, so they may share it; the kernels leave it zeroed). Null
+// where the array would have to grow while the stream is being captured into a graph.
+unsigned* band_counters(int64_t bands, cudaStream_t stream);
+
 // Elements per scale of the block modes, else 0 (validation resolved the C API's 0 already).
 inline int64_t quant_block_size(const nk_rms_norm_fwd_args& a) {
   return a.quant == NK_QUANT_BLOCK || a.quant == NK_QUANT_MXFP8 ? a.quant_block : 0;

@@ -1,13 +1,18 @@
 // CUDA entry point of the forward with a quantized output: vector width, configuration, the
 // amax reset, and the transpose into y_t.
+#include <algorithm>
 #include <cstdint>
+#include <map>
+#include <mutex>
 #include <string>
+#include <utility>
 
 #include "cuda/cuda_backend.h"
 #include "cuda/cuda_check.h"
 #include "cuda/launch_common.cuh"
 #include "cuda/launchers.h"
 #include "cuda/transpose_bytes.cuh"
+#include "cuda/transpose_tickets.h"
 #include "cuda/vector_width.h"
 
 namespace normkit::cuda {
@@ -60,8 +65,7 @@ LaunchConfig quant_config(const nk_rms_norm_fwd_args& a) {
                                a.x_dtype, a.residual != nullptr);
 }
 
-void launch_quant(const nk_rms_norm_fwd_args& a, cudaStream_t stream) {
-  const LaunchConfig cfg = quant_config(a);
+void launch_quant(const nk_rms_norm_fwd_args& a, const LaunchConfig& cfg, cudaStream_t stream) {
   dispatch_x_and_weight(a, [&](auto x, auto w) {
     launch_fwd_quant_for<decltype(x), decltype(w)>(a, cfg, stream);
   });
@@ -75,6 +79,26 @@ LaunchConfig fused_transposed_config(const nk_rms_norm_fwd_args& a) {
                                              kernel_facts(current_device_facts()));
   if (reinterpret_cast<uintptr_t>(a.y_t) % 16 != 0 || a.y_t_row_stride % 16 != 0) c.grid = 0;
   return c;
+}
+
+// Whether the shape and plan allow the ticketed grid (KernelFacts::quant_fused_transpose 3;
+// rms_norm_fwd_quant_ticketed): a pinned plan without clusters (16-bit x and weights, 16-byte
+// vectors), whole warps per CTA (a transpose unit's columns are its threads), rows per CTA
+// dividing a band, and hidden a multiple of 16 (16-byte reads of y). Pointers and strides are
+// the caller's to check (ticketed_operands).
+bool ticketed_shape(const LaunchConfig& cfg, int64_t hidden, const KernelFacts& facts) {
+  const int threads = cfg.threads_per_row * cfg.rows_per_block;
+  return facts.quant_fused_transpose == 3 && cfg.plan == RowPlan::kRegisters &&
+         cfg.pinned_registers && cfg.exact && cfg.cluster_size == 1 && cfg.vec == 8 &&
+         threads % 32 == 0 && kBandRows % cfg.rows_per_block == 0 && hidden % 16 == 0;
+}
+
+// y's and y_t's rows 16-byte aligned (the transpose units' loads and stores).
+bool ticketed_operands(const nk_rms_norm_fwd_args& a) {
+  auto aligned = [](const void* p, int64_t stride) {
+    return reinterpret_cast<uintptr_t>(p) % 16 == 0 && stride % 16 == 0;
+  };
+  return aligned(a.y, a.y_row_stride) && aligned(a.y_t, a.y_t_row_stride);
 }
 
 void launch_transpose(const nk_rms_norm_fwd_args& a, cudaStream_t stream) {
@@ -97,6 +121,36 @@ void launch_transpose(const nk_rms_norm_fwd_args& a, cudaStream_t stream) {
 
 }  // namespace
 
+unsigned* band_counters(int64_t bands, cudaStream_t stream) {
+  struct Counters {
+    unsigned* ptr = nullptr;
+    int64_t count = 0;
+  };
+  static std::mutex mutex;
+  static std::map<std::pair<int, cudaStream_t>, Counters> arrays;
+  const char* what = "band counters of the quantized forward";
+  int device = 0;
+  check_cuda(cudaGetDevice(&device), "cudaGetDevice", what);
+  std::lock_guard<std::mutex> lock(mutex);
+  Counters& c = arrays[{device, stream}];
+  if (c.count >= bands) return c.ptr;
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  check_cuda(cudaStreamIsCapturing(stream, &capture), "cudaStreamIsCapturing", what);
+  if (capture != cudaStreamCaptureStatusNone) return nullptr;
+  const int64_t count = std::max<int64_t>({bands, 2 * c.count, 1024});
+  unsigned* fresh = nullptr;
+  check_cuda(cudaMalloc(&fresh, static_cast<size_t>(count) * sizeof(unsigned)), "cudaMalloc",
+             what);
+  check_cuda(cudaMemsetAsync(fresh, 0, static_cast<size_t>(count) * sizeof(unsigned), stream),
+             "cudaMemsetAsync", what);
+  if (c.ptr) {  // earlier launches on this stream may still use the old array
+    check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize", what);
+    check_cuda(cudaFree(c.ptr), "cudaFree", what);
+  }
+  c = {fresh, count};
+  return fresh;
+}
+
 namespace {
 
 // The vector width the explain functions assume: 16 bytes of x where the rows allow it
@@ -117,10 +171,20 @@ std::string explain_fwd_quant(int64_t rows, int64_t hidden, nk_dtype x, nk_dtype
 }
 
 std::string explain_fwd_quant_transposed(int64_t rows, int64_t hidden, nk_dtype x, nk_dtype w) {
-  const LaunchConfig fused = plan_fwd_quant_transposed(
-      rows, hidden, explained_quant_vec(hidden, x), static_cast<int>(nk_dtype_size(x)),
-      kernel_facts(current_device_facts()));
+  const KernelFacts facts = kernel_facts(current_device_facts());
+  const int vec = explained_quant_vec(hidden, x);
+  const LaunchConfig fused =
+      plan_fwd_quant_transposed(rows, hidden, vec, static_cast<int>(nk_dtype_size(x)), facts);
   if (fused.grid > 0) return fused.describe() + " (y and y_t in one kernel)";
+  const LaunchConfig cfg = plan_quant_with_reads(rows, hidden, vec, 0, false,
+                                                 pinnable(x, w, NK_QUANT_TENSOR, false), x, false);
+  if (ticketed_shape(cfg, hidden, facts)) {
+    return cfg.describe() + "; forward and transpose units in one grid (bands of " +
+           std::to_string(kBandRows) + " rows, " +
+           std::to_string(cfg.threads_per_row * cfg.rows_per_block) +
+           " columns per transpose unit, lag " + std::to_string(facts.quant_ticket_lag_percent) +
+           "% of a resident wave), where y and y_t rows are 16-byte aligned";
+  }
   return explain_fwd_quant(rows, hidden, x, w, NK_QUANT_TENSOR, 0) +
          "; then transpose_bytes 64x64 tiles";
 }
@@ -129,6 +193,7 @@ void rms_norm_fwd_quant(const nk_rms_norm_fwd_args& a, void* stream) {
   const auto s = static_cast<cudaStream_t>(stream);
   try {
     if (a.amax) check_cuda(cudaMemsetAsync(a.amax, 0, sizeof(float), s), "cudaMemsetAsync(amax)");
+    const LaunchConfig cfg = quant_config(a);
     // y_t comes only with NK_QUANT_TENSOR (validated).
     if (a.y_t) {
       const LaunchConfig fused = fused_transposed_config(a);
@@ -138,8 +203,17 @@ void rms_norm_fwd_quant(const nk_rms_norm_fwd_args& a, void* stream) {
         });
         return;
       }
+      const KernelFacts facts = kernel_facts(current_device_facts());
+      if (ticketed_shape(cfg, a.hidden, facts) && ticketed_operands(a)) {
+        bool launched = false;
+        dispatch_x_and_weight(a, [&](auto x, auto w) {
+          launched = launch_fwd_quant_ticketed_for<decltype(x), decltype(w)>(
+              a, cfg, facts.quant_ticket_lag_percent, s);
+        });
+        if (launched) return;
+      }
     }
-    launch_quant(a, s);
+    launch_quant(a, cfg, s);
     // The transpose reads y back. Chunks of rows small enough for y to stay in L2 were slower
     // (launch gaps; docs/notes.md, q2).
     if (a.y_t) launch_transpose(a, s);

@@ -127,7 +127,8 @@ struct RowChunk {
         col_begin(rank * shape.cols_per_cta),
         col_end(min(shape.hidden, col_begin + shape.cols_per_cta)),
         items(shape.items) {}
-  // Row `row_index` whole, for kernels whose CTA walks rows (no clusters, blockDim.y 1).
+  // Row `row_index` whole (no clusters), for kernels that choose their rows themselves: a CTA
+  // walking rows, or a ticketed grid's forward unit (rms_norm_fwd_quant_ticketed).
   __device__ __forceinline__ RowChunk(const RowShape& shape, int64_t row_index)
       : rank(0),
         row(row_index),

@@ -144,14 +144,16 @@ __device__ __forceinline__ float token_factor(const FwdParams& p, int64_t row, b
 // the add, an identity, is compiled out: one instruction of about nine per value (measured 1-2%
 // faster, twelfth session). amax: per CTA, or per warp with p.quant.amax_per_warp (measured
 // slower at most shapes: launch_config.h, KernelFacts::quant_amax_per_warp).
+//
+// `c`: this thread's rows and columns (RowChunk by blockIdx, or a ticketed grid's forward unit).
 template <typename XT, typename WT, int MODE, int VEC, int IMAX, bool WEIGHT_FIRST, bool EXACT,
           bool ADD_WEIGHT = true>
-__device__ __forceinline__ void fwd_quant_registers_row(const FwdParams& p) {
+__device__ __forceinline__ void fwd_quant_registers_row(const FwdParams& p,
+                                                        const RowChunk<VEC, EXACT>& c) {
   __shared__ float scratch[kMaxWarps];
   __shared__ float cluster_slot;        // TOKEN's row maximum (cluster_reduce)
   __shared__ ClusterPush cluster_push;  // the row sum, with clusters
   const RowShape& shape = p.shape;
-  const RowChunk<VEC, EXACT> c(shape);
   const int64_t row = c.row;
 
   if (shape.cluster_size > 1) cluster_push_init(cluster_push);
@@ -247,7 +249,8 @@ __global__ void __launch_bounds__(
              ? 2
              : 0)
     rms_norm_fwd_quant_registers(FwdParams p) {
-  fwd_quant_registers_row<XT, WT, MODE, VEC, IMAX, WEIGHT_FIRST, EXACT>(p);
+  fwd_quant_registers_row<XT, WT, MODE, VEC, IMAX, WEIGHT_FIRST, EXACT>(
+      p, RowChunk<VEC, EXACT>(p.shape));
 }
 
 // The EXACT plans of 16-byte vectors of 16-bit x and weights at up to kSmallItems vectors per
@@ -259,7 +262,8 @@ template <typename XT, typename WT, int MODE, int VEC, bool ADD_WEIGHT>
 __global__ void __maxnreg__(56) rms_norm_fwd_quant_registers_exact_small(FwdParams p) {
   static_assert(sizeof(XT) == 2 && sizeof(WT) == 2 && VEC == 8 && MODE != NK_QUANT_TOKEN,
                 "16-byte vectors of 16-bit x and weights at the small budget");
-  fwd_quant_registers_row<XT, WT, MODE, VEC, kSmallItems, true, true, ADD_WEIGHT>(p);
+  fwd_quant_registers_row<XT, WT, MODE, VEC, kSmallItems, true, true, ADD_WEIGHT>(
+      p, RowChunk<VEC, true>(p.shape));
 }
 
 // NK_QUANT_TOKEN without bias, in one HBM pass and one row reduction: v is (s * w_eff) * rstd

@@ -7,6 +7,7 @@
 
 #include "cuda/grid_reduce_columns.h"
 #include "cuda/launch_config.h"
+#include "cuda/transpose_tickets.h"
 
 namespace {
 
@@ -627,6 +628,64 @@ TEST(LaunchConfig, PinnedQuantRegistersTakeTheFewestWholeWarpsAtSetting4) {
   }
 }
 
+// The ticketed grid's order (transpose_tickets.h): every forward unit and every (band, piece)
+// transpose exactly once, each band's forward units before its transposes in blockIdx order
+// (a transpose unit waits only for lower blockIdx), and the lag as planned.
+TEST(LaunchConfig, TransposeTicketsCoverEveryUnitOnceInADeadlockFreeOrder) {
+  using normkit::cuda::kBandRows;
+  struct Case {
+    int64_t rows, hidden;
+    int threads, rows_per_block;
+    int64_t resident;
+    int lag_percent;
+  };
+  for (const Case& k : {Case{8192, 8192, 256, 1, 528, 100}, Case{4230, 1024, 256, 8, 1056, 100},
+                        Case{1000, 7168, 224, 1, 660, 100}, Case{520, 12288, 384, 1, 396, 250},
+                        Case{64, 4096, 256, 2, 528, 100}, Case{100, 2048, 256, 4, 528, 0},
+                        Case{32768, 8192, 256, 1, 528, 1000}, Case{4096, 2048, 256, 4, 528, 50}}) {
+    SCOPED_TRACE(testing::Message() << k.rows << "x" << k.hidden << " lag " << k.lag_percent);
+    const int64_t forward_grid = (k.rows + k.rows_per_block - 1) / k.rows_per_block;
+    const auto t = normkit::cuda::plan_transpose_tickets(k.rows, k.hidden, k.threads,
+                                                         k.rows_per_block, forward_grid,
+                                                         k.resident, k.lag_percent);
+    const int64_t bands = (k.rows + kBandRows - 1) / kBandRows;
+    const int64_t units = kBandRows / k.rows_per_block;
+    const int64_t pieces = (k.hidden + k.threads - 1) / k.threads;
+    ASSERT_EQ(t.bands, bands);
+    ASSERT_EQ(t.units_per_band, units);
+    ASSERT_EQ(t.pieces_per_band, pieces);
+    ASSERT_EQ(t.piece_cols, uint32_t(k.threads));
+    ASSERT_EQ(t.grid, bands * (units + pieces));
+    const int64_t wanted_lag =
+        (k.resident * k.rows_per_block * k.lag_percent / 100 + kBandRows - 1) / kBandRows;
+    EXPECT_EQ(t.lag, std::min(wanted_lag, bands));
+    std::vector<int> forward_seen(static_cast<size_t>(bands * units), 0);
+    std::vector<int> piece_seen(static_cast<size_t>(bands * pieces), 0);
+    std::vector<int64_t> forward_done(static_cast<size_t>(bands), 0);  // per band, so far
+    for (uint32_t b = 0; b < t.grid; ++b) {
+      const normkit::cuda::TicketUnit u = t.unit(b);
+      ASSERT_LT(u.band, bands) << "CTA " << b;
+      if (u.forward) {
+        ASSERT_LT(u.index, bands * units) << "CTA " << b;
+        EXPECT_EQ(u.band, u.index / units) << "CTA " << b;
+        ++forward_seen[u.index];
+        ++forward_done[u.band];
+      } else {
+        ASSERT_LT(u.index, pieces) << "CTA " << b;
+        ++piece_seen[u.band * pieces + u.index];
+        EXPECT_EQ(forward_done[u.band], units) << "CTA " << b << " waits for a later CTA";
+      }
+    }
+    for (int n : forward_seen) EXPECT_EQ(n, 1);
+    for (int n : piece_seen) EXPECT_EQ(n, 1);
+  }
+  // Counts past 32 bits: no plan.
+  EXPECT_EQ(normkit::cuda::plan_transpose_tickets(int64_t(1) << 40, 1024, 256, 8,
+                                                  (int64_t(1) << 40) / 8, 528, 100)
+                .grid,
+            0u);
+}
+
 // A shape for plan_fwd_quant_transposed and the CTAs per 32-row run it should get.
 struct FusedExpect {
   int64_t rows, hidden;
@@ -655,8 +714,11 @@ void expect_fused_plan(const KernelFacts& f, const FusedExpect& e, int buffers) 
 
 TEST(LaunchConfig, FusedTransposeSharesEach32RowRunOverAClusterThatFillsTheDevice) {
   KernelFacts f;
-  EXPECT_EQ(f.quant_fused_transpose, 0);  // off: measured slower than the two kernels
-  EXPECT_EQ(normkit::cuda::plan_fwd_quant_transposed(64, 1024, 8, 2, f).grid, 0);
+  // Settings 1 and 2 only (measured slower than the two kernels); 3 is the ticketed grid.
+  for (int setting : {0, 3}) {
+    f.quant_fused_transpose = setting;
+    EXPECT_EQ(normkit::cuda::plan_fwd_quant_transposed(64, 1024, 8, 2, f).grid, 0);
+  }
   f.quant_fused_transpose = 1;
   // As test_quant_fwd.cpp's TransposedOutputOfWholeRuns has them, and the sweep's shapes: the
   // fewest CTAs per run whose codes fit the budget (8192 columns: 4 x 8 rows), more while the

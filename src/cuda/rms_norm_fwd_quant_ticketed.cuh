@@ -1,0 +1,163 @@
+// The per-tensor quantized forward with y_t in one grid: forward units (the pinned registers
+// kernel's rows) and transpose units (a band of 64 rows of y into y_t), ordered by
+// transpose_tickets.h. A band's transposes read y back from L2 a few microseconds after it was
+// written, so that HBM sees x read once and y and y_t written once; the two-kernel path read
+// the whole y back from HBM (25% more bytes). Forward units count into their band's counter;
+// a transpose unit waits for its band's count.
+#pragma once
+
+#include "cuda/rms_norm_fwd_quant_kernels.cuh"
+#include "cuda/transpose_tickets.h"
+
+namespace normkit::cuda {
+
+struct TicketParams {
+  TransposeTickets tickets;
+  // [tickets.bands] counters, zero before the launch; each launch leaves them zero (the last
+  // transpose unit of a band resets its counter), so a launch needs no memset.
+  unsigned* band_done = nullptr;
+};
+
+// Dynamic shared memory of a transpose unit: kBandRows rows of `cols` codes, each 16 rows
+// shifted by 32 bytes (band_tile_offset).
+constexpr int64_t band_tile_bytes(int64_t cols) {
+  return kBandRows * cols + (kBandRows / 16) * 32;
+}
+
+// Byte offset of (row, col) in the band tile. The shift per 16 rows puts the 4-byte reads of
+// transpose_band_piece's second phase (4 row blocks x 8 column groups per warp) on 32
+// distinct banks.
+__device__ __forceinline__ int band_tile_offset(int row, int col, int cols) {
+  return row * cols + (row >> 4) * 32 + col;
+}
+
+__device__ __forceinline__ unsigned load_acquire_gpu(const unsigned* p) {
+  unsigned v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+
+// Counts the CTA's forward unit into its band once every thread's stores are issued: the
+// barrier, then one thread's release add (the CTA's y visible at GPU scope before the count, as
+// CUTLASS's semaphore release). red.release is MEMBAR.ALL.GPU and a REDG in the SASS;
+// __threadfence() and atomicAdd were MEMBAR.SC.GPU, an invalidation of the SM's whole L1
+// (CCTL.IVALL) and an ATOMG.
+__device__ __forceinline__ void count_band_unit(unsigned* counter) {
+  __syncthreads();
+  if (threadIdx.x == 0 && threadIdx.y == 0) {
+    asm volatile("red.release.gpu.global.add.u32 [%0], 1;\n" ::"l"(counter) : "memory");
+  }
+}
+
+// Waits until the band's `units` forward units have counted, then counts this transpose unit
+// too; the band's last transpose unit (of `pieces`) returns the counter to zero. Every other
+// transpose unit has passed its wait by then, and nothing reads the counter again in this launch.
+__device__ __forceinline__ void wait_for_band(unsigned* counter, unsigned units, unsigned pieces) {
+  if (threadIdx.x == 0 && threadIdx.y == 0) {
+    while (load_acquire_gpu(counter) < units) __nanosleep(200);
+    if (atomicAdd(counter, 1u) == units + pieces - 1) atomicExch(counter, 0u);
+  }
+  __syncthreads();
+}
+
+// Four words of four rows (byte j of each: column j) as four words of four columns (byte i of
+// each: row i).
+__device__ __forceinline__ void transpose_4x4_bytes(const unsigned* rows, unsigned* cols) {
+  const unsigned lo01 = __byte_perm(rows[0], rows[1], 0x5140);  // r0c0 r1c0 r0c1 r1c1
+  const unsigned lo23 = __byte_perm(rows[2], rows[3], 0x5140);
+  const unsigned hi01 = __byte_perm(rows[0], rows[1], 0x7362);  // r0c2 r1c2 r0c3 r1c3
+  const unsigned hi23 = __byte_perm(rows[2], rows[3], 0x7362);
+  cols[0] = __byte_perm(lo01, lo23, 0x5410);
+  cols[1] = __byte_perm(lo01, lo23, 0x7632);
+  cols[2] = __byte_perm(hi01, hi23, 0x5410);
+  cols[3] = __byte_perm(hi01, hi23, 0x7632);
+}
+
+// y_t[c][r] = y[r][c] for rows [r0, r0 + 64) and columns [c0, c0 + W) of y, W the CTA's threads
+// (a multiple of 32). The launcher guarantees 16-byte aligned rows of y and y_t and hidden a
+// multiple of 16. Phase 1: each thread loads 4 x 16 bytes (16 rows apart) into the tile; phase
+// 2: each thread reads 16 rows x 4 columns as 16 words, transposes them by byte permutes and
+// stores 16 bytes into each of 4 rows of y_t (the warp's 4 row blocks of a column are one
+// 64-byte run).
+__device__ __forceinline__ void transpose_band_piece(const FwdParams& p, int64_t r0, int64_t c0,
+                                                     uint8_t* tile) {
+  const int width = blockDim.x * blockDim.y;
+  const int t = threadIdx.y * blockDim.x + threadIdx.x;
+  const int64_t rows = p.shape.rows, hidden = p.shape.hidden;
+  {
+    const int parts = width / 16;  // 16-byte parts per tile row
+    const int r = t / parts, part = t - r * parts;
+    const int64_t col = c0 + part * 16;
+    const uint8_t* y = static_cast<const uint8_t*>(p.y) + col;
+    uint4 v[4];
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      const int64_t row = r0 + q * 16 + r;
+      // Last use of y: evict-first (as transpose_bytes).
+      v[q] = row < rows && col < hidden
+                 ? __ldcs(reinterpret_cast<const uint4*>(y + row * p.y_stride))
+                 : make_uint4(0, 0, 0, 0);
+    }
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      *reinterpret_cast<uint4*>(tile + band_tile_offset(q * 16 + r, part * 16, width)) = v[q];
+    }
+  }
+  __syncthreads();
+  const int lane = t & 31;
+  const int block = lane & 3;                         // rows [16 * block, 16 * block + 16)
+  const int c = ((t >> 5) * 8 + (lane >> 2)) * 4;    // columns [c, c + 4) of the piece
+  const int64_t row = r0 + block * 16;
+  if (c0 + c >= hidden || row >= rows) return;
+  unsigned out[4][4];  // [column][4-row group]
+#pragma unroll
+  for (int g = 0; g < 4; ++g) {
+    unsigned in[4];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      in[k] = *reinterpret_cast<const unsigned*>(
+          tile + band_tile_offset(block * 16 + g * 4 + k, c, width));
+    }
+    unsigned cols[4];
+    transpose_4x4_bytes(in, cols);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) out[j][g] = cols[j];
+  }
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    uint8_t* to = p.quant.y_t + (c0 + c + j) * p.quant.y_t_stride + row;
+    if (row + 16 <= rows) {
+      __stcg(reinterpret_cast<uint4*>(to), make_uint4(out[j][0], out[j][1], out[j][2], out[j][3]));
+    } else {  // the last rows, fewer than 16 (unrolled: a runtime index put out in local memory)
+#pragma unroll
+      for (int i = 0; i < 16; ++i) {
+        if (i < rows - row) to[i] = static_cast<uint8_t>(out[j][i / 4] >> (8 * (i % 4)));
+      }
+    }
+  }
+}
+
+// The grid of transpose_tickets.h over the pinned per-tensor forward (16-byte vectors of 16-bit
+// x and weights, EXACT plans of up to kSmallItems vectors per thread, no clusters; 56 registers
+// as rms_norm_fwd_quant_registers_exact_small). Dynamic shared memory: band_tile_bytes(threads).
+template <typename XT, typename WT, bool ADD_WEIGHT>
+__global__ void __maxnreg__(56) rms_norm_fwd_quant_ticketed(FwdParams p, TicketParams tp) {
+  static_assert(sizeof(XT) == 2 && sizeof(WT) == 2, "16-bit x and weights");
+  extern __shared__ __align__(16) uint8_t band_tile[];
+  const TicketUnit u = tp.tickets.unit(blockIdx.x);
+  if (u.forward) {
+    if (u.index < tp.tickets.forward_units) {
+      const RowChunk<8, true> c(p.shape,
+                                static_cast<int64_t>(u.index) * blockDim.y + threadIdx.y);
+      fwd_quant_registers_row<XT, WT, NK_QUANT_TENSOR, 8, kSmallItems, true, true, ADD_WEIGHT>(p,
+                                                                                            c);
+    }
+    count_band_unit(tp.band_done + u.band);
+  } else {
+    wait_for_band(tp.band_done + u.band, tp.tickets.units_per_band, tp.tickets.pieces_per_band);
+    transpose_band_piece(p, static_cast<int64_t>(u.band) * kBandRows,
+                         static_cast<int64_t>(u.index) * tp.tickets.piece_cols, band_tile);
+  }
+}
+
+}  // namespace normkit::cuda

@@ -151,6 +151,9 @@ struct KernelFacts {
   // Setting 3's lag: the rows that the forward units ahead of a band's transposes cover, in
   // percent of the rows the device's resident CTAs hold (NK_TUNE_QUANT_TICKET_LAG).
   int quant_ticket_lag_percent = 100;
+  // Setting 3's transpose units: 1 or 2 slices of the CTA's threads in columns each
+  // (NK_TUNE_QUANT_TICKET_SLICES; 2 halves the units and their wait for the band's count).
+  int quant_ticket_slices = 1;
   // Vectors per thread that plan's thread count aims for (NK_TUNE_QUANT_FUSED_ITEMS, 1-4): 1 =
   // up to 512 threads, one CTA per SM at 8192 columns; 4 = fewer threads, two CTAs per SM.
   int quant_fused_items_target = 1;

@@ -133,7 +133,7 @@ void launch_fwd_quant_for(const nk_rms_norm_fwd_args& a, const LaunchConfig& cfg
 
 template <typename XT, typename WT>
 bool launch_fwd_quant_ticketed_for(const nk_rms_norm_fwd_args& a, const LaunchConfig& cfg,
-                                   int lag_percent, cudaStream_t stream) {
+                                   int lag_percent, int slices_per_piece, cudaStream_t stream) {
   if constexpr (sizeof(XT) == 2 && sizeof(WT) == 2) {
     if (!cfg.pinned_registers || cfg.cluster_size != 1 || cfg.vec != 8) {
       throw Error(NK_ERROR_INTERNAL, "rms_norm_fwd quantized + transposed (one grid): unexpected "
@@ -144,15 +144,19 @@ bool launch_fwd_quant_ticketed_for(const nk_rms_norm_fwd_args& a, const LaunchCo
     p.quant.y_t = static_cast<uint8_t*>(a.y_t);
     p.quant.y_t_stride = a.y_t_row_stride;
     const bool add = p.weight && p.zero_centered;  // as the pinned kernels (launch_fwd_quant_mode)
-    auto kernel = add ? rms_norm_fwd_quant_ticketed<XT, WT, true>
-                      : rms_norm_fwd_quant_ticketed<XT, WT, false>;
+    const int slices = slices_per_piece == 2 ? 2 : 1;
+    auto kernel = add ? (slices == 2 ? rms_norm_fwd_quant_ticketed<XT, WT, true, 2>
+                                     : rms_norm_fwd_quant_ticketed<XT, WT, true, 1>)
+                      : (slices == 2 ? rms_norm_fwd_quant_ticketed<XT, WT, false, 2>
+                                     : rms_norm_fwd_quant_ticketed<XT, WT, false, 1>);
     const char* what = "rms_norm_fwd quantized + transposed (one grid)";
     const dim3 block(cfg.threads_per_row, cfg.rows_per_block);
     const int threads = cfg.threads_per_row * cfg.rows_per_block;
-    const size_t smem = static_cast<size_t>(band_tile_bytes(threads));
+    const size_t smem = static_cast<size_t>(slices * band_tile_bytes(threads));
     TicketParams tp;
-    tp.tickets = plan_transpose_tickets(a.rows, a.hidden, threads, cfg.rows_per_block, cfg.grid,
-                                        resident_ctas(kernel, block, smem, what), lag_percent);
+    tp.tickets =
+        plan_transpose_tickets(a.rows, a.hidden, threads, slices, cfg.rows_per_block, cfg.grid,
+                               resident_ctas(kernel, block, smem, what), lag_percent);
     if (tp.tickets.grid == 0) return false;
     tp.band_done = band_counters(tp.tickets.bands, stream);
     if (!tp.band_done) return false;

@@ -181,7 +181,7 @@ std::string explain_fwd_quant_transposed(int64_t rows, int64_t hidden, nk_dtype 
   if (ticketed_shape(cfg, hidden, facts)) {
     return cfg.describe() + "; forward and transpose units in one grid (bands of " +
            std::to_string(kBandRows) + " rows, " +
-           std::to_string(cfg.threads_per_row * cfg.rows_per_block) +
+           std::to_string(cfg.threads_per_row * cfg.rows_per_block * facts.quant_ticket_slices) +
            " columns per transpose unit, lag " + std::to_string(facts.quant_ticket_lag_percent) +
            "% of a resident wave), where y and y_t rows are 16-byte aligned";
   }
@@ -208,7 +208,7 @@ void rms_norm_fwd_quant(const nk_rms_norm_fwd_args& a, void* stream) {
         bool launched = false;
         dispatch_x_and_weight(a, [&](auto x, auto w) {
           launched = launch_fwd_quant_ticketed_for<decltype(x), decltype(w)>(
-              a, cfg, facts.quant_ticket_lag_percent, s);
+              a, cfg, facts.quant_ticket_lag_percent, facts.quant_ticket_slices, s);
         });
         if (launched) return;
       }

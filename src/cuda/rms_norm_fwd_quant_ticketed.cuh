@@ -6,6 +6,7 @@
 // a transpose unit waits for its band's count.
 #pragma once
 
+#include "cuda/async_copy.cuh"
 #include "cuda/rms_norm_fwd_quant_kernels.cuh"
 #include "cuda/transpose_tickets.h"
 
@@ -73,65 +74,77 @@ __device__ __forceinline__ void transpose_4x4_bytes(const unsigned* rows, unsign
   cols[3] = __byte_perm(hi01, hi23, 0x7632);
 }
 
-// y_t[c][r] = y[r][c] for rows [r0, r0 + 64) and columns [c0, c0 + W) of y, W the CTA's threads
-// (a multiple of 32). The launcher guarantees 16-byte aligned rows of y and y_t and hidden a
-// multiple of 16. Phase 1: each thread loads 4 x 16 bytes (16 rows apart) into the tile; phase
-// 2: each thread reads 16 rows x 4 columns as 16 words, transposes them by byte permutes and
-// stores 16 bytes into each of 4 rows of y_t (the warp's 4 row blocks of a column are one
-// 64-byte run).
+// y_t[c][r] = y[r][c] for rows [r0, r0 + 64) and columns [c0, c0 + SLICES * W) of y, W the
+// CTA's threads (a multiple of 32), slice s through its own tile at s * band_tile_bytes(W). The
+// launcher guarantees 16-byte aligned rows of y and y_t and hidden a multiple of 16. Phase 1:
+// each thread copies 4 x 16 bytes per slice (16 rows apart) into the tile; phase 2: per slice, each thread reads 16 rows x 4 columns as 16 words, transposes them by
+// byte permutes and stores 16 bytes into each of 4 rows of y_t (the warp's 4 row blocks of a
+// column are one 64-byte run).
+template <int SLICES>
 __device__ __forceinline__ void transpose_band_piece(const FwdParams& p, int64_t r0, int64_t c0,
                                                      uint8_t* tile) {
   const int width = blockDim.x * blockDim.y;
   const int t = threadIdx.y * blockDim.x + threadIdx.x;
   const int64_t rows = p.shape.rows, hidden = p.shape.hidden;
+  const int64_t slice_bytes = band_tile_bytes(width);
   {
+    // Straight into the tile (cp.async): no registers held across the loads, so that all of a
+    // thread's 4 x SLICES loads are in flight at once under the 56-register cap (as register
+    // loads, 2 slices spilled). Parts past the rows or columns stay unwritten; phase 2 never
+    // stores them.
     const int parts = width / 16;  // 16-byte parts per tile row
     const int r = t / parts, part = t - r * parts;
-    const int64_t col = c0 + part * 16;
-    const uint8_t* y = static_cast<const uint8_t*>(p.y) + col;
-    uint4 v[4];
 #pragma unroll
-    for (int q = 0; q < 4; ++q) {
-      const int64_t row = r0 + q * 16 + r;
-      // Last use of y: evict-first (as transpose_bytes).
-      v[q] = row < rows && col < hidden
-                 ? __ldcs(reinterpret_cast<const uint4*>(y + row * p.y_stride))
-                 : make_uint4(0, 0, 0, 0);
-    }
+    for (int sl = 0; sl < SLICES; ++sl) {
+      const int64_t col = c0 + sl * width + part * 16;
+      const uint8_t* y = static_cast<const uint8_t*>(p.y) + col;
 #pragma unroll
-    for (int q = 0; q < 4; ++q) {
-      *reinterpret_cast<uint4*>(tile + band_tile_offset(q * 16 + r, part * 16, width)) = v[q];
+      for (int q = 0; q < 4; ++q) {
+        const int64_t row = r0 + q * 16 + r;
+        if (row < rows && col < hidden) {
+          cp_async<16>(tile + sl * slice_bytes + band_tile_offset(q * 16 + r, part * 16, width),
+                       y + row * p.y_stride);
+        }
+      }
     }
+    cp_async_commit();
+    cp_async_wait<0>();
   }
   __syncthreads();
   const int lane = t & 31;
-  const int block = lane & 3;                         // rows [16 * block, 16 * block + 16)
-  const int c = ((t >> 5) * 8 + (lane >> 2)) * 4;    // columns [c, c + 4) of the piece
+  const int block = lane & 3;                       // rows [16 * block, 16 * block + 16)
+  const int c = ((t >> 5) * 8 + (lane >> 2)) * 4;  // columns [c, c + 4) of the slice
   const int64_t row = r0 + block * 16;
-  if (c0 + c >= hidden || row >= rows) return;
-  unsigned out[4][4];  // [column][4-row group]
+#pragma unroll 1  // (unrolled, 2 slices spilled 24 bytes at the 56-register cap)
+  for (int sl = 0; sl < SLICES; ++sl) {
+    const int64_t col = c0 + sl * width + c;
+    if (col >= hidden || row >= rows) return;  // later slices lie further right
+    const uint8_t* from = tile + sl * slice_bytes;
+    unsigned out[4][4];  // [column][4-row group]
 #pragma unroll
-  for (int g = 0; g < 4; ++g) {
-    unsigned in[4];
+    for (int g = 0; g < 4; ++g) {
+      unsigned in[4];
 #pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      in[k] = *reinterpret_cast<const unsigned*>(
-          tile + band_tile_offset(block * 16 + g * 4 + k, c, width));
+      for (int k = 0; k < 4; ++k) {
+        in[k] = *reinterpret_cast<const unsigned*>(
+            from + band_tile_offset(block * 16 + g * 4 + k, c, width));
+      }
+      unsigned cols[4];
+      transpose_4x4_bytes(in, cols);
+#pragma unroll
+      for (int j = 0; j < 4; ++j) out[j][g] = cols[j];
     }
-    unsigned cols[4];
-    transpose_4x4_bytes(in, cols);
 #pragma unroll
-    for (int j = 0; j < 4; ++j) out[j][g] = cols[j];
-  }
+    for (int j = 0; j < 4; ++j) {
+      uint8_t* to = p.quant.y_t + (col + j) * p.quant.y_t_stride + row;
+      if (row + 16 <= rows) {
+        __stcg(reinterpret_cast<uint4*>(to),
+               make_uint4(out[j][0], out[j][1], out[j][2], out[j][3]));
+      } else {  // the last rows, fewer than 16 (unrolled: a runtime index put out in local memory)
 #pragma unroll
-  for (int j = 0; j < 4; ++j) {
-    uint8_t* to = p.quant.y_t + (c0 + c + j) * p.quant.y_t_stride + row;
-    if (row + 16 <= rows) {
-      __stcg(reinterpret_cast<uint4*>(to), make_uint4(out[j][0], out[j][1], out[j][2], out[j][3]));
-    } else {  // the last rows, fewer than 16 (unrolled: a runtime index put out in local memory)
-#pragma unroll
-      for (int i = 0; i < 16; ++i) {
-        if (i < rows - row) to[i] = static_cast<uint8_t>(out[j][i / 4] >> (8 * (i % 4)));
+        for (int i = 0; i < 16; ++i) {
+          if (i < rows - row) to[i] = static_cast<uint8_t>(out[j][i / 4] >> (8 * (i % 4)));
+        }
       }
     }
   }
@@ -139,8 +152,9 @@ __device__ __forceinline__ void transpose_band_piece(const FwdParams& p, int64_t
 
 // The grid of transpose_tickets.h over the pinned per-tensor forward (16-byte vectors of 16-bit
 // x and weights, EXACT plans of up to kSmallItems vectors per thread, no clusters; 56 registers
-// as rms_norm_fwd_quant_registers_exact_small). Dynamic shared memory: band_tile_bytes(threads).
-template <typename XT, typename WT, bool ADD_WEIGHT>
+// as rms_norm_fwd_quant_registers_exact_small). A transpose unit takes SLICES x threads columns
+// (tp.tickets.piece_cols). Dynamic shared memory: SLICES * band_tile_bytes(threads).
+template <typename XT, typename WT, bool ADD_WEIGHT, int SLICES>
 __global__ void __maxnreg__(56) rms_norm_fwd_quant_ticketed(FwdParams p, TicketParams tp) {
   static_assert(sizeof(XT) == 2 && sizeof(WT) == 2, "16-bit x and weights");
   extern __shared__ __align__(16) uint8_t band_tile[];
@@ -155,7 +169,7 @@ __global__ void __maxnreg__(56) rms_norm_fwd_quant_ticketed(FwdParams p, TicketP
     count_band_unit(tp.band_done + u.band);
   } else {
     wait_for_band(tp.band_done + u.band, tp.tickets.units_per_band, tp.tickets.pieces_per_band);
-    transpose_band_piece(p, static_cast<int64_t>(u.band) * kBandRows,
+    transpose_band_piece<SLICES>(p, static_cast<int64_t>(u.band) * kBandRows,
                          static_cast<int64_t>(u.index) * tp.tickets.piece_cols, band_tile);
   }
 }

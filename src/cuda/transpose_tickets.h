@@ -37,7 +37,7 @@ struct TransposeTickets {
   uint32_t bands = 0;            // ceil(rows / kBandRows)
   uint32_t units_per_band = 0;   // forward CTAs per band: kBandRows / rows_per_block
   uint32_t pieces_per_band = 0;  // transpose units per band: ceil(hidden / piece_cols)
-  uint32_t piece_cols = 0;       // columns per transpose unit: the CTA's threads
+  uint32_t piece_cols = 0;       // columns per transpose unit: the CTA's threads x slices
   uint32_t lag = 0;              // bands of forward units between a band's own and its
                                  // transposes (0 to bands)
   uint32_t forward_units = 0;    // the forward plan's grid; units past it (in the last band)
@@ -72,16 +72,18 @@ struct TransposeTickets {
 };
 
 // The ticketed grid of a forward plan of `threads` threads per CTA (a multiple of 32) and
-// `rows_per_block` rows per CTA (dividing kBandRows) over `forward_grid` CTAs; `resident_ctas`
-// the CTAs the device runs at once, `lag_percent` how much of their rows the lag covers.
-// grid 0 where the counts pass 32 bits.
+// `rows_per_block` rows per CTA (dividing kBandRows) over `forward_grid` CTAs, transpose units
+// of `slices` x threads columns; `resident_ctas` the CTAs the device runs at once,
+// `lag_percent` how much of their rows the lag covers. grid 0 where the counts pass 32 bits.
 inline TransposeTickets plan_transpose_tickets(int64_t rows, int64_t hidden, int threads,
-                                               int rows_per_block, int64_t forward_grid,
-                                               int64_t resident_ctas, int lag_percent) {
+                                               int slices, int rows_per_block,
+                                               int64_t forward_grid, int64_t resident_ctas,
+                                               int lag_percent) {
   TransposeTickets t;
   const int64_t bands = (rows + kBandRows - 1) / kBandRows;
   const int64_t units = kBandRows / rows_per_block;
-  const int64_t pieces = (hidden + threads - 1) / threads;
+  const int64_t piece_cols = int64_t(threads) * slices;
+  const int64_t pieces = (hidden + piece_cols - 1) / piece_cols;
   const int64_t grid = bands * (units + pieces);
   if (grid > 0x7fffffff || forward_grid > bands * units) return t;
   const int64_t rows_in_flight = resident_ctas * rows_per_block * lag_percent / 100;
@@ -89,7 +91,7 @@ inline TransposeTickets plan_transpose_tickets(int64_t rows, int64_t hidden, int
   t.bands = static_cast<uint32_t>(bands);
   t.units_per_band = static_cast<uint32_t>(units);
   t.pieces_per_band = static_cast<uint32_t>(pieces);
-  t.piece_cols = static_cast<uint32_t>(threads);
+  t.piece_cols = static_cast<uint32_t>(piece_cols);
   t.lag = static_cast<uint32_t>(lag < bands ? lag : bands);
   t.forward_units = static_cast<uint32_t>(forward_grid);
   t.grid = static_cast<uint32_t>(grid);

@@ -635,26 +635,28 @@ TEST(LaunchConfig, TransposeTicketsCoverEveryUnitOnceInADeadlockFreeOrder) {
   using normkit::cuda::kBandRows;
   struct Case {
     int64_t rows, hidden;
-    int threads, rows_per_block;
+    int threads, slices, rows_per_block;
     int64_t resident;
     int lag_percent;
   };
-  for (const Case& k : {Case{8192, 8192, 256, 1, 528, 100}, Case{4230, 1024, 256, 8, 1056, 100},
-                        Case{1000, 7168, 224, 1, 660, 100}, Case{520, 12288, 384, 1, 396, 250},
-                        Case{64, 4096, 256, 2, 528, 100}, Case{100, 2048, 256, 4, 528, 0},
-                        Case{32768, 8192, 256, 1, 528, 1000}, Case{4096, 2048, 256, 4, 528, 50}}) {
+  for (const Case& k :
+       {Case{8192, 8192, 256, 1, 1, 528, 100}, Case{4230, 1024, 256, 1, 8, 1056, 100},
+        Case{1000, 7168, 224, 2, 1, 660, 100}, Case{520, 12288, 384, 1, 1, 396, 250},
+        Case{64, 4096, 256, 2, 2, 528, 100}, Case{100, 2048, 256, 1, 4, 528, 0},
+        Case{32768, 8192, 256, 2, 1, 528, 1000}, Case{4096, 2048, 256, 2, 4, 528, 50}}) {
     SCOPED_TRACE(testing::Message() << k.rows << "x" << k.hidden << " lag " << k.lag_percent);
     const int64_t forward_grid = (k.rows + k.rows_per_block - 1) / k.rows_per_block;
-    const auto t = normkit::cuda::plan_transpose_tickets(k.rows, k.hidden, k.threads,
+    const auto t = normkit::cuda::plan_transpose_tickets(k.rows, k.hidden, k.threads, k.slices,
                                                          k.rows_per_block, forward_grid,
                                                          k.resident, k.lag_percent);
     const int64_t bands = (k.rows + kBandRows - 1) / kBandRows;
     const int64_t units = kBandRows / k.rows_per_block;
-    const int64_t pieces = (k.hidden + k.threads - 1) / k.threads;
+    const int64_t piece_cols = int64_t(k.threads) * k.slices;
+    const int64_t pieces = (k.hidden + piece_cols - 1) / piece_cols;
     ASSERT_EQ(t.bands, bands);
     ASSERT_EQ(t.units_per_band, units);
     ASSERT_EQ(t.pieces_per_band, pieces);
-    ASSERT_EQ(t.piece_cols, uint32_t(k.threads));
+    ASSERT_EQ(t.piece_cols, piece_cols);
     ASSERT_EQ(t.grid, bands * (units + pieces));
     const int64_t wanted_lag =
         (k.resident * k.rows_per_block * k.lag_percent / 100 + kBandRows - 1) / kBandRows;
@@ -680,7 +682,7 @@ TEST(LaunchConfig, TransposeTicketsCoverEveryUnitOnceInADeadlockFreeOrder) {
     for (int n : piece_seen) EXPECT_EQ(n, 1);
   }
   // Counts past 32 bits: no plan.
-  EXPECT_EQ(normkit::cuda::plan_transpose_tickets(int64_t(1) << 40, 1024, 256, 8,
+  EXPECT_EQ(normkit::cuda::plan_transpose_tickets(int64_t(1) << 40, 1024, 256, 1, 8,
                                                   (int64_t(1) << 40) / 8, 528, 100)
                 .grid,
             0u);

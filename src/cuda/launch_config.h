@@ -146,14 +146,22 @@ struct KernelFacts {
   // eighth session); 2: the persistent, double-buffered kernel, measured 2x slower (ninth
   // session). 3 (the default): forward and transpose units in one grid, each band of 64 rows
   // transposed from L2 soon after its forward units (rms_norm_fwd_quant_ticketed,
-  // transpose_tickets.h), where the pinned plan and the operands allow it (else 0).
+  // transpose_tickets.h), where the pinned plan and the operands allow it (else 0). Measured
+  // (thirteenth session, H100, against 0, twice each in one call): 8192 x 8192 132.5 -> 112.2 us,
+  // 32768 x 8192 494.3 -> 416.2, 16384 x 7168 221.7 -> 188.8, 4096 x 12288 102.8 -> 87.3 (ncu:
+  // DRAM reads x alone, so y comes back from L2).
   int quant_fused_transpose = 3;
   // Setting 3's lag: the rows that the forward units ahead of a band's transposes cover, in
-  // percent of the rows the device's resident CTAs hold (NK_TUNE_QUANT_TICKET_LAG).
+  // percent of the rows the device's resident CTAs hold (NK_TUNE_QUANT_TICKET_LAG). Measured
+  // (thirteenth session): 50, 75, 150 and 200 within +-3% of 100 (8192 x 8192: 100 112.2 us,
+  // 75 113.7, 150 112.2; 16384 x 7168: 188.8, 191.7, 190.7), none better everywhere.
   int quant_ticket_lag_percent = 100;
   // Setting 3's transpose units: 1 or 2 slices of the CTA's threads in columns each
-  // (NK_TUNE_QUANT_TICKET_SLICES; 2 halves the units and their wait for the band's count).
-  int quant_ticket_slices = 1;
+  // (NK_TUNE_QUANT_TICKET_SLICES; 2 halves the units and their waits for the band's count).
+  // Measured (thirteenth session, H100, twice each in one call): 2 against 1, 32768 x 8192
+  // 419.1 -> 411.1 us, 16384 x 7168 190.3 -> 185.1, 8192 x 8192 112.9 -> 111.1; 4096 x 1024
+  // 14.5 -> 15.0 (the smaller shapes within +-0.5 us).
+  int quant_ticket_slices = 2;
   // Vectors per thread that plan's thread count aims for (NK_TUNE_QUANT_FUSED_ITEMS, 1-4): 1 =
   // up to 512 threads, one CTA per SM at 8192 columns; 4 = fewer threads, two CTAs per SM.
   int quant_fused_items_target = 1;

@@ -37,9 +37,10 @@ template <typename XT, typename WT>
 bool launch_fwd_quant_ticketed_for(const nk_rms_norm_fwd_args& args, const LaunchConfig& cfg,
                                    int lag_percent, int slices_per_piece, cudaStream_t stream);
 
-// `bands` zeroed counters for the ticketed grid on `stream` (one array per device and stream:
-// launches on one stream run in order, so they may share it; the kernels leave it zeroed). Null
-// where the array would have to grow while the stream is being captured into a graph.
+// `bands` zeroed counters for the ticketed grid on `stream` (one array per device and stream,
+// and per host thread for cudaStreamPerThread: launches on one stream run in order, so they may
+// share it; the kernels leave it zeroed). Null while the stream is being captured into a graph:
+// graphs get the two-kernel path.
 unsigned* band_counters(int64_t bands, cudaStream_t stream);
 
 // Elements per scale of the block modes, else 0 (validation resolved the C API's 0 already).

@@ -5,7 +5,8 @@
 #include <map>
 #include <mutex>
 #include <string>
-#include <utility>
+#include <thread>
+#include <tuple>
 
 #include "cuda/cuda_backend.h"
 #include "cuda/cuda_check.h"
@@ -126,17 +127,23 @@ unsigned* band_counters(int64_t bands, cudaStream_t stream) {
     unsigned* ptr = nullptr;
     int64_t count = 0;
   };
-  static std::mutex mutex;
-  static std::map<std::pair<int, cudaStream_t>, Counters> arrays;
   const char* what = "band counters of the quantized forward";
-  int device = 0;
-  check_cuda(cudaGetDevice(&device), "cudaGetDevice", what);
-  std::lock_guard<std::mutex> lock(mutex);
-  Counters& c = arrays[{device, stream}];
-  if (c.count >= bands) return c.ptr;
+  // Not into graphs: a captured launch would keep this stream's array, and replays of two such
+  // graphs on two streams at once would share it (one launch's reset would strand the other's
+  // waits).
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   check_cuda(cudaStreamIsCapturing(stream, &capture), "cudaStreamIsCapturing", what);
   if (capture != cudaStreamCaptureStatusNone) return nullptr;
+  // cudaStreamPerThread names another stream in every host thread: the thread is part of its key.
+  const std::thread::id thread =
+      stream == cudaStreamPerThread ? std::this_thread::get_id() : std::thread::id();
+  static std::mutex mutex;
+  static std::map<std::tuple<int, cudaStream_t, std::thread::id>, Counters> arrays;
+  int device = 0;
+  check_cuda(cudaGetDevice(&device), "cudaGetDevice", what);
+  std::lock_guard<std::mutex> lock(mutex);
+  Counters& c = arrays[{device, stream, thread}];
+  if (c.count >= bands) return c.ptr;
   const int64_t count = std::max<int64_t>({bands, 2 * c.count, 1024});
   unsigned* fresh = nullptr;
   check_cuda(cudaMalloc(&fresh, static_cast<size_t>(count) * sizeof(unsigned)), "cudaMalloc",

@@ -157,11 +157,14 @@ TEST_F(QuantStreams, CapturedIntoAGraphGivesTheBitsOfOneLaunch) {
   cudaGraphExec_t exec;
   expect_cuda(cudaGraphInstantiate(&exec, graph, 0), "cudaGraphInstantiate");
   for (int replay = 0; replay < 2; ++replay) {
-    Outputs poisoned;  // the same buffers again: poison them through a copy of a fresh set
-    expect_cuda(cudaMemcpy(captured.y.data(), poisoned.y.data(), kRows * kHidden,
-                           cudaMemcpyDeviceToDevice), "poison y");
-    expect_cuda(cudaMemcpy(captured.y_t.data(), poisoned.y_t.data(), kRows * kHidden,
-                           cudaMemcpyDeviceToDevice), "poison y_t");
+    // The same buffers again, poisoned by copies from a fresh set on the graph's own stream (a
+    // device-to-device cudaMemcpy returns before it is done, and s does not wait for the legacy
+    // stream: the first version of this test saw the poison land after the replay).
+    Outputs poisoned;
+    expect_cuda(cudaMemcpyAsync(captured.y.data(), poisoned.y.data(), kRows * kHidden,
+                                cudaMemcpyDeviceToDevice, s), "poison y");
+    expect_cuda(cudaMemcpyAsync(captured.y_t.data(), poisoned.y_t.data(), kRows * kHidden,
+                                cudaMemcpyDeviceToDevice, s), "poison y_t");
     expect_cuda(cudaGraphLaunch(exec, s), "cudaGraphLaunch");
     expect_cuda(cudaStreamSynchronize(s), "replay");
     expect_same(captured, one, "a graph replay");

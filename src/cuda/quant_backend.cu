@@ -1,5 +1,6 @@
 // CUDA entry point of the forward with a quantized output: vector width, configuration, the
-// amax reset, and the transpose into y_t.
+// amax reset, and y_t: the ticketed grid where it applies (with its band counters), else the
+// forward then the transpose.
 #include <algorithm>
 #include <cstdint>
 #include <map>

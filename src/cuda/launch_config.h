@@ -312,8 +312,8 @@ void pin_quant_registers(LaunchConfig& c, int64_t rows, int64_t hidden, const Ke
 // 2, the persistent kernel: two tiles per CTA, clusters of 2 or more (tile_buffers 2; its
 // launcher caps the grid to the resident clusters). Threads: facts.quant_fused_items_target
 // vectors each up to 512, at most kSmallItems vectors. grid 0 where it does not apply: the
-// knob neither 1 nor 2, vectors of x other than 16 bytes (vec x x_bytes), hidden not a multiple of 32,
-// rows too long. The launcher also needs y_t and its row stride 16-byte aligned.
+// knob neither 1 nor 2, vectors of x other than 16 bytes (vec x x_bytes), hidden not a multiple
+// of 32, rows too long. The launcher also needs y_t and its row stride 16-byte aligned.
 constexpr int kTransposedRun = 32;
 constexpr int64_t kTransposedTileBytes = 112 * 1024;
 LaunchConfig plan_fwd_quant_transposed(int64_t rows, int64_t hidden, int vec, int x_bytes,

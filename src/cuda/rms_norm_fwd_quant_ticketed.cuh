@@ -77,9 +77,10 @@ __device__ __forceinline__ void transpose_4x4_bytes(const unsigned* rows, unsign
 // y_t[c][r] = y[r][c] for rows [r0, r0 + 64) and columns [c0, c0 + SLICES * W) of y, W the
 // CTA's threads (a multiple of 32), slice s through its own tile at s * band_tile_bytes(W). The
 // launcher guarantees 16-byte aligned rows of y and y_t and hidden a multiple of 16. Phase 1:
-// each thread copies 4 x 16 bytes per slice (16 rows apart) into the tile; phase 2: per slice, each thread reads 16 rows x 4 columns as 16 words, transposes them by
-// byte permutes and stores 16 bytes into each of 4 rows of y_t (the warp's 4 row blocks of a
-// column are one 64-byte run).
+// each thread copies 4 x 16 bytes per slice (16 rows apart) into the tile; phase 2: per slice,
+// each thread reads 16 rows x 4 columns as 16 words, transposes them by byte permutes and
+// stores 16 bytes into each of 4 rows of y_t (the warp's 4 row blocks of a column are one
+// 64-byte run).
 template <int SLICES>
 __device__ __forceinline__ void transpose_band_piece(const FwdParams& p, int64_t r0, int64_t c0,
                                                      uint8_t* tile) {
@@ -161,16 +162,16 @@ __global__ void __maxnreg__(56) rms_norm_fwd_quant_ticketed(FwdParams p, TicketP
   const TicketUnit u = tp.tickets.unit(blockIdx.x);
   if (u.forward) {
     if (u.index < tp.tickets.forward_units) {
-      const RowChunk<8, true> c(p.shape,
-                                static_cast<int64_t>(u.index) * blockDim.y + threadIdx.y);
-      fwd_quant_registers_row<XT, WT, NK_QUANT_TENSOR, 8, kSmallItems, true, true, ADD_WEIGHT>(p,
-                                                                                            c);
+      const int64_t row = static_cast<int64_t>(u.index) * blockDim.y + threadIdx.y;
+      fwd_quant_registers_row<XT, WT, NK_QUANT_TENSOR, 8, kSmallItems, true, true, ADD_WEIGHT>(
+          p, RowChunk<8, true>(p.shape, row));
     }
     count_band_unit(tp.band_done + u.band);
   } else {
     wait_for_band(tp.band_done + u.band, tp.tickets.units_per_band, tp.tickets.pieces_per_band);
-    transpose_band_piece<SLICES>(p, static_cast<int64_t>(u.band) * kBandRows,
-                         static_cast<int64_t>(u.index) * tp.tickets.piece_cols, band_tile);
+    const int64_t r0 = static_cast<int64_t>(u.band) * kBandRows;
+    const int64_t c0 = static_cast<int64_t>(u.index) * tp.tickets.piece_cols;
+    transpose_band_piece<SLICES>(p, r0, c0, band_tile);
   }
 }
 

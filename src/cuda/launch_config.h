@@ -147,9 +147,9 @@ struct KernelFacts {
   // session). 3 (the default): forward and transpose units in one grid, each band of 64 rows
   // transposed from L2 soon after its forward units (rms_norm_fwd_quant_ticketed,
   // transpose_tickets.h), where the pinned plan and the operands allow it (else 0). Measured
-  // (thirteenth session, H100, against 0, twice each in one call): 8192 x 8192 132.5 -> 112.2 us,
-  // 32768 x 8192 494.3 -> 416.2, 16384 x 7168 221.7 -> 188.8, 4096 x 12288 102.8 -> 87.3 (ncu:
-  // DRAM reads x alone, so y comes back from L2).
+  // (thirteenth session, H100, one slice, against 0, twice each in one call): 8192 x 8192
+  // 132.5 -> 112.2 us, 32768 x 8192 494.3 -> 416.2, 16384 x 7168 221.7 -> 188.8, 4096 x 12288
+  // 102.8 -> 87.3 (ncu: DRAM reads x alone, so y comes back from L2).
   int quant_fused_transpose = 3;
   // Setting 3's lag: the rows that the forward units ahead of a band's transposes cover, in
   // percent of the rows the device's resident CTAs hold (NK_TUNE_QUANT_TICKET_LAG). Measured

@@ -9,6 +9,7 @@
 #include "cuda/rms_norm_bwd_pipelined.cuh"
 #include "cuda/rms_norm_fwd_kernels.cuh"
 #include "cuda/rms_norm_fwd_quant_kernels.cuh"
+#include "cuda/rms_norm_fwd_quant_ticketed.cuh"
 #include "cuda/vector_width.h"
 
 namespace normkit::cuda {
@@ -67,6 +68,14 @@ LaunchConfig bf16_quant_plan(int64_t rows, int64_t hidden, bool dynamic, const K
                      c.cluster_size == 1);
 }
 
+// The same plan as the ticketed grid with y_t launches it (rms_norm_fwd_quant_ticketed): its
+// transpose units' tiles as dynamic shared memory.
+LaunchConfig bf16_ticketed_plan(int64_t rows, int64_t hidden, const KernelFacts& f) {
+  LaunchConfig c = bf16_quant_plan(rows, hidden, false, f);
+  c.smem_bytes = f.quant_ticket_slices * band_tile_bytes(c.threads_per_row * c.rows_per_block);
+  return c;
+}
+
 }  // namespace
 
 std::vector<KernelOccupancy> planned_occupancy() {
@@ -77,10 +86,13 @@ std::vector<KernelOccupancy> planned_occupancy() {
   auto quant_tensor =
       rms_norm_fwd_quant_registers_exact_small<bf16, bf16, NK_QUANT_TENSOR, 8, false>;
   auto quant_token = rms_norm_fwd_quant_token_folded_exact_small<bf16, bf16, 8, false>;
+  auto ticketed = f.quant_ticket_slices == 2 ? rms_norm_fwd_quant_ticketed<bf16, bf16, false, 2>
+                                             : rms_norm_fwd_quant_ticketed<bf16, bf16, false, 1>;
   // CTAs per SM by registers (65536 per SM) at the block sizes of these plans: 384 x 4 vectors
   // (12288 columns) three, 256 x 4 four, 512 x 4 and 512 x 8 two, and for the quantized
-  // forward's pinned 56 registers 384 x 4 three and 224 x 4 (7168 columns) five; the backward's
-  // plans assume KernelFacts::bwd_ctas_per_sm.
+  // forward's pinned 56 registers 384 x 4 three and 224 x 4 (7168 columns) five (with y_t, the
+  // ticketed grid's tiles must not cost one); the backward's plans assume
+  // KernelFacts::bwd_ctas_per_sm.
   return {
       measure("fwd 4096x12288 (EXACT, small budget)", exact_small,
               bf16_fwd_plan(4096, 12288, kSmallItems, f), 3),
@@ -96,6 +108,12 @@ std::vector<KernelOccupancy> planned_occupancy() {
               bf16_quant_plan(4096, 12288, true, f), 3),
       measure("quant tensor 16384x7168 (pinned)", quant_tensor,
               bf16_quant_plan(16384, 7168, false, f), 5),
+      measure("quant tensor + y_t 4096x12288 (ticketed)", ticketed,
+              bf16_ticketed_plan(4096, 12288, f), 3),
+      measure("quant tensor + y_t 8192x8192 (ticketed)", ticketed,
+              bf16_ticketed_plan(8192, 8192, f), 4),
+      measure("quant tensor + y_t 16384x7168 (ticketed)", ticketed,
+              bf16_ticketed_plan(16384, 7168, f), 5),
       measure("bwd 8192x4096 (pipelined)", bwd, bf16_bwd_plan(8192, 4096, f), f.bwd_ctas_per_sm),
       measure("bwd 4096x1024 (pipelined, 4 row groups)", bwd, bf16_bwd_plan(4096, 1024, f),
               f.bwd_ctas_per_sm),

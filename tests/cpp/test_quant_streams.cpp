@@ -112,6 +112,9 @@ TEST_F(QuantStreams, FourStreamsAtOnceGiveTheBitsOfOneLaunch) {
   }
   for (int round = 0; round < 3; ++round) {  // later rounds find each stream's counters used
     for (size_t i = 0; i < streams.size(); ++i) {
+      // Poisoned again on the launch's own stream, so that every round has to write them.
+      expect_cuda(cudaMemsetAsync(outs[i].y.data(), 0x7f, kRows * kHidden, streams[i]), "poison");
+      expect_cuda(cudaMemsetAsync(outs[i].y_t.data(), 0x7f, kRows * kHidden, streams[i]), "poison");
       ASSERT_EQ(launch(outs[i], streams[i]), NK_SUCCESS) << nk_last_error();
     }
     expect_cuda(cudaDeviceSynchronize(), "four streams");

@@ -36,17 +36,17 @@ install_package() {  # links the library that `build` made, when there is one
   run pip_install env CMAKE_ARGS="-DNK_CUDA_ARCHITECTURES=90 $prebuilt" python3 -m pip install \
     --no-build-isolation --no-deps -v .
 }
-knob_runs() {  # knob_runs CONFIGS ARGS...: `normkit bench --explain ARGS` under each config of
-  # CONFIGS (knobs joined by commas; "none": the defaults), one JSON each in the logs (a
-  # repeated config gets a suffix)
+knob_runs() {  # knob_runs PREFIX SECONDS CONFIGS ARGS...: `normkit bench --explain ARGS` under
+  # each config of CONFIGS (knobs joined by commas; "none": the defaults), each stopped after
+  # SECONDS, one JSON each in the logs named PREFIX_<config> (a repeated config gets a suffix)
   local cfg name knobs
-  for cfg in $1; do
-    name=bench_probe_${cfg//[^A-Za-z0-9_]/_}
+  for cfg in $3; do
+    name=$1_${cfg//[^A-Za-z0-9_]/_}
     while [ -e "$LOGS/$name.json" ]; do name=${name}_again; done
     knobs=${cfg//,/ }
     [ "$cfg" = none ] && knobs=
     # shellcheck disable=SC2086  # the knobs, one word each
-    run "$name" env $knobs "$BUILD/tools/normkit" bench --explain "${@:2}" \
+    run "$name" timeout "$2" env $knobs "$BUILD/tools/normkit" bench --explain "${@:4}" \
       --json "$LOGS/$name.json"
   done
 }
@@ -180,14 +180,10 @@ for step in "${steps[@]}"; do
       run racecheck_tickets timeout 120 compute-sanitizer --tool racecheck --error-exitcode 1 \
         "$BUILD/tools/normkit" bench --reps 1 --quant tensor --transposed --fwd-only \
         --shapes 520x12288,1000x7168,4096x1024
-      for cfg in ${TICKET_CONFIGS:-NK_TUNE_QUANT_FUSED_TRANSPOSE=3 NK_TUNE_QUANT_FUSED_TRANSPOSE=0 \
-                 NK_TUNE_QUANT_TICKET_LAG=50 NK_TUNE_QUANT_TICKET_LAG=200 \
-                 NK_TUNE_QUANT_FUSED_TRANSPOSE=3 NK_TUNE_QUANT_FUSED_TRANSPOSE=0}; do
-        name=bench_tickets_${cfg//[^A-Za-z0-9_]/_}
-        while [ -e "$LOGS/$name.json" ]; do name=${name}_again; done
-        run "$name" timeout 60 env ${cfg//,/ } "$BUILD/tools/normkit" bench --quant tensor \
-          --transposed --fwd-only --explain --json "$LOGS/$name.json"
-      done
+      knob_runs bench_tickets 60 "${TICKET_CONFIGS:-NK_TUNE_QUANT_FUSED_TRANSPOSE=3 \
+        NK_TUNE_QUANT_FUSED_TRANSPOSE=0 NK_TUNE_QUANT_TICKET_LAG=50 NK_TUNE_QUANT_TICKET_LAG=200 \
+        NK_TUNE_QUANT_FUSED_TRANSPOSE=3 NK_TUNE_QUANT_FUSED_TRANSPOSE=0}" \
+        --quant tensor --transposed --fwd-only
       # DRAM bytes and time per kernel with the bench's own L2 state, the card's clocks: does
       # the transpose read y from L2? Then where the ticketed kernel's warps stall.
       for k in 3 0; do
@@ -245,14 +241,14 @@ for step in "${steps[@]}"; do
         "$BUILD/tools/normkit" bench --reps 3 --bwd-only --shapes "$ncu_shapes"
       shape_args=(--shapes "$shapes")
       [ "$shapes" = sweep ] && shape_args=()
-      knob_runs "${PROBE_CONFIGS:-NK_TUNE_BWD_ITEMS=0 NK_TUNE_BWD_ITEMS=1 NK_TUNE_BWD_CTAS_PER_SM=1 NK_TUNE_BWD_CTAS_PER_SM=3}" \
+      knob_runs bench_probe 600 "${PROBE_CONFIGS:-NK_TUNE_BWD_ITEMS=0 NK_TUNE_BWD_ITEMS=1 NK_TUNE_BWD_CTAS_PER_SM=1 NK_TUNE_BWD_CTAS_PER_SM=3}" \
         --bwd-only "${shape_args[@]}" ;;
     probe)  # knob A/Bs in one run: `normkit bench $PROBE_ARGS` over PROBE_SHAPES (default: the
       # sweep) under each of PROBE_CONFIGS (knobs joined by commas; "none": the defaults)
       shape_args=()
       [ -n "${PROBE_SHAPES:-}" ] && shape_args=(--shapes "$PROBE_SHAPES")
       # shellcheck disable=SC2086  # the bench arguments, one word each
-      knob_runs "${PROBE_CONFIGS:-none}" ${PROBE_ARGS:-} "${shape_args[@]}" ;;
+      knob_runs bench_probe 600 "${PROBE_CONFIGS:-none}" ${PROBE_ARGS:-} "${shape_args[@]}" ;;
     inductor)  # the Triton code torch.compile generates for the peer composite
       run inductor env PYTHONUNBUFFERED=1 python3 bench/inductor_code.py --out "$LOGS/inductor" ;;
     dram)  # DRAM bytes per kernel with the bench's own L2 state (no ncu cache flush, card's

@@ -51,8 +51,8 @@ bool pinnable(nk_dtype x, nk_dtype weight, nk_quant_mode mode, bool bias) {
 // plan_fwd_quant (pinned where `pin`) with the L2 policy of the inputs it reads once (x,
 // residual): what the launches and --explain share.
 LaunchConfig plan_quant_with_reads(int64_t rows, int64_t hidden, int vec, int scale_block,
-                                   bool dynamic, bool pin, nk_dtype x, bool with_residual) {
-  const KernelFacts facts = kernel_facts(current_device_facts());
+                                   bool dynamic, bool pin, nk_dtype x, bool with_residual,
+                                   const KernelFacts& facts) {
   LaunchConfig c = plan_fwd_quant(rows, hidden, vec, scale_block, dynamic, facts);
   if (pin) pin_quant_registers(c, rows, hidden, facts);
   apply_read_policy(c, fwd_read_once_bytes(rows, hidden, nk_dtype_size(x), with_residual), false,
@@ -60,11 +60,11 @@ LaunchConfig plan_quant_with_reads(int64_t rows, int64_t hidden, int vec, int sc
   return c;
 }
 
-LaunchConfig quant_config(const nk_rms_norm_fwd_args& a) {
+LaunchConfig quant_config(const nk_rms_norm_fwd_args& a, const KernelFacts& facts) {
   return plan_quant_with_reads(a.rows, a.hidden, quant_vector_width(a),
                                static_cast<int>(quant_block_size(a)), a.quant != NK_QUANT_TENSOR,
                                pinnable(a.x_dtype, a.weight_dtype, a.quant, a.bias != nullptr),
-                               a.x_dtype, a.residual != nullptr);
+                               a.x_dtype, a.residual != nullptr, facts);
 }
 
 void launch_quant(const nk_rms_norm_fwd_args& a, const LaunchConfig& cfg, cudaStream_t stream) {
@@ -75,10 +75,9 @@ void launch_quant(const nk_rms_norm_fwd_args& a, const LaunchConfig& cfg, cudaSt
 
 // The one-kernel plan for y_t where it applies (plan_fwd_quant_transposed) and y_t allows its
 // 32-byte runs as 16-byte stores; else grid 0.
-LaunchConfig fused_transposed_config(const nk_rms_norm_fwd_args& a) {
+LaunchConfig fused_transposed_config(const nk_rms_norm_fwd_args& a, const KernelFacts& facts) {
   LaunchConfig c = plan_fwd_quant_transposed(a.rows, a.hidden, quant_vector_width(a),
-                                             static_cast<int>(nk_dtype_size(a.x_dtype)),
-                                             kernel_facts(current_device_facts()));
+                                             static_cast<int>(nk_dtype_size(a.x_dtype)), facts);
   if (reinterpret_cast<uintptr_t>(a.y_t) % 16 != 0 || a.y_t_row_stride % 16 != 0) c.grid = 0;
   return c;
 }
@@ -174,7 +173,8 @@ std::string explain_fwd_quant(int64_t rows, int64_t hidden, nk_dtype x, nk_dtype
                               nk_quant_mode mode, int block, bool bias) {
   const int scale_block = mode == NK_QUANT_MXFP8 ? 32 : mode == NK_QUANT_BLOCK ? block : 0;
   return plan_quant_with_reads(rows, hidden, explained_quant_vec(hidden, x), scale_block,
-                               mode != NK_QUANT_TENSOR, pinnable(x, w, mode, bias), x, false)
+                               mode != NK_QUANT_TENSOR, pinnable(x, w, mode, bias), x, false,
+                               kernel_facts(current_device_facts()))
       .describe();
 }
 
@@ -184,8 +184,9 @@ std::string explain_fwd_quant_transposed(int64_t rows, int64_t hidden, nk_dtype 
   const LaunchConfig fused =
       plan_fwd_quant_transposed(rows, hidden, vec, static_cast<int>(nk_dtype_size(x)), facts);
   if (fused.grid > 0) return fused.describe() + " (y and y_t in one kernel)";
-  const LaunchConfig cfg = plan_quant_with_reads(rows, hidden, vec, 0, false,
-                                                 pinnable(x, w, NK_QUANT_TENSOR, false), x, false);
+  // (explain_fwd_quant's plan for NK_QUANT_TENSOR)
+  const LaunchConfig cfg = plan_quant_with_reads(
+      rows, hidden, vec, 0, false, pinnable(x, w, NK_QUANT_TENSOR, false), x, false, facts);
   if (ticketed_shape(cfg, hidden, facts)) {
     return cfg.describe() + "; forward and transpose units in one grid (bands of " +
            std::to_string(kBandRows) + " rows, " +
@@ -193,25 +194,24 @@ std::string explain_fwd_quant_transposed(int64_t rows, int64_t hidden, nk_dtype 
            " columns per transpose unit, lag " + std::to_string(facts.quant_ticket_lag_percent) +
            "% of a resident wave), where y and y_t rows are 16-byte aligned";
   }
-  return explain_fwd_quant(rows, hidden, x, w, NK_QUANT_TENSOR, 0) +
-         "; then transpose_bytes 64x64 tiles";
+  return cfg.describe() + "; then transpose_bytes 64x64 tiles";
 }
 
 void rms_norm_fwd_quant(const nk_rms_norm_fwd_args& a, void* stream) {
   const auto s = static_cast<cudaStream_t>(stream);
   try {
     if (a.amax) check_cuda(cudaMemsetAsync(a.amax, 0, sizeof(float), s), "cudaMemsetAsync(amax)");
-    const LaunchConfig cfg = quant_config(a);
+    const KernelFacts facts = kernel_facts(current_device_facts());
+    const LaunchConfig cfg = quant_config(a, facts);
     // y_t comes only with NK_QUANT_TENSOR (validated).
     if (a.y_t) {
-      const LaunchConfig fused = fused_transposed_config(a);
+      const LaunchConfig fused = fused_transposed_config(a, facts);
       if (fused.grid > 0) {
         dispatch_x_and_weight(a, [&](auto x, auto w) {
           launch_fwd_quant_transposed_for<decltype(x), decltype(w)>(a, fused, s);
         });
         return;
       }
-      const KernelFacts facts = kernel_facts(current_device_facts());
       if (ticketed_shape(cfg, a.hidden, facts) && ticketed_operands(a)) {
         bool launched = false;
         dispatch_x_and_weight(a, [&](auto x, auto w) {

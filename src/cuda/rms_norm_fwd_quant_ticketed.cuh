@@ -7,6 +7,7 @@
 #pragma once
 
 #include "cuda/async_copy.cuh"
+#include "cuda/byte_transpose.cuh"
 #include "cuda/rms_norm_fwd_quant_kernels.cuh"
 #include "cuda/transpose_tickets.h"
 
@@ -59,19 +60,6 @@ __device__ __forceinline__ void wait_for_band(unsigned* counter, unsigned units,
     if (atomicAdd(counter, 1u) == units + pieces - 1) atomicExch(counter, 0u);
   }
   __syncthreads();
-}
-
-// Four words of four rows (byte j of each: column j) as four words of four columns (byte i of
-// each: row i).
-__device__ __forceinline__ void transpose_4x4_bytes(const unsigned* rows, unsigned* cols) {
-  const unsigned lo01 = __byte_perm(rows[0], rows[1], 0x5140);  // r0c0 r1c0 r0c1 r1c1
-  const unsigned lo23 = __byte_perm(rows[2], rows[3], 0x5140);
-  const unsigned hi01 = __byte_perm(rows[0], rows[1], 0x7362);  // r0c2 r1c2 r0c3 r1c3
-  const unsigned hi23 = __byte_perm(rows[2], rows[3], 0x7362);
-  cols[0] = __byte_perm(lo01, lo23, 0x5410);
-  cols[1] = __byte_perm(lo01, lo23, 0x7632);
-  cols[2] = __byte_perm(hi01, hi23, 0x5410);
-  cols[3] = __byte_perm(hi01, hi23, 0x7632);
 }
 
 // y_t[c][r] = y[r][c] for rows [r0, r0 + 64) and columns [c0, c0 + SLICES * W) of y, W the
@@ -131,7 +119,7 @@ __device__ __forceinline__ void transpose_band_piece(const FwdParams& p, int64_t
             from + band_tile_offset(block * 16 + g * 4 + k, c, width));
       }
       unsigned cols[4];
-      transpose_4x4_bytes(in, cols);
+      transpose_4x4_bytes(in[0], in[1], in[2], in[3], cols);
 #pragma unroll
       for (int j = 0; j < 4; ++j) out[j][g] = cols[j];
     }

@@ -20,6 +20,7 @@
 
 #include "cuda/async_copy.cuh"    // shared_address
 #include "cuda/bulk_copy.cuh"     // cluster_arrive, cluster_wait
+#include "cuda/byte_transpose.cuh"
 #include "cuda/reduce.cuh"        // cluster_address
 #include "cuda/launch_config.h"  // kTransposedRun: rows (bytes) of one y_t run, a 32-byte sector
 #include "cuda/rms_norm_fwd_quant_kernels.cuh"
@@ -28,18 +29,6 @@ namespace normkit::cuda {
 
 // Rows of x loaded ahead of the one being normalized.
 constexpr int kTransposedLookahead = 2;
-
-// From 4 words holding 4 columns' bytes of 4 consecutive rows (a, b, c, d: byte k = column k),
-// the 4 words holding each column's bytes of those rows (out[k]: byte i = row i of column k).
-__device__ __forceinline__ void transpose_4x4_bytes(unsigned a, unsigned b, unsigned c, unsigned d,
-                                                    unsigned (&out)[4]) {
-  const unsigned ab_low = __byte_perm(a, b, 0x5140), ab_high = __byte_perm(a, b, 0x7362);
-  const unsigned cd_low = __byte_perm(c, d, 0x5140), cd_high = __byte_perm(c, d, 0x7362);
-  out[0] = __byte_perm(ab_low, cd_low, 0x5410);
-  out[1] = __byte_perm(ab_low, cd_low, 0x7632);
-  out[2] = __byte_perm(ab_high, cd_high, 0x5410);
-  out[3] = __byte_perm(ab_high, cd_high, 0x7632);
-}
 
 // The 32-bit shared::cluster addresses of every CTA's copy of `tile` (the same offset in each
 // CTA's shared memory): 32 bits a CTA where generic pointers took 64 (the persistent kernel

@@ -30,6 +30,16 @@ inline QuantParams quant_params(const nk_rms_norm_fwd_args& a) {
   return q;
 }
 
+// The kernels' parameters with the quantized output and y_t (the one-grid and one-kernel
+// transposed forwards).
+inline FwdParams fwd_params_with_y_t(const nk_rms_norm_fwd_args& a, const LaunchConfig& cfg) {
+  FwdParams p = fwd_params(a, cfg);
+  p.quant = quant_params(a);
+  p.quant.y_t = static_cast<uint8_t*>(a.y_t);
+  p.quant.y_t_stride = a.y_t_row_stride;
+  return p;
+}
+
 template <typename XT, typename WT, int MODE>
 void launch_fwd_quant_mode(const FwdParams& p, const LaunchConfig& cfg, cudaStream_t stream) {
   if constexpr (MODE == NK_QUANT_BLOCK || MODE == NK_QUANT_MXFP8) {
@@ -139,10 +149,7 @@ bool launch_fwd_quant_ticketed_for(const nk_rms_norm_fwd_args& a, const LaunchCo
       throw Error(NK_ERROR_INTERNAL, "rms_norm_fwd quantized + transposed (one grid): unexpected "
                                      "plan " + cfg.describe());
     }
-    FwdParams p = fwd_params(a, cfg);
-    p.quant = quant_params(a);
-    p.quant.y_t = static_cast<uint8_t*>(a.y_t);
-    p.quant.y_t_stride = a.y_t_row_stride;
+    const FwdParams p = fwd_params_with_y_t(a, cfg);
     const bool add = p.weight && p.zero_centered;  // as the pinned kernels (launch_fwd_quant_mode)
     const int slices = slices_per_piece == 2 ? 2 : 1;
     auto kernel = add ? (slices == 2 ? rms_norm_fwd_quant_ticketed<XT, WT, true, 2>
@@ -175,10 +182,7 @@ void launch_fwd_quant_transposed_for(const nk_rms_norm_fwd_args& a, const Launch
     throw Error(NK_ERROR_INTERNAL, "rms_norm_fwd quantized + transposed: unexpected plan " +
                                        cfg.describe());
   }
-  FwdParams p = fwd_params(a, cfg);
-  p.quant = quant_params(a);
-  p.quant.y_t = static_cast<uint8_t*>(a.y_t);
-  p.quant.y_t_stride = a.y_t_row_stride;
+  const FwdParams p = fwd_params_with_y_t(a, cfg);
   // 2 vectors per thread or fewer: a smaller register budget (90 against 121 at 16 bits).
   // Setting 2 (tile_buffers 2): the persistent kernel, on the clusters the device holds at once.
   const bool persistent = cfg.tile_buffers == 2;

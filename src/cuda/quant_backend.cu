@@ -73,12 +73,17 @@ void launch_quant(const nk_rms_norm_fwd_args& a, const LaunchConfig& cfg, cudaSt
   });
 }
 
+// Whether every row of a one-byte-code matrix (start, row stride in bytes) begins on 16 bytes.
+bool rows_16_byte_aligned(const void* p, int64_t stride) {
+  return reinterpret_cast<uintptr_t>(p) % 16 == 0 && stride % 16 == 0;
+}
+
 // The one-kernel plan for y_t where it applies (plan_fwd_quant_transposed) and y_t allows its
 // 32-byte runs as 16-byte stores; else grid 0.
 LaunchConfig fused_transposed_config(const nk_rms_norm_fwd_args& a, const KernelFacts& facts) {
   LaunchConfig c = plan_fwd_quant_transposed(a.rows, a.hidden, quant_vector_width(a),
                                              static_cast<int>(nk_dtype_size(a.x_dtype)), facts);
-  if (reinterpret_cast<uintptr_t>(a.y_t) % 16 != 0 || a.y_t_row_stride % 16 != 0) c.grid = 0;
+  if (!rows_16_byte_aligned(a.y_t, a.y_t_row_stride)) c.grid = 0;
   return c;
 }
 
@@ -96,10 +101,8 @@ bool ticketed_shape(const LaunchConfig& cfg, int64_t hidden, const KernelFacts& 
 
 // y's and y_t's rows 16-byte aligned (the transpose units' loads and stores).
 bool ticketed_operands(const nk_rms_norm_fwd_args& a) {
-  auto aligned = [](const void* p, int64_t stride) {
-    return reinterpret_cast<uintptr_t>(p) % 16 == 0 && stride % 16 == 0;
-  };
-  return aligned(a.y, a.y_row_stride) && aligned(a.y_t, a.y_t_row_stride);
+  return rows_16_byte_aligned(a.y, a.y_row_stride) &&
+         rows_16_byte_aligned(a.y_t, a.y_t_row_stride);
 }
 
 void launch_transpose(const nk_rms_norm_fwd_args& a, cudaStream_t stream) {
@@ -110,11 +113,8 @@ void launch_transpose(const nk_rms_norm_fwd_args& a, cudaStream_t stream) {
   t.dst_stride = a.y_t_row_stride;  // resolved by validation (never 0)
   t.rows = a.rows;
   t.cols = a.hidden;
-  auto aligned = [](const void* p, int64_t stride, int64_t extent) {
-    return reinterpret_cast<uintptr_t>(p) % 16 == 0 && stride % 16 == 0 && extent % 16 == 0;
-  };
-  t.wide_loads = aligned(t.src, t.src_stride, t.cols);
-  t.wide_stores = aligned(t.dst, t.dst_stride, t.rows);
+  t.wide_loads = rows_16_byte_aligned(t.src, t.src_stride) && t.cols % 16 == 0;
+  t.wide_stores = rows_16_byte_aligned(t.dst, t.dst_stride) && t.rows % 16 == 0;
   const int64_t tiles = ((a.rows + kTransposeTile - 1) / kTransposeTile) *
                         ((a.hidden + kTransposeTile - 1) / kTransposeTile);
   launch(transpose_bytes, tiles, dim3(kTransposeThreads), {}, stream, "transpose of y", 0, t);

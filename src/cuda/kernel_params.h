@@ -55,6 +55,11 @@ struct FwdParams {
   QuantParams quant;  // used by the quantizing kernels only
   bool evict_first_reads;  // x and residual through L2 as evict-first (read_policy.cuh)
   bool evict_last_reads;   // ... as evict-last
+
+  // Whether the weight comes with extras: the zero-centered add (1 + w) or a bias. Kernels
+  // with an EXTRAS template flag are launched with it false where this is false, and leave both
+  // out of their SASS (their predicated-off loads and adds still took issue slots).
+  __host__ __device__ bool weight_extras() const { return (weight && zero_centered) || bias; }
 };
 
 struct BwdParams {

@@ -108,13 +108,13 @@ void launch_fwd_quant_mode(const FwdParams& p, const LaunchConfig& cfg, cudaStre
       // weights; TOKEN only where it folds (with a bias it keeps the bounded kernel).
       if constexpr (kExactWidth && sizeof(XT) == 2 && sizeof(WT) == 2) {
         if (exact && small && cfg.pinned_registers) {
-          const bool add = p.weight && p.zero_centered;  // weight_add(p) is not -0.0
+          const bool extras = p.weight_extras();
           if constexpr (MODE != NK_QUANT_TOKEN) {
-            kernel = add ? rms_norm_fwd_quant_registers_exact_small<XT, WT, MODE, VEC, true>
-                         : rms_norm_fwd_quant_registers_exact_small<XT, WT, MODE, VEC, false>;
+            kernel = extras ? rms_norm_fwd_quant_registers_exact_small<XT, WT, MODE, VEC, true>
+                            : rms_norm_fwd_quant_registers_exact_small<XT, WT, MODE, VEC, false>;
           } else if (!p.bias) {
-            kernel = add ? rms_norm_fwd_quant_token_folded_exact_small<XT, WT, VEC, true>
-                         : rms_norm_fwd_quant_token_folded_exact_small<XT, WT, VEC, false>;
+            kernel = extras ? rms_norm_fwd_quant_token_folded_exact_small<XT, WT, VEC, true>
+                            : rms_norm_fwd_quant_token_folded_exact_small<XT, WT, VEC, false>;
           }
         }
       }
@@ -150,7 +150,7 @@ bool launch_fwd_quant_ticketed_for(const nk_rms_norm_fwd_args& a, const LaunchCo
                                      "plan " + cfg.describe());
     }
     const FwdParams p = fwd_params_with_y_t(a, cfg);
-    const bool add = p.weight && p.zero_centered;  // as the pinned kernels (launch_fwd_quant_mode)
+    const bool add = p.weight && p.zero_centered;  // weight_add(p) is not -0.0
     const int slices = slices_per_piece == 2 ? 2 : 1;
     auto kernel = add ? (slices == 2 ? rms_norm_fwd_quant_ticketed<XT, WT, true, 2>
                                      : rms_norm_fwd_quant_ticketed<XT, WT, true, 1>)

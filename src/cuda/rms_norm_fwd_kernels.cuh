@@ -28,14 +28,17 @@ __device__ __forceinline__ Lanes<T, VEC> ones_lanes() {
   return lanes;
 }
 
-// Scale of column values: weight (or 1 + weight), or 1 without a weight.
-template <typename WT, int VEC, typename Params>
+// Scale of column values: weight (or 1 + weight), or 1 without a weight. EXTRAS false: the
+// caller knows that the weight is not zero-centered (FwdParams::weight_extras).
+template <typename WT, int VEC, typename Params, bool EXTRAS = true>
 __device__ __forceinline__ void load_scale(const Params& p, int64_t col, int64_t n, float* w) {
   if (p.weight) {
     load_readonly_upto<WT, VEC>(static_cast<const WT*>(p.weight) + col, n, w);
-    const float add = weight_add(p);
+    if constexpr (EXTRAS) {
+      const float add = weight_add(p);
 #pragma unroll
-    for (int k = 0; k < VEC; ++k) w[k] += add;
+      for (int k = 0; k < VEC; ++k) w[k] += add;
+    }
   } else {
 #pragma unroll
     for (int k = 0; k < VEC; ++k) w[k] = 1.0f;
@@ -84,14 +87,15 @@ __device__ __forceinline__ void cta_row_sum_and_max(float& sum, float& max,
 }
 
 // Scales s (VEC values at column col) into the output values, in place: s * rstd * w_eff + b.
-template <typename WT, int VEC>
+// EXTRAS false: p.weight_extras() is false (no add, no bias).
+template <typename WT, int VEC, bool EXTRAS = true>
 __device__ __forceinline__ void scale_in_place(const FwdParams& p, int64_t col, int64_t n, float* s,
                                                float rstd) {
   float w[VEC];
-  load_scale<WT, VEC>(p, col, n, w);
+  load_scale<WT, VEC, FwdParams, EXTRAS>(p, col, n, w);
 #pragma unroll
   for (int k = 0; k < VEC; ++k) s[k] = s[k] * rstd * w[k];
-  if (p.bias) {
+  if (EXTRAS && p.bias) {
     float b[VEC];
     load_readonly_upto<WT, VEC>(static_cast<const WT*>(p.bias) + col, n, b);
 #pragma unroll
@@ -177,15 +181,17 @@ __device__ __forceinline__ void load_x_lanes(const FwdParams& p, const RowChunk<
 // and tested on the offset's low 32 bits (128 divides 2^32): as a runtime loop over 64-bit
 // columns with a signed remainder, this was about 170 instructions per thread in the SASS,
 // a fifth of the plain forward's at 8192 x 8192.
-template <typename WT, int IMAX, int VEC, bool EXACT>
+// BIAS false: the caller knows that p.bias is null.
+template <typename WT, int IMAX, int VEC, bool EXACT, bool BIAS = true>
 __device__ __forceinline__ void prefetch_row_params(const FwdParams& p,
                                                     const RowChunk<VEC, EXACT>& c) {
   if (!c.valid || threadIdx.y != 0) return;
+  const void* bias = BIAS ? p.bias : nullptr;
 #pragma unroll
   for (int i = 0; i < IMAX; ++i) {
     const int64_t col = c.column(i);
     const unsigned offset = static_cast<unsigned>(col) * sizeof(WT) % 128;
-    if (c.active(i) && offset < VEC * sizeof(WT)) prefetch_params_l2<WT>(p.weight, p.bias, col);
+    if (c.active(i) && offset < VEC * sizeof(WT)) prefetch_params_l2<WT>(p.weight, bias, col);
   }
 }
 
@@ -298,9 +304,11 @@ __device__ __forceinline__ float sum_of_squares(const Lanes<XT, VEC> (&s)[IMAX])
 // sum of squares and the output. blockDim = (threads per row, rows per block); a cluster of
 // shape.cluster_size consecutive CTAs shares one row, each covering cols_per_cta columns.
 // Weight and bias go through the read-only path, which may run ahead of the residual_out
-// stores. EXACT: no per-item range checks (RowChunk), where the plan says so. The kernels
+// stores. EXACT: no per-item range checks (RowChunk), where the plan says so. EXTRAS false: the
+// launcher knows that p.weight_extras() is false (no zero-centered add, no bias). The kernels
 // below are its entry points.
-template <typename XT, typename WT, typename YT, int VEC, int IMAX, bool EXACT>
+template <typename XT, typename WT, typename YT, int VEC, int IMAX, bool EXACT,
+          bool EXTRAS = true>
 __device__ __forceinline__ void fwd_registers_row(const FwdParams& p) {
   __shared__ float scratch[kMaxWarps];
   __shared__ ClusterPush cluster_push;  // with clusters
@@ -316,7 +324,7 @@ __device__ __forceinline__ void fwd_registers_row(const FwdParams& p) {
   if constexpr (kWeightFirst) {
     load_weight_lanes(p, c, w);
   } else {
-    prefetch_row_params<WT, IMAX>(p, c);
+    prefetch_row_params<WT, IMAX, VEC, EXACT, EXTRAS>(p, c);
   }
   add_residual_lanes(p, c, s);
   float sum_sq = sum_of_squares(s);
@@ -336,7 +344,7 @@ __device__ __forceinline__ void fwd_registers_row(const FwdParams& p) {
       if constexpr (kWeightFirst) {
         scale_with_weight<WT, VEC>(p, w[i], col, c.left(i), out, rstd);
       } else {
-        scale_in_place<WT, VEC>(p, col, c.left(i), out, rstd);
+        scale_in_place<WT, VEC, EXTRAS>(p, col, c.left(i), out, rstd);
       }
       store_upto<YT, VEC>(y + col, c.left(i), out);
     }
@@ -353,11 +361,12 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_registers(FwdParams p) {
 // 512 threads ptxas gave this code 53 or 64 registers depending on unrelated changes elsewhere
 // (eleventh session: at 64, two CTAs per SM, 4096 x 12288 forward 72.7 -> 75 us). (__maxnreg__
 // does not combine with __launch_bounds__, and as the only bound on the other kernels it let
-// ptxas take 82-90 registers where 63-64 fit two CTAs of 512 threads.)
-template <typename XT, typename WT, typename YT, int VEC, int IMAX>
+// ptxas take 82-90 registers where 63-64 fit two CTAs of 512 threads.) EXTRAS: as
+// fwd_registers_row.
+template <typename XT, typename WT, typename YT, int VEC, int IMAX, bool EXTRAS>
 __global__ void __maxnreg__(56) rms_norm_fwd_registers_exact_small(FwdParams p) {
   static_assert(IMAX <= kSmallItems && sizeof(XT) == 2, "16-bit x at the small budget");
-  fwd_registers_row<XT, WT, YT, VEC, IMAX, true>(p);
+  fwd_registers_row<XT, WT, YT, VEC, IMAX, true, EXTRAS>(p);
 }
 
 // Any row length: one CTA per row; pass 1 sums squares (and writes residual_out), pass 2

@@ -79,15 +79,15 @@ __device__ __forceinline__ void quantize_vector(const FwdParams& p, int64_t row,
 // ones_lanes); the bias, if any, loaded here: through the read-only path, or by plain loads
 // (READONLY_BIAS false) in a loop over rows, where nvcc hoisted the row-invariant ld.global.nc
 // of the bias out of the loop and above its null test (memcheck: reads at null + col, eighth
-// session); plain loads are never speculated.
-template <typename WT, int VEC, bool EXACT, bool READONLY_BIAS = true>
+// session); plain loads are never speculated. BIAS false: the caller knows that p.bias is null.
+template <typename WT, int VEC, bool EXACT, bool READONLY_BIAS = true, bool BIAS = true>
 __device__ __forceinline__ void scale_with_weight_lanes(const FwdParams& p,
                                                         const RowChunk<VEC, EXACT>& c, int i,
                                                         int64_t col, const Lanes<WT, VEC>& w,
                                                         float w_add, float rstd, float* v) {
 #pragma unroll
   for (int k = 0; k < VEC; ++k) v[k] = v[k] * rstd * (w.get_float(k) + w_add);
-  if (p.bias) {
+  if (BIAS && p.bias) {
     float b[VEC];
     if constexpr (READONLY_BIAS) {
       load_readonly_upto<WT, VEC>(static_cast<const WT*>(p.bias) + col, c.left(i), b);
@@ -141,13 +141,15 @@ __device__ __forceinline__ float token_factor(const FwdParams& p, int64_t row, b
 // the plan says so; also in rms_norm_fwd_quant_token_folded.
 //
 // ADD_WEIGHT false: the launcher knows that weight_add(p) is -0.0 (no zero-centered weight), and
-// the add, an identity, is compiled out: one instruction of about nine per value (measured 1-2%
-// faster, twelfth session). amax: per CTA, or per warp with p.quant.amax_per_warp (measured
+// the add, an identity, is compiled out (one instruction of about nine per value: measured 1-2%
+// faster, twelfth session). BIAS false: it knows that there is no bias, and the bias's
+// predicated loads and adds leave the SASS (about 19 instructions per vector, issued though
+// predicated off: ncu, fourteenth session; with both false, 3-8% faster). amax: per CTA, or per warp with p.quant.amax_per_warp (measured
 // slower at most shapes: launch_config.h, KernelFacts::quant_amax_per_warp).
 //
 // `c`: this thread's rows and columns (RowChunk by blockIdx, or a ticketed grid's forward unit).
 template <typename XT, typename WT, int MODE, int VEC, int IMAX, bool WEIGHT_FIRST, bool EXACT,
-          bool ADD_WEIGHT = true>
+          bool ADD_WEIGHT = true, bool BIAS = true>
 __device__ __forceinline__ void fwd_quant_registers_row(const FwdParams& p,
                                                         const RowChunk<VEC, EXACT>& c) {
   __shared__ float scratch[kMaxWarps];
@@ -172,9 +174,9 @@ __device__ __forceinline__ void fwd_quant_registers_row(const FwdParams& p,
 #pragma unroll
     for (int i = 0; i < IMAX; ++i) w[i] = ones_lanes<WT, VEC>();  // kept without a weight
     load_weight_lanes(p, c, w);  // every active item, partial vectors included
-    if (p.bias) prefetch_row_params<WT, IMAX>(p, c);
+    if (BIAS && p.bias) prefetch_row_params<WT, IMAX, VEC, EXACT, BIAS>(p, c);
   } else {
-    prefetch_row_params<WT, IMAX>(p, c);
+    prefetch_row_params<WT, IMAX, VEC, EXACT, BIAS>(p, c);
   }
   add_residual_lanes(p, c, s);
   float sum_sq = sum_of_squares(s);
@@ -194,7 +196,7 @@ __device__ __forceinline__ void fwd_quant_registers_row(const FwdParams& p,
     if (!c.active(i)) {
 #pragma unroll
       for (int k = 0; k < VEC; ++k) v[k] = 0.0f;
-    } else if (MODE == NK_QUANT_TOKEN && !p.bias) {
+    } else if (MODE == NK_QUANT_TOKEN && !(BIAS && p.bias)) {
       // v = (s * w_eff) * rstd, as nk_quant_mode has it for TOKEN without bias (and
       // rms_norm_fwd_quant_token_folded, which the launcher prefers where it fits).
       float w_eff[VEC];
@@ -207,9 +209,9 @@ __device__ __forceinline__ void fwd_quant_registers_row(const FwdParams& p,
 #pragma unroll
       for (int k = 0; k < VEC; ++k) v[k] = v[k] * w_eff[k] * rstd;
     } else if constexpr (kPreloadWeight) {
-      scale_with_weight_lanes(p, c, i, col, w[i], w_add, rstd, v);
+      scale_with_weight_lanes<WT, VEC, EXACT, true, BIAS>(p, c, i, col, w[i], w_add, rstd, v);
     } else {
-      scale_in_place<WT, VEC>(p, col, c.left(i), v, rstd);
+      scale_in_place<WT, VEC, ADD_WEIGHT || BIAS>(p, col, c.left(i), v, rstd);
     }
   };
 
@@ -257,12 +259,12 @@ __global__ void __launch_bounds__(
 // thread (LaunchConfig::pinned_registers), held to 56 registers, as
 // rms_norm_fwd_registers_exact_small: three CTAs of 384 threads per SM (12288 columns as
 // 384 x 4) and five of 224 (7168 columns), where the 64 of the 512-thread bound fit two and four.
-// ADD_WEIGHT: as fwd_quant_registers_row.
-template <typename XT, typename WT, int MODE, int VEC, bool ADD_WEIGHT>
+// EXTRAS false: p.weight_extras() is false (fwd_quant_registers_row's ADD_WEIGHT and BIAS).
+template <typename XT, typename WT, int MODE, int VEC, bool EXTRAS>
 __global__ void __maxnreg__(56) rms_norm_fwd_quant_registers_exact_small(FwdParams p) {
   static_assert(sizeof(XT) == 2 && sizeof(WT) == 2 && VEC == 8 && MODE != NK_QUANT_TOKEN,
                 "16-byte vectors of 16-bit x and weights at the small budget");
-  fwd_quant_registers_row<XT, WT, MODE, VEC, kSmallItems, true, true, ADD_WEIGHT>(
+  fwd_quant_registers_row<XT, WT, MODE, VEC, kSmallItems, true, true, EXTRAS, EXTRAS>(
       p, RowChunk<VEC, true>(p.shape));
 }
 
@@ -273,7 +275,8 @@ __global__ void __maxnreg__(56) rms_norm_fwd_quant_registers_exact_small(FwdPara
 // where x and the weight take at most 64 bytes per thread each). A separate kernel, not a
 // flag of rms_norm_fwd_quant_registers: sharing its body moved ptxas's register count for the
 // other modes from 64 to 80.
-template <typename XT, typename WT, int VEC, int IMAX, bool EXACT, bool ADD_WEIGHT = true>
+// (Never called with a bias.) EXTRAS false: no zero-centered add (FwdParams::weight_extras).
+template <typename XT, typename WT, int VEC, int IMAX, bool EXACT, bool EXTRAS = true>
 __device__ __forceinline__ void fwd_quant_token_folded_row(const FwdParams& p) {
   static_assert(sizeof(WT) * VEC * IMAX <= 64 && sizeof(XT) * VEC * IMAX <= 64,
                 "x and the weight are held in registers");
@@ -297,7 +300,7 @@ __device__ __forceinline__ void fwd_quant_token_folded_row(const FwdParams& p) {
                                                    c.left(i))
                          : Lanes<WT, VEC>{};
   }
-  const float w_add = ADD_WEIGHT ? weight_add(p) : -0.0f;  // (fwd_quant_registers_row)
+  const float w_add = EXTRAS ? weight_add(p) : -0.0f;  // (fwd_quant_registers_row)
   add_residual_lanes(p, c, s);
   // s * w_eff of vector i; zero where s is. No branches: per-vector tests (active, partial)
   // took the kernel to 112 registers (ptxas).
@@ -346,11 +349,11 @@ __global__ void __launch_bounds__(512, 2) rms_norm_fwd_quant_token_folded(FwdPar
 
 // rms_norm_fwd_quant_token_folded's EXACT small-budget plans of 16-byte vectors of 16-bit x and
 // weights, held to 56 registers (see rms_norm_fwd_quant_registers_exact_small).
-template <typename XT, typename WT, int VEC, bool ADD_WEIGHT>
+template <typename XT, typename WT, int VEC, bool EXTRAS>
 __global__ void __maxnreg__(56) rms_norm_fwd_quant_token_folded_exact_small(FwdParams p) {
   static_assert(sizeof(XT) == 2 && sizeof(WT) == 2 && VEC == 8,
                 "16-byte vectors of 16-bit x and weights at the small budget");
-  fwd_quant_token_folded_row<XT, WT, VEC, kSmallItems, true, ADD_WEIGHT>(p);
+  fwd_quant_token_folded_row<XT, WT, VEC, kSmallItems, true, EXTRAS>(p);
 }
 
 // Any row length: one CTA per row (blockDim = (threads, 1)). Pass 1 sums squares (writing

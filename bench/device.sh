@@ -4,6 +4,7 @@
 # the JSON results go to $OUT (or ./device-out).
 # Usage: bench/device.sh [steps...]   steps: build test check bench quant install python compare
 # train dtypes huge columns ncu_quant ncu_quant_source quant_bench exact items fused tickets wide
+# modes
 # bwd_probe probe inductor dram aftermath sanitize profile
 # (default: build test check bench)
 # BUILD=dir names the build tree (default build-device). (A tree built on the CPU machine cannot
@@ -243,6 +244,30 @@ for step in "${steps[@]}"; do
       [ "$shapes" = sweep ] && shape_args=()
       knob_runs bench_probe 600 "${PROBE_CONFIGS:-NK_TUNE_BWD_ITEMS=0 NK_TUNE_BWD_ITEMS=1 NK_TUNE_BWD_CTAS_PER_SM=1 NK_TUNE_BWD_CTAS_PER_SM=3}" \
         --bwd-only "${shape_args[@]}" ;;
+    modes)  # A/B over the plain forward and the quantized modes in one run: `normkit bench
+      # --fwd-only` of each of AB_MODES (plain, tensor, token, block, mxfp8, transposed) under each
+      # of AB_CONFIGS (words joined by commas: NK_TUNE_* knobs or bench options such as
+      # --zero-centered; "none": the defaults), the whole set twice; JSON as
+      # bench_ab_<mode>_<config>_<a|b>.json in the logs (ab.py compares them)
+      local_modes=${AB_MODES:-plain tensor token block mxfp8 transposed}
+      for rep in a b; do
+        for cfg in ${AB_CONFIGS:-none}; do
+          words=${cfg//,/ }
+          [ "$cfg" = none ] && words=
+          knobs=() args=()
+          for w in $words; do
+            case $w in NK_TUNE_*) knobs+=("$w") ;; *) args+=("$w") ;; esac
+          done
+          for mode in $local_modes; do
+            margs=(--quant "$mode")
+            [ "$mode" = plain ] && margs=()
+            [ "$mode" = transposed ] && margs=(--quant tensor --transposed)
+            run "bench_ab_${mode}_${cfg//[^A-Za-z0-9_]/_}_$rep" env "${knobs[@]}" \
+              "$BUILD/tools/normkit" bench --fwd-only "${margs[@]}" "${args[@]}" \
+              --json "$LOGS/bench_ab_${mode}_${cfg//[^A-Za-z0-9_]/_}_$rep.json"
+          done
+        done
+      done ;;
     probe)  # knob A/Bs in one run: `normkit bench $PROBE_ARGS` over PROBE_SHAPES (default: the
       # sweep) under each of PROBE_CONFIGS (knobs joined by commas; "none": the defaults)
       shape_args=()

@@ -244,6 +244,7 @@ std::string LaunchConfig::describe() const {
   if (realigned) s += " realigned";
   if (exact) s += " exact";
   if (pinned_registers) s += " pinned";
+  if (full_items) s += " full-items";
   if (tile_rows) s += " tile_rows=" + std::to_string(tile_rows);
   if (tile_buffers == 2) s += " persistent, 2 tiles";
   if (quant_weight_first != 0) s += " weight-first=" + std::to_string(quant_weight_first);
@@ -370,6 +371,7 @@ void pin_quant_registers(LaunchConfig& c, int64_t rows, int64_t hidden, const Ke
   c.pinned_registers = true;
   fewer_whole_warps(c, int64_t(c.threads_per_row) * c.items, kSmallItems, rows, f);  // EXACT
   c.exact = chunks_exact(c, rows, hidden);
+  c.full_items = f.quant_full_items != 0 && c.items == kSmallItems;
 }
 
 LaunchConfig plan_fwd_quant_transposed(int64_t rows, int64_t hidden, int vec, int x_bytes,

@@ -118,6 +118,11 @@ struct KernelFacts {
   // at 4096 x 1024), but 1024 x 32768 0.95x and 32768 x 8192 0.98x: the first wave's warps all
   // update the one word (their amax_seen reads 0).
   int quant_amax_per_warp = 0;
+  // Quantized forward, pinned plans of exactly kSmallItems vectors per thread (every sweep
+  // shape): 1 (the default) launches kernels compiled for that count, so that no per-item test
+  // of the runtime count is left (LaunchConfig::full_items); 0 the kernels of up to kSmallItems
+  // (NK_TUNE_QUANT_FULL_ITEMS, for A/B runs and for the tests of those kernels).
+  int quant_full_items = 1;
   // Forward registers/cluster plans (plain and quantized): 1 takes the EXACT kernels where the
   // plan covers the rows exactly (chunks_exact), 0 never (NK_TUNE_FWD_EXACT, for A/B runs and
   // for the tests of the general kernels at such shapes); 2 also gives the quantized
@@ -205,6 +210,9 @@ struct LaunchConfig {
   // per thread (KernelFacts::fwd_exact 4): the kernels held to 56 registers
   // (rms_norm_fwd_quant_registers_exact_small), rather than the 64 of the 512-thread bound.
   bool pinned_registers = false;
+  // Pinned plans of exactly kSmallItems vectors per thread, with KernelFacts::quant_full_items:
+  // the kernels compiled for that count.
+  bool full_items = false;
   // plan_fwd_quant_transposed: each CTA's rows of a 32-row run (4-32), else 0; tiles of them
   // in shared memory (2: the persistent kernel, double-buffered).
   int tile_rows = 0;

@@ -40,6 +40,20 @@ inline FwdParams fwd_params_with_y_t(const nk_rms_norm_fwd_args& a, const Launch
   return p;
 }
 
+// The 56-register kernel of a pinned plan (LaunchConfig::pinned_registers; TOKEN's folded one):
+// EXTRAS as the launch's FwdParams::weight_extras, and compiled for exactly kSmallItems vectors
+// per thread where the plan says so (LaunchConfig::full_items).
+template <typename XT, typename WT, int MODE, int VEC, bool EXTRAS>
+auto pinned_quant_kernel(bool full_items) {
+  if constexpr (MODE == NK_QUANT_TOKEN) {
+    return full_items ? rms_norm_fwd_quant_token_folded_exact_small<XT, WT, VEC, EXTRAS, true>
+                      : rms_norm_fwd_quant_token_folded_exact_small<XT, WT, VEC, EXTRAS, false>;
+  } else {
+    return full_items ? rms_norm_fwd_quant_registers_exact_small<XT, WT, MODE, VEC, EXTRAS, true>
+                      : rms_norm_fwd_quant_registers_exact_small<XT, WT, MODE, VEC, EXTRAS, false>;
+  }
+}
+
 template <typename XT, typename WT, int MODE>
 void launch_fwd_quant_mode(const FwdParams& p, const LaunchConfig& cfg, cudaStream_t stream) {
   if constexpr (MODE == NK_QUANT_BLOCK || MODE == NK_QUANT_MXFP8) {
@@ -107,15 +121,9 @@ void launch_fwd_quant_mode(const FwdParams& p, const LaunchConfig& cfg, cudaStre
       // The 56-register entries (cfg.pinned_registers) of the EXACT small budget: 16-bit x and
       // weights; TOKEN only where it folds (with a bias it keeps the bounded kernel).
       if constexpr (kExactWidth && sizeof(XT) == 2 && sizeof(WT) == 2) {
-        if (exact && small && cfg.pinned_registers) {
-          const bool extras = p.weight_extras();
-          if constexpr (MODE != NK_QUANT_TOKEN) {
-            kernel = extras ? rms_norm_fwd_quant_registers_exact_small<XT, WT, MODE, VEC, true>
-                            : rms_norm_fwd_quant_registers_exact_small<XT, WT, MODE, VEC, false>;
-          } else if (!p.bias) {
-            kernel = extras ? rms_norm_fwd_quant_token_folded_exact_small<XT, WT, VEC, true>
-                            : rms_norm_fwd_quant_token_folded_exact_small<XT, WT, VEC, false>;
-          }
+        if (exact && small && cfg.pinned_registers && (MODE != NK_QUANT_TOKEN || !p.bias)) {
+          kernel = p.weight_extras() ? pinned_quant_kernel<XT, WT, MODE, VEC, true>(cfg.full_items)
+                                     : pinned_quant_kernel<XT, WT, MODE, VEC, false>(cfg.full_items);
         }
       }
       launch(kernel, cfg.grid, dim3(cfg.threads_per_row, cfg.rows_per_block), {cfg.cluster_size},

@@ -160,6 +160,14 @@ struct RowChunk {
   }
 };
 
+// `c` with `items` the constant N where FULL (every thread of the plan has N vectors): its
+// per-item tests then fold away (a runtime count cost a compare and predicate per item).
+template <bool FULL, int N, int VEC, bool EXACT>
+__device__ __forceinline__ RowChunk<VEC, EXACT> with_full_items(RowChunk<VEC, EXACT> c) {
+  if constexpr (FULL) c.items = N;
+  return c;
+}
+
 // Loads this thread's vectors of x, packed (zeros where inactive).
 template <typename XT, int VEC, int IMAX, bool EXACT>
 __device__ __forceinline__ void load_x_lanes(const FwdParams& p, const RowChunk<VEC, EXACT>& c,

@@ -260,12 +260,14 @@ __global__ void __launch_bounds__(
 // rms_norm_fwd_registers_exact_small: three CTAs of 384 threads per SM (12288 columns as
 // 384 x 4) and five of 224 (7168 columns), where the 64 of the 512-thread bound fit two and four.
 // EXTRAS false: p.weight_extras() is false (fwd_quant_registers_row's ADD_WEIGHT and BIAS).
-template <typename XT, typename WT, int MODE, int VEC, bool EXTRAS>
+// FULL: every thread has kSmallItems vectors (LaunchConfig::full_items), a constant, so that
+// the per-item tests of the runtime count leave the SASS.
+template <typename XT, typename WT, int MODE, int VEC, bool EXTRAS, bool FULL>
 __global__ void __maxnreg__(56) rms_norm_fwd_quant_registers_exact_small(FwdParams p) {
   static_assert(sizeof(XT) == 2 && sizeof(WT) == 2 && VEC == 8 && MODE != NK_QUANT_TOKEN,
                 "16-byte vectors of 16-bit x and weights at the small budget");
   fwd_quant_registers_row<XT, WT, MODE, VEC, kSmallItems, true, true, EXTRAS, EXTRAS>(
-      p, RowChunk<VEC, true>(p.shape));
+      p, with_full_items<FULL, kSmallItems>(RowChunk<VEC, true>(p.shape)));
 }
 
 // NK_QUANT_TOKEN without bias, in one HBM pass and one row reduction: v is (s * w_eff) * rstd
@@ -276,14 +278,16 @@ __global__ void __maxnreg__(56) rms_norm_fwd_quant_registers_exact_small(FwdPara
 // flag of rms_norm_fwd_quant_registers: sharing its body moved ptxas's register count for the
 // other modes from 64 to 80.
 // (Never called with a bias.) EXTRAS false: no zero-centered add (FwdParams::weight_extras).
-template <typename XT, typename WT, int VEC, int IMAX, bool EXACT, bool EXTRAS = true>
+// FULL: every thread has IMAX vectors (as rms_norm_fwd_quant_registers_exact_small).
+template <typename XT, typename WT, int VEC, int IMAX, bool EXACT, bool EXTRAS = true,
+          bool FULL = false>
 __device__ __forceinline__ void fwd_quant_token_folded_row(const FwdParams& p) {
   static_assert(sizeof(WT) * VEC * IMAX <= 64 && sizeof(XT) * VEC * IMAX <= 64,
                 "x and the weight are held in registers");
   __shared__ float scratch[2 * kMaxWarps];
   __shared__ ClusterPushPair cluster_push;  // with clusters
   const RowShape& shape = p.shape;
-  const RowChunk<VEC, EXACT> c(shape);
+  const RowChunk<VEC, EXACT> c = with_full_items<FULL, IMAX>(RowChunk<VEC, EXACT>(shape));
   const int64_t row = c.row;
 
   if (shape.cluster_size > 1) cluster_push_init(cluster_push);
@@ -349,11 +353,11 @@ __global__ void __launch_bounds__(512, 2) rms_norm_fwd_quant_token_folded(FwdPar
 
 // rms_norm_fwd_quant_token_folded's EXACT small-budget plans of 16-byte vectors of 16-bit x and
 // weights, held to 56 registers (see rms_norm_fwd_quant_registers_exact_small).
-template <typename XT, typename WT, int VEC, bool EXTRAS>
+template <typename XT, typename WT, int VEC, bool EXTRAS, bool FULL>
 __global__ void __maxnreg__(56) rms_norm_fwd_quant_token_folded_exact_small(FwdParams p) {
   static_assert(sizeof(XT) == 2 && sizeof(WT) == 2 && VEC == 8,
                 "16-byte vectors of 16-bit x and weights at the small budget");
-  fwd_quant_token_folded_row<XT, WT, VEC, kSmallItems, true, EXTRAS>(p);
+  fwd_quant_token_folded_row<XT, WT, VEC, kSmallItems, true, EXTRAS, FULL>(p);
 }
 
 // Any row length: one CTA per row (blockDim = (threads, 1)). Pass 1 sums squares (writing

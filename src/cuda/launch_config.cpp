@@ -363,7 +363,8 @@ LaunchConfig plan_fwd_quant(int64_t rows, int64_t hidden, int vec, int block, bo
   return c;
 }
 
-void pin_quant_registers(LaunchConfig& c, int64_t rows, int64_t hidden, const KernelFacts& f) {
+void pin_quant_registers(LaunchConfig& c, int64_t rows, int64_t hidden, const KernelFacts& f,
+                         bool full_items_kernels) {
   if (f.fwd_exact < 4 || c.plan != RowPlan::kRegisters || !c.exact || c.vec != 8 ||
       c.items > kSmallItems) {
     return;
@@ -371,7 +372,7 @@ void pin_quant_registers(LaunchConfig& c, int64_t rows, int64_t hidden, const Ke
   c.pinned_registers = true;
   fewer_whole_warps(c, int64_t(c.threads_per_row) * c.items, kSmallItems, rows, f);  // EXACT
   c.exact = chunks_exact(c, rows, hidden);
-  c.full_items = f.quant_full_items != 0 && c.items == kSmallItems;
+  c.full_items = full_items_kernels && f.quant_full_items != 0 && c.items == kSmallItems;
 }
 
 LaunchConfig plan_fwd_quant_transposed(int64_t rows, int64_t hidden, int vec, int x_bytes,

@@ -121,7 +121,10 @@ struct KernelFacts {
   // Quantized forward, pinned plans of exactly kSmallItems vectors per thread (every sweep
   // shape): 1 (the default) launches kernels compiled for that count, so that no per-item test
   // of the runtime count is left (LaunchConfig::full_items); 0 the kernels of up to kSmallItems
-  // (NK_TUNE_QUANT_FULL_ITEMS, for A/B runs and for the tests of those kernels).
+  // (NK_TUNE_QUANT_FULL_ITEMS, for A/B runs and for the tests of those kernels). Measured
+  // (fourteenth session, H100, twice each): tensor 0.97-0.98x the time from 16M elements,
+  // block and MXFP8 0.98-0.99x at the largest shapes (up to 1.02x at 8192 x 2048); TOKEN's folded
+  // kernel spilled 56 bytes at the 56-register cap and ran 1.02-1.07x: TOKEN keeps the other.
   int quant_full_items = 1;
   // Forward registers/cluster plans (plain and quantized): 1 takes the EXACT kernels where the
   // plan covers the rows exactly (chunks_exact), 0 never (NK_TUNE_FWD_EXACT, for A/B runs and
@@ -310,8 +313,10 @@ LaunchConfig plan_fwd_quant(int64_t rows, int64_t hidden, int vec, int block, bo
 // thread, where the launcher has 56-register kernels (the caller decides: quant_backend.cu,
 // pinnable), with facts.fwd_exact 4: pinned_registers, and the CTA's vectors as the fewest whole
 // warps that cover them at up to kSmallItems (12288 columns as 384 x 4 rather than 512 x 3:
-// three CTAs per SM instead of two).
-void pin_quant_registers(LaunchConfig& c, int64_t rows, int64_t hidden, const KernelFacts& f);
+// three CTAs per SM instead of two). full_items_kernels: whether the launcher has kernels for
+// exactly kSmallItems vectors per thread for this mode (LaunchConfig::full_items; not TOKEN's).
+void pin_quant_registers(LaunchConfig& c, int64_t rows, int64_t hidden, const KernelFacts& f,
+                         bool full_items_kernels = true);
 
 // The per-tensor quantized forward with y_t in one kernel (rms_norm_fwd_quant_transposed): a
 // cluster of cluster_size CTAs (1, 2, 4 or 8) per run of kTransposedRun rows, tile_rows =

@@ -42,12 +42,15 @@ inline FwdParams fwd_params_with_y_t(const nk_rms_norm_fwd_args& a, const Launch
 
 // The 56-register kernel of a pinned plan (LaunchConfig::pinned_registers; TOKEN's folded one):
 // EXTRAS as the launch's FwdParams::weight_extras, and compiled for exactly kSmallItems vectors
-// per thread where the plan says so (LaunchConfig::full_items).
+// per thread where the plan says so (LaunchConfig::full_items; never for TOKEN, which measured
+// slower so: KernelFacts::quant_full_items).
 template <typename XT, typename WT, int MODE, int VEC, bool EXTRAS>
 auto pinned_quant_kernel(bool full_items) {
   if constexpr (MODE == NK_QUANT_TOKEN) {
-    return full_items ? rms_norm_fwd_quant_token_folded_exact_small<XT, WT, VEC, EXTRAS, true>
-                      : rms_norm_fwd_quant_token_folded_exact_small<XT, WT, VEC, EXTRAS, false>;
+    if (full_items) {
+      throw Error(NK_ERROR_INTERNAL, "rms_norm_fwd quantized: a full-items plan for TOKEN");
+    }
+    return rms_norm_fwd_quant_token_folded_exact_small<XT, WT, VEC, EXTRAS, false>;
   } else {
     return full_items ? rms_norm_fwd_quant_registers_exact_small<XT, WT, MODE, VEC, EXTRAS, true>
                       : rms_norm_fwd_quant_registers_exact_small<XT, WT, MODE, VEC, EXTRAS, false>;

@@ -606,7 +606,30 @@ TEST(LaunchConfig, PinnedQuantRegistersTakeTheFewestWholeWarpsAtSetting4) {
     EXPECT_EQ(c.items, 4);
     EXPECT_EQ(c.grid, 4096);
     EXPECT_TRUE(c.exact);
+    EXPECT_TRUE(c.full_items);  // 4 = kSmallItems vectors per thread
+    EXPECT_NE(c.describe().find(" full-items"), std::string::npos);
     expect_covers(c, 4096, 12288, normkit::cuda::kSmallItems, false, f);
+  }
+  // Full items: only where the launcher has such kernels (not TOKEN's) and the knob allows.
+  {
+    LaunchConfig c = normkit::cuda::plan_fwd_quant(4096, 12288, 8, 0, true, f);
+    normkit::cuda::pin_quant_registers(c, 4096, 12288, f, false);
+    EXPECT_TRUE(c.pinned_registers);
+    EXPECT_FALSE(c.full_items);
+    KernelFacts off = f;
+    off.quant_full_items = 0;
+    LaunchConfig d = normkit::cuda::plan_fwd_quant(4096, 12288, 8, 0, false, off);
+    normkit::cuda::pin_quant_registers(d, 4096, 12288, off);
+    EXPECT_TRUE(d.pinned_registers);
+    EXPECT_FALSE(d.full_items);
+  }
+  // Fewer vectors per thread than kSmallItems (1536 columns: 64 threads x 3): pinned, not full.
+  {
+    LaunchConfig c = normkit::cuda::plan_fwd_quant(8192, 1536, 8, 0, false, f);
+    normkit::cuda::pin_quant_registers(c, 8192, 1536, f);
+    EXPECT_TRUE(c.pinned_registers) << c.describe();
+    EXPECT_LT(c.items, normkit::cuda::kSmallItems) << c.describe();
+    EXPECT_FALSE(c.full_items) << c.describe();
   }
   // Already at 4 vectors per thread (8192 and 7168 columns): pinned, shape unchanged.
   for (int64_t hidden : {8192, 7168, 2048}) {

@@ -80,7 +80,7 @@ LaunchConfig bf16_ticketed_plan(int64_t rows, int64_t hidden, const KernelFacts&
 
 std::vector<KernelOccupancy> planned_occupancy() {
   const KernelFacts f = kernel_facts(current_device_facts());
-  auto exact_small = rms_norm_fwd_registers_exact_small<bf16, bf16, bf16, 8, kSmallItems, false, true>;
+  auto exact_small = rms_norm_fwd_registers_exact_small<bf16, bf16, bf16, 8, kSmallItems, false>;
   auto exact_wide = rms_norm_fwd_registers<bf16, bf16, bf16, 8, fwd_items_max(8), true>;
   auto bwd = rms_norm_bwd_pipelined<bf16, bf16, bf16, 8, 2, false, false>;
   auto quant_tensor =

@@ -319,8 +319,6 @@ LaunchConfig plan_fwd(int64_t rows, int64_t hidden, int vec, const KernelFacts& 
   LaunchConfig c = registers;
   fewest_whole_warps(c, rows, hidden, facts);
   c.exact = facts.fwd_exact && chunks_exact(c, rows, hidden);
-  c.full_items = facts.fwd_full_items != 0 && c.exact && c.plan == RowPlan::kRegisters &&
-                 c.vec == 8 && c.items == kSmallItems;
   return c;
 }
 

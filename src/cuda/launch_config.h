@@ -126,9 +126,6 @@ struct KernelFacts {
   // block and MXFP8 0.98-0.99x at the largest shapes (up to 1.02x at 8192 x 2048); TOKEN's folded
   // kernel spilled 56 bytes at the 56-register cap and ran 1.02-1.07x: TOKEN keeps the other.
   int quant_full_items = 1;
-  // The same for the plain forward's EXACT registers plans of 16-bit x at the small budget
-  // (rms_norm_fwd_registers_exact_small; NK_TUNE_FWD_FULL_ITEMS).
-  int fwd_full_items = 1;
   // Forward registers/cluster plans (plain and quantized): 1 takes the EXACT kernels where the
   // plan covers the rows exactly (chunks_exact), 0 never (NK_TUNE_FWD_EXACT, for A/B runs and
   // for the tests of the general kernels at such shapes); 2 also gives the quantized
@@ -216,9 +213,8 @@ struct LaunchConfig {
   // per thread (KernelFacts::fwd_exact 4): the kernels held to 56 registers
   // (rms_norm_fwd_quant_registers_exact_small), rather than the 64 of the 512-thread bound.
   bool pinned_registers = false;
-  // Pinned plans of exactly kSmallItems vectors per thread, with KernelFacts::quant_full_items
-  // (quantized) or fwd_full_items (plain: EXACT registers plans of 8-element vectors; the
-  // launcher has such kernels for 16-bit x only): the kernels compiled for that count.
+  // Pinned plans of exactly kSmallItems vectors per thread, with KernelFacts::quant_full_items:
+  // the kernels compiled for that count.
   bool full_items = false;
   // plan_fwd_quant_transposed: each CTA's rows of a 32-row run (4-32), else 0; tiles of them
   // in shared memory (2: the persistent kernel, double-buffered).

@@ -83,19 +83,12 @@ void launch_fwd(const nk_rms_norm_fwd_args& a, const LaunchConfig& cfg, cudaStre
       if constexpr (kNarrowest * VEC == 16) {
         if (cfg.exact) {
           // The small budget's 56-register entry for 16-bit x only (float32 x spilled there);
-          // chosen at compile time, so that the other is not built. Its variants without the
-          // weight's extras where the launch has none (FwdParams::weight_extras), and for
-          // exactly IMAX_SMALL vectors per thread where the plan says so (full_items).
-          auto small_kernel = [extras = p.weight_extras(), full = cfg.full_items] {
+          // chosen at compile time, so that the other is not built. Its variant without the
+          // weight's extras where the launch has none (FwdParams::weight_extras).
+          auto small_kernel = [extras = p.weight_extras()] {
             if constexpr (sizeof(XT) == 2) {
-              auto pick = [&](auto extras_constant) {
-                constexpr bool kExtras = decltype(extras_constant)::value;
-                return full ? rms_norm_fwd_registers_exact_small<XT, WT, YT, VEC, IMAX_SMALL,
-                                                                 kExtras, true>
-                            : rms_norm_fwd_registers_exact_small<XT, WT, YT, VEC, IMAX_SMALL,
-                                                                 kExtras, false>;
-              };
-              return extras ? pick(std::true_type{}) : pick(std::false_type{});
+              return extras ? rms_norm_fwd_registers_exact_small<XT, WT, YT, VEC, IMAX_SMALL, true>
+                            : rms_norm_fwd_registers_exact_small<XT, WT, YT, VEC, IMAX_SMALL, false>;
             } else {
               return rms_norm_fwd_registers<XT, WT, YT, VEC, IMAX_SMALL, true>;
             }

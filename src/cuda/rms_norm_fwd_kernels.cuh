@@ -313,15 +313,15 @@ __device__ __forceinline__ float sum_of_squares(const Lanes<XT, VEC> (&s)[IMAX])
 // shape.cluster_size consecutive CTAs shares one row, each covering cols_per_cta columns.
 // Weight and bias go through the read-only path, which may run ahead of the residual_out
 // stores. EXACT: no per-item range checks (RowChunk), where the plan says so. EXTRAS false: the
-// launcher knows that p.weight_extras() is false (no zero-centered add, no bias). FULL: every
-// thread has IMAX vectors (LaunchConfig::full_items). The kernels below are its entry points.
+// launcher knows that p.weight_extras() is false (no zero-centered add, no bias). The kernels
+// below are its entry points.
 template <typename XT, typename WT, typename YT, int VEC, int IMAX, bool EXACT,
-          bool EXTRAS = true, bool FULL = false>
+          bool EXTRAS = true>
 __device__ __forceinline__ void fwd_registers_row(const FwdParams& p) {
   __shared__ float scratch[kMaxWarps];
   __shared__ ClusterPush cluster_push;  // with clusters
   const RowShape& shape = p.shape;
-  const RowChunk<VEC, EXACT> c = with_full_items<FULL, IMAX>(RowChunk<VEC, EXACT>(shape));
+  const RowChunk<VEC, EXACT> c(shape);
   const int64_t row = c.row;
 
   if (shape.cluster_size > 1) cluster_push_init(cluster_push);
@@ -369,12 +369,12 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_registers(FwdParams p) {
 // 512 threads ptxas gave this code 53 or 64 registers depending on unrelated changes elsewhere
 // (eleventh session: at 64, two CTAs per SM, 4096 x 12288 forward 72.7 -> 75 us). (__maxnreg__
 // does not combine with __launch_bounds__, and as the only bound on the other kernels it let
-// ptxas take 82-90 registers where 63-64 fit two CTAs of 512 threads.) EXTRAS, FULL: as
+// ptxas take 82-90 registers where 63-64 fit two CTAs of 512 threads.) EXTRAS: as
 // fwd_registers_row.
-template <typename XT, typename WT, typename YT, int VEC, int IMAX, bool EXTRAS, bool FULL>
+template <typename XT, typename WT, typename YT, int VEC, int IMAX, bool EXTRAS>
 __global__ void __maxnreg__(56) rms_norm_fwd_registers_exact_small(FwdParams p) {
   static_assert(IMAX <= kSmallItems && sizeof(XT) == 2, "16-bit x at the small budget");
-  fwd_registers_row<XT, WT, YT, VEC, IMAX, true, EXTRAS, FULL>(p);
+  fwd_registers_row<XT, WT, YT, VEC, IMAX, true, EXTRAS>(p);
 }
 
 // Any row length: one CTA per row; pass 1 sums squares (and writes residual_out), pass 2

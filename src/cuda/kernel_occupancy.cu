@@ -85,7 +85,7 @@ std::vector<KernelOccupancy> planned_occupancy() {
   auto bwd = rms_norm_bwd_pipelined<bf16, bf16, bf16, 8, 2, false, false>;
   auto quant_tensor =
       rms_norm_fwd_quant_registers_exact_small<bf16, bf16, NK_QUANT_TENSOR, 8, false, true>;
-  auto quant_token = rms_norm_fwd_quant_token_folded_exact_small<bf16, bf16, 8, false, false>;
+  auto quant_token = rms_norm_fwd_quant_token_folded_exact_small<bf16, bf16, 8, false>;
   auto ticketed = f.quant_ticket_slices == 2 ? rms_norm_fwd_quant_ticketed<bf16, bf16, false, 2>
                                              : rms_norm_fwd_quant_ticketed<bf16, bf16, false, 1>;
   // CTAs per SM by registers (65536 per SM) at the block sizes of these plans: 384 x 4 vectors

@@ -50,7 +50,7 @@ auto pinned_quant_kernel(bool full_items) {
     if (full_items) {
       throw Error(NK_ERROR_INTERNAL, "rms_norm_fwd quantized: a full-items plan for TOKEN");
     }
-    return rms_norm_fwd_quant_token_folded_exact_small<XT, WT, VEC, EXTRAS, false>;
+    return rms_norm_fwd_quant_token_folded_exact_small<XT, WT, VEC, EXTRAS>;
   } else {
     return full_items ? rms_norm_fwd_quant_registers_exact_small<XT, WT, MODE, VEC, EXTRAS, true>
                       : rms_norm_fwd_quant_registers_exact_small<XT, WT, MODE, VEC, EXTRAS, false>;

@@ -144,8 +144,9 @@ __device__ __forceinline__ float token_factor(const FwdParams& p, int64_t row, b
 // the add, an identity, is compiled out (one instruction of about nine per value: measured 1-2%
 // faster, twelfth session). BIAS false: it knows that there is no bias, and the bias's
 // predicated loads and adds leave the SASS (about 19 instructions per vector, issued though
-// predicated off: ncu, fourteenth session; with both false, 3-8% faster). amax: per CTA, or per warp with p.quant.amax_per_warp (measured
-// slower at most shapes: launch_config.h, KernelFacts::quant_amax_per_warp).
+// predicated off: ncu, fourteenth session; with both false, 3-8% faster). amax: per CTA, or per
+// warp with p.quant.amax_per_warp (measured slower at most shapes: launch_config.h,
+// KernelFacts::quant_amax_per_warp).
 //
 // `c`: this thread's rows and columns (RowChunk by blockIdx, or a ticketed grid's forward unit).
 template <typename XT, typename WT, int MODE, int VEC, int IMAX, bool WEIGHT_FIRST, bool EXACT,
@@ -278,16 +279,16 @@ __global__ void __maxnreg__(56) rms_norm_fwd_quant_registers_exact_small(FwdPara
 // flag of rms_norm_fwd_quant_registers: sharing its body moved ptxas's register count for the
 // other modes from 64 to 80.
 // (Never called with a bias.) EXTRAS false: no zero-centered add (FwdParams::weight_extras).
-// FULL: every thread has IMAX vectors (as rms_norm_fwd_quant_registers_exact_small).
-template <typename XT, typename WT, int VEC, int IMAX, bool EXACT, bool EXTRAS = true,
-          bool FULL = false>
+// (No variant for exactly IMAX vectors, as rms_norm_fwd_quant_registers_exact_small has: at the
+// 56-register cap it spilled 56 bytes and ran 2-7% slower, fourteenth session.)
+template <typename XT, typename WT, int VEC, int IMAX, bool EXACT, bool EXTRAS = true>
 __device__ __forceinline__ void fwd_quant_token_folded_row(const FwdParams& p) {
   static_assert(sizeof(WT) * VEC * IMAX <= 64 && sizeof(XT) * VEC * IMAX <= 64,
                 "x and the weight are held in registers");
   __shared__ float scratch[2 * kMaxWarps];
   __shared__ ClusterPushPair cluster_push;  // with clusters
   const RowShape& shape = p.shape;
-  const RowChunk<VEC, EXACT> c = with_full_items<FULL, IMAX>(RowChunk<VEC, EXACT>(shape));
+  const RowChunk<VEC, EXACT> c(shape);
   const int64_t row = c.row;
 
   if (shape.cluster_size > 1) cluster_push_init(cluster_push);
@@ -353,11 +354,11 @@ __global__ void __launch_bounds__(512, 2) rms_norm_fwd_quant_token_folded(FwdPar
 
 // rms_norm_fwd_quant_token_folded's EXACT small-budget plans of 16-byte vectors of 16-bit x and
 // weights, held to 56 registers (see rms_norm_fwd_quant_registers_exact_small).
-template <typename XT, typename WT, int VEC, bool EXTRAS, bool FULL>
+template <typename XT, typename WT, int VEC, bool EXTRAS>
 __global__ void __maxnreg__(56) rms_norm_fwd_quant_token_folded_exact_small(FwdParams p) {
   static_assert(sizeof(XT) == 2 && sizeof(WT) == 2 && VEC == 8,
                 "16-byte vectors of 16-bit x and weights at the small budget");
-  fwd_quant_token_folded_row<XT, WT, VEC, kSmallItems, true, EXTRAS, FULL>(p);
+  fwd_quant_token_folded_row<XT, WT, VEC, kSmallItems, true, EXTRAS>(p);
 }
 
 // Any row length: one CTA per row (blockDim = (threads, 1)). Pass 1 sums squares (writing

@@ -124,7 +124,7 @@ struct KernelFacts {
   // (NK_TUNE_QUANT_FULL_ITEMS, for A/B runs and for the tests of those kernels). Measured
   // (fourteenth session, H100, twice each): tensor 0.97-0.98x the time from 16M elements,
   // block and MXFP8 0.98-0.99x at the largest shapes (up to 1.02x at 8192 x 2048); TOKEN's folded
-  // kernel spilled 56 bytes at the 56-register cap and ran 1.02-1.07x: TOKEN keeps the other.
+  // kernel spilled 56 bytes at the 56-register cap and ran 1.02-1.09x: TOKEN keeps the other.
   int quant_full_items = 1;
   // Forward registers/cluster plans (plain and quantized): 1 takes the EXACT kernels where the
   // plan covers the rows exactly (chunks_exact), 0 never (NK_TUNE_FWD_EXACT, for A/B runs and

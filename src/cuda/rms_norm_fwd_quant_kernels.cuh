@@ -280,7 +280,7 @@ __global__ void __maxnreg__(56) rms_norm_fwd_quant_registers_exact_small(FwdPara
 // other modes from 64 to 80.
 // (Never called with a bias.) EXTRAS false: no zero-centered add (FwdParams::weight_extras).
 // (No variant for exactly IMAX vectors, as rms_norm_fwd_quant_registers_exact_small has: at the
-// 56-register cap it spilled 56 bytes and ran 2-7% slower, fourteenth session.)
+// 56-register cap it spilled 56 bytes and ran 2-9% slower, fourteenth session.)
 template <typename XT, typename WT, int VEC, int IMAX, bool EXACT, bool EXTRAS = true>
 __device__ __forceinline__ void fwd_quant_token_folded_row(const FwdParams& p) {
   static_assert(sizeof(WT) * VEC * IMAX <= 64 && sizeof(XT) * VEC * IMAX <= 64,

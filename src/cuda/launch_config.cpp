@@ -365,8 +365,9 @@ LaunchConfig plan_fwd_quant(int64_t rows, int64_t hidden, int vec, int block, bo
 
 void pin_quant_registers(LaunchConfig& c, int64_t rows, int64_t hidden, const KernelFacts& f,
                          bool full_items_kernels) {
-  if (f.fwd_exact < 4 || c.plan != RowPlan::kRegisters || !c.exact || c.vec != 8 ||
-      c.items > kSmallItems) {
+  const bool plan_pinnable =
+      c.plan == RowPlan::kRegisters || (c.plan == RowPlan::kCluster && f.quant_pin_clusters != 0);
+  if (f.fwd_exact < 4 || !plan_pinnable || !c.exact || c.vec != 8 || c.items > kSmallItems) {
     return;
   }
   c.pinned_registers = true;

@@ -67,6 +67,8 @@ inline const KernelFacts& tuned_defaults() {
     k.quant_amax_per_warp =
         tuning_knob("NK_TUNE_QUANT_AMAX_PER_WARP", k.quant_amax_per_warp, 0, 1);
     k.quant_full_items = tuning_knob("NK_TUNE_QUANT_FULL_ITEMS", k.quant_full_items, 0, 1);
+    k.quant_pin_clusters =
+        tuning_knob("NK_TUNE_QUANT_PIN_CLUSTERS", k.quant_pin_clusters, 0, 1);
     k.fwd_items_target = tuning_knob("NK_TUNE_FWD_ITEMS", k.fwd_items_target, 1, 4);
     k.quant_fused_transpose =
         tuning_knob("NK_TUNE_QUANT_FUSED_TRANSPOSE", k.quant_fused_transpose, 0, 3);

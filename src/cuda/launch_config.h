@@ -126,10 +126,13 @@ struct KernelFacts {
   // block and MXFP8 0.98-0.99x at the largest shapes (up to 1.02x at 8192 x 2048); TOKEN's folded
   // kernel spilled 56 bytes at the 56-register cap and ran 1.02-1.09x: TOKEN keeps the other.
   int quant_full_items = 1;
-  // Quantized forward: 1 also pins the EXACT cluster plans of wide rows (rows split over a
-  // cluster at up to kSmallItems vectors per thread, pin_quant_registers), 0 (the default)
-  // pins one-CTA-per-row plans only (NK_TUNE_QUANT_PIN_CLUSTERS; measurement pending).
-  int quant_pin_clusters = 0;
+  // Quantized forward: 1 (the default) also pins the EXACT cluster plans of wide rows (rows
+  // split over a cluster at up to kSmallItems vectors per thread, pin_quant_registers), 0 pins
+  // one-CTA-per-row plans only (NK_TUNE_QUANT_PIN_CLUSTERS). Measured (fourteenth session,
+  // H100, twice in one call): 256 x 65536 tensor 0.90x the time, block 0.91x, MXFP8 0.91-0.92x,
+  // token 0.98x; 1024 x 32768 (the dynamic modes' clusters of two) block 0.90x, MXFP8 0.91x,
+  // token 0.97x; every other sweep shape 1.00x (not cluster plans).
+  int quant_pin_clusters = 1;
   // Forward registers/cluster plans (plain and quantized): 1 takes the EXACT kernels where the
   // plan covers the rows exactly (chunks_exact), 0 never (NK_TUNE_FWD_EXACT, for A/B runs and
   // for the tests of the general kernels at such shapes); 2 also gives the quantized

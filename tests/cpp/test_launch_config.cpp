@@ -623,6 +623,22 @@ TEST(LaunchConfig, PinnedQuantRegistersTakeTheFewestWholeWarpsAtSetting4) {
     EXPECT_TRUE(d.pinned_registers);
     EXPECT_FALSE(d.full_items);
   }
+  // Wide rows split over a cluster (the dynamic modes at 1024 x 32768: two CTAs of 512 x 4;
+  // 256 x 65536: four): pinned with quant_pin_clusters (the default), not without.
+  for (const auto& [rows, hidden, dynamic] :
+       {std::tuple<int64_t, int64_t, bool>{1024, 32768, true}, {256, 65536, false}}) {
+    LaunchConfig c = normkit::cuda::plan_fwd_quant(rows, hidden, 8, 0, dynamic, f);
+    ASSERT_GT(c.cluster_size, 1) << c.describe();
+    LaunchConfig unpinned = c;
+    normkit::cuda::pin_quant_registers(c, rows, hidden, f, !dynamic);
+    EXPECT_TRUE(c.pinned_registers) << c.describe();
+    EXPECT_TRUE(c.exact) << c.describe();
+    EXPECT_EQ(int64_t(c.threads_per_row) * c.items * c.vec * c.cluster_size, hidden);
+    KernelFacts off = f;
+    off.quant_pin_clusters = 0;
+    normkit::cuda::pin_quant_registers(unpinned, rows, hidden, off, !dynamic);
+    EXPECT_FALSE(unpinned.pinned_registers) << unpinned.describe();
+  }
   // Fewer vectors per thread than kSmallItems (1536 columns: 64 threads x 3): pinned, not full.
   {
     LaunchConfig c = normkit::cuda::plan_fwd_quant(8192, 1536, 8, 0, false, f);

@@ -326,6 +326,11 @@ LaunchConfig plan_fwd_quant(int64_t rows, int64_t hidden, int vec, int block, bo
                             const KernelFacts& facts) {
   KernelFacts split = facts;  // (plan_fwd_registers splits wide rows at setting 1 only)
   if (facts.fwd_split_wide_rows == 2) split.fwd_split_wide_rows = dynamic_scales ? 1 : 0;
+  if (facts.quant_wide_row_threads > 0 && facts.fwd_split_wide_rows != 0 && vec == 8 &&
+      ceil_div(hidden, vec) > int64_t(kFwdMaxThreadsPerRow) * kSmallItems) {
+    split.fwd_split_wide_rows = 1;  // (KernelFacts::quant_wide_row_threads)
+    split.fwd_cluster_threads = facts.quant_wide_row_threads;
+  }
   LaunchConfig c = plan_fwd_registers(rows, hidden, vec, split);
   c.quant_weight_first = facts.quant_weight_first;
   c.amax_per_warp = facts.quant_amax_per_warp != 0;

@@ -133,6 +133,17 @@ struct KernelFacts {
   // token 0.98x; 1024 x 32768 (the dynamic modes' clusters of two) block 0.90x, MXFP8 0.91x,
   // token 0.97x; every other sweep shape 1.00x (not cluster plans).
   int quant_pin_clusters = 1;
+  // Quantized forward of 16-bit x: rows of more than kFwdMaxThreadsPerRow x kSmallItems vectors
+  // (past 16384 bf16 columns) split over a cluster of CTAs of this many threads in every mode
+  // (NK_TUNE_QUANT_WIDE_ROW_THREADS; 0, or fwd_split_wide_rows 0: as fwd_split_wide_rows says,
+  // per-tensor rows of such width then one 512-thread CTA at the large register budget where
+  // there are 4 x SMs rows).
+  // The plans are those of NK_TUNE_FWD_SPLIT_WIDE_ROWS=1 NK_TUNE_FWD_CLUSTER_THREADS=256, measured
+  // (fourteenth session, 05:00, with the pinned clusters) against the pinned default of then:
+  // 1024 x 32768 tensor 56.4 -> 48.0 us, token 50.4 -> 49.3, block 57.1 -> 56.3, MXFP8 54.1 ->
+  // 52.6; 256 x 65536 tensor 31.9 -> 29.1, token 32.4 -> 30.2, block 36.7 -> 34.7, MXFP8 34.6 ->
+  // 32.7 (those knobs also split narrower rows, measured slower: 4096 x 12288 1.02-1.08x).
+  int quant_wide_row_threads = 256;
   // Forward registers/cluster plans (plain and quantized): 1 takes the EXACT kernels where the
   // plan covers the rows exactly (chunks_exact), 0 never (NK_TUNE_FWD_EXACT, for A/B runs and
   // for the tests of the general kernels at such shapes); 2 also gives the quantized

@@ -69,6 +69,8 @@ inline const KernelFacts& tuned_defaults() {
     k.quant_full_items = tuning_knob("NK_TUNE_QUANT_FULL_ITEMS", k.quant_full_items, 0, 1);
     k.quant_pin_clusters =
         tuning_knob("NK_TUNE_QUANT_PIN_CLUSTERS", k.quant_pin_clusters, 0, 1);
+    k.quant_wide_row_threads =
+        tuning_knob("NK_TUNE_QUANT_WIDE_ROW_THREADS", k.quant_wide_row_threads, 0, 512);
     k.fwd_items_target = tuning_knob("NK_TUNE_FWD_ITEMS", k.fwd_items_target, 1, 4);
     k.quant_fused_transpose =
         tuning_knob("NK_TUNE_QUANT_FUSED_TRANSPOSE", k.quant_fused_transpose, 0, 3);

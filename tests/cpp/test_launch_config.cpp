@@ -667,6 +667,47 @@ TEST(LaunchConfig, PinnedQuantRegistersTakeTheFewestWholeWarpsAtSetting4) {
   }
 }
 
+// Quantized rows past 16384 bf16 columns split over clusters of 256-thread CTAs in every mode
+// (KernelFacts::quant_wide_row_threads): the very plans that NK_TUNE_FWD_SPLIT_WIDE_ROWS=1 with
+// NK_TUNE_FWD_CLUSTER_THREADS=256 gave in the fourteenth session's measurement; narrower rows
+// keep their plans.
+TEST(LaunchConfig, QuantWideRowsSplitOverClustersOf256ThreadCtas) {
+  const KernelFacts f;
+  KernelFacts measured = f;  // the knobs of that measurement, without this setting
+  measured.quant_wide_row_threads = 0;
+  measured.fwd_split_wide_rows = 1;
+  measured.fwd_cluster_threads = 256;
+  KernelFacts before = f;
+  before.quant_wide_row_threads = 0;
+  for (const auto& [rows, hidden] :
+       {std::pair<int64_t, int64_t>{1024, 32768}, {256, 65536}, {600, 32768}, {2048, 24576}}) {
+    for (const auto& [block, dynamic] :
+         {std::pair<int, bool>{0, false}, {0, true}, {128, true}, {32, true}}) {
+      SCOPED_TRACE(testing::Message() << rows << "x" << hidden << " block " << block);
+      const LaunchConfig c = normkit::cuda::plan_fwd_quant(rows, hidden, 8, block, dynamic, f);
+      EXPECT_EQ(c.describe(),
+                normkit::cuda::plan_fwd_quant(rows, hidden, 8, block, dynamic, measured).describe());
+      EXPECT_GT(c.cluster_size, 1);
+      EXPECT_EQ(c.threads_per_row, 256);
+      EXPECT_TRUE(c.exact) << c.describe();
+    }
+  }
+  for (const auto& [rows, hidden] : {std::pair<int64_t, int64_t>{4096, 12288}, {2048, 16384},
+                                     {8192, 8192}, {32768, 8192}, {16384, 7168}}) {
+    for (const auto& [block, dynamic] : {std::pair<int, bool>{0, false}, {0, true}, {128, true}}) {
+      SCOPED_TRACE(testing::Message() << rows << "x" << hidden << " block " << block);
+      EXPECT_EQ(normkit::cuda::plan_fwd_quant(rows, hidden, 8, block, dynamic, f).describe(),
+                normkit::cuda::plan_fwd_quant(rows, hidden, 8, block, dynamic, before).describe());
+    }
+  }
+  // float32 x (4-element vectors) keeps its plans; so does fwd_split_wide_rows 0 ("never").
+  EXPECT_EQ(normkit::cuda::plan_fwd_quant(1024, 32768, 4, 0, false, f).describe(),
+            normkit::cuda::plan_fwd_quant(1024, 32768, 4, 0, false, before).describe());
+  KernelFacts never = f;
+  never.fwd_split_wide_rows = 0;
+  EXPECT_EQ(normkit::cuda::plan_fwd_quant(1024, 32768, 8, 0, true, never).cluster_size, 1);
+}
+
 // The ticketed grid's order (transpose_tickets.h): every forward unit and every (band, piece)
 // transpose exactly once, each band's forward units before its transposes in blockIdx order
 // (a transpose unit waits only for lower blockIdx), and the lag as planned.

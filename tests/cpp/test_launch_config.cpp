@@ -420,7 +420,9 @@ TEST(LaunchConfig, ForwardOfWideRowsAsMeasured) {
   EXPECT_EQ(normkit::cuda::plan_fwd(29, 17389, 1, f, 0).plan, RowPlan::kCluster);
   // By default (NK_TUNE_FWD_SPLIT_WIDE_ROWS=2) the quantized forwards with dynamic scales split
   // them over a cluster of two at the small budget (as measured); per-tensor and the plain
-  // forward keep one CTA per row.
+  // forward keep one CTA per row. (Without quant_wide_row_threads, which splits the quantized
+  // ones of 16-bit x over 256-thread CTAs: QuantWideRowsSplitOverClustersOf256ThreadCtas.)
+  f.quant_wide_row_threads = 0;
   EXPECT_EQ(normkit::cuda::plan_fwd(1024, 32768, 8, f, 2).cluster_size, 1);
   EXPECT_EQ(normkit::cuda::plan_fwd_quant(1024, 32768, 8, 0, false, f).cluster_size, 1);
   for (int block : {0, 32, 128}) {
@@ -623,8 +625,8 @@ TEST(LaunchConfig, PinnedQuantRegistersTakeTheFewestWholeWarpsAtSetting4) {
     EXPECT_TRUE(d.pinned_registers);
     EXPECT_FALSE(d.full_items);
   }
-  // Wide rows split over a cluster (the dynamic modes at 1024 x 32768: two CTAs of 512 x 4;
-  // 256 x 65536: four): pinned with quant_pin_clusters (the default), not without.
+  // Wide rows split over a cluster (1024 x 32768: four CTAs of 256 x 4 vectors; 256 x 65536:
+  // eight): pinned with quant_pin_clusters (the default), not without.
   for (const auto& [rows, hidden, dynamic] :
        {std::tuple<int64_t, int64_t, bool>{1024, 32768, true}, {256, 65536, false}}) {
     LaunchConfig c = normkit::cuda::plan_fwd_quant(rows, hidden, 8, 0, dynamic, f);
@@ -657,11 +659,13 @@ TEST(LaunchConfig, PinnedQuantRegistersTakeTheFewestWholeWarpsAtSetting4) {
     EXPECT_EQ(c.rows_per_block, before.rows_per_block);
     EXPECT_EQ(c.grid, before.grid);
   }
-  // Not pinned: the large budget (32768 columns, 8 vectors), rows not covered exactly, vectors
-  // narrower than 16 bytes of 16-bit x.
+  // Not pinned: the large budget (32768 columns, 8 vectors: one CTA per row without
+  // quant_wide_row_threads), rows not covered exactly, vectors narrower than 16 bytes of 16-bit x.
+  KernelFacts one_cta = f;
+  one_cta.quant_wide_row_threads = 0;
   for (const auto& [rows, hidden, vec] :
        {std::tuple<int64_t, int64_t, int>{1024, 32768, 8}, {4097, 1000, 8}, {64, 4100, 4}}) {
-    LaunchConfig c = normkit::cuda::plan_fwd_quant(rows, hidden, vec, 0, false, f);
+    LaunchConfig c = normkit::cuda::plan_fwd_quant(rows, hidden, vec, 0, false, one_cta);
     normkit::cuda::pin_quant_registers(c, rows, hidden, f);
     EXPECT_FALSE(c.pinned_registers) << rows << "x" << hidden << ": " << c.describe();
   }

@@ -311,8 +311,9 @@ TEST_P(QuantRules, TransposedOutputOfWholeRuns) {
 }
 
 TEST_P(QuantRules, WideRowsInEveryMode) {
-  // Rows that the CUDA planner gives the streaming kernel (262144 columns) and one CTA per
-  // row at the large register budget (32768 columns with >= 4 x SMs rows).
+  // Rows that the CUDA planner gives the streaming kernel (262144 columns) and clusters of four
+  // 256-thread CTAs (32768 columns; with NK_TUNE_QUANT_WIDE_ROW_THREADS=0, ctest entry
+  // quant_wide_rows_one_cta, one CTA per row at the large register budget).
   Rng rng;
   for (const auto& [rows, hidden] : {std::pair<int64_t, int64_t>{2, 262144},
                                      std::pair<int64_t, int64_t>{531, 32768}}) {

@@ -249,7 +249,7 @@ for step in "${steps[@]}"; do
       # of AB_CONFIGS (words joined by commas: NK_TUNE_* knobs or bench options such as
       # --zero-centered; "none": the defaults), the whole set twice; JSON as
       # bench_ab_<mode>_<config>_<a|b>.json in the logs (ab.py compares them)
-      local_modes=${AB_MODES:-plain tensor token block mxfp8 transposed}
+      ab_modes=${AB_MODES:-plain tensor token block mxfp8 transposed}
       for rep in a b; do
         for cfg in ${AB_CONFIGS:-none}; do
           words=${cfg//,/ }
@@ -258,7 +258,7 @@ for step in "${steps[@]}"; do
           for w in $words; do
             case $w in NK_TUNE_*) knobs+=("$w") ;; *) args+=("$w") ;; esac
           done
-          for mode in $local_modes; do
+          for mode in $ab_modes; do
             margs=(--quant "$mode")
             [ "$mode" = plain ] && margs=()
             [ "$mode" = transposed ] && margs=(--quant tensor --transposed)

@@ -378,7 +378,9 @@ void pin_quant_registers(LaunchConfig& c, int64_t rows, int64_t hidden, const Ke
   c.pinned_registers = true;
   fewer_whole_warps(c, int64_t(c.threads_per_row) * c.items, kSmallItems, rows, f);  // EXACT
   c.exact = chunks_exact(c, rows, hidden);
-  c.full_items = full_items_kernels && f.quant_full_items != 0 && c.items == kSmallItems;
+  // (Only EXACT plans launch the pinned kernels: a reshape that left rows per CTA not dividing
+  // the rows keeps the general kernel, and --explain must not claim the full-items one.)
+  c.full_items = full_items_kernels && f.quant_full_items != 0 && c.exact && c.items == kSmallItems;
 }
 
 LaunchConfig plan_fwd_quant_transposed(int64_t rows, int64_t hidden, int vec, int x_bytes,

@@ -245,6 +245,7 @@ std::string LaunchConfig::describe() const {
   if (exact) s += " exact";
   if (pinned_registers) s += " pinned";
   if (full_items) s += " full-items";
+  if (fixed_format) s += " e4m3-variant";
   if (tile_rows) s += " tile_rows=" + std::to_string(tile_rows);
   if (tile_buffers == 2) s += " persistent, 2 tiles";
   if (quant_weight_first != 0) s += " weight-first=" + std::to_string(quant_weight_first);
@@ -295,6 +296,24 @@ bool chunks_exact(const LaunchConfig& c, int64_t rows, int64_t hidden) {
          c.grid == rows / c.rows_per_block * c.cluster_size;
 }
 
+namespace {
+
+// The plain forward's facts for rows of 16-byte vectors (8 elements) that one CTA cannot hold
+// (past 32768 bf16 columns) but a cluster of CTAs of facts.fwd_wide_row_threads threads holds at
+// kSmallItems vectors each: those CTAs for the split (KernelFacts::fwd_wide_row_threads).
+KernelFacts wide_row_facts(int64_t hidden, int vec, const KernelFacts& facts) {
+  KernelFacts f = facts;
+  const int64_t nvec = ceil_div(hidden, vec);
+  const int threads = facts.fwd_wide_row_threads;
+  if (threads > 0 && vec == 8 && nvec > int64_t(kFwdMaxThreadsPerRow) * fwd_items_max(vec) &&
+      ceil_div(nvec, int64_t(threads) * kSmallItems) <= facts.fwd_max_cluster) {
+    f.fwd_cluster_threads = threads;
+  }
+  return f;
+}
+
+}  // namespace
+
 LaunchConfig plan_fwd(int64_t rows, int64_t hidden, int vec, const KernelFacts& facts,
                       int64_t staged_bytes_per_col) {
   // Measured (docs/notes.md, v10): the pipelined forward wins on few rows (its weight load
@@ -303,7 +322,8 @@ LaunchConfig plan_fwd(int64_t rows, int64_t hidden, int vec, const KernelFacts& 
   // Rows it gives one CTA of more than kFwdHeavyItems vectors per thread (float32 rows of 16K-32K
   // columns: 64 registers of x) go to the pipelined clusters (v23: 1024 x 32768 float32 127 ->
   // 107 us; bf16 rows, at most 8 vectors per thread, measured slower there: v19).
-  const LaunchConfig registers = plan_fwd_registers(rows, hidden, vec, facts);
+  const LaunchConfig registers =
+      plan_fwd_registers(rows, hidden, vec, wide_row_facts(hidden, vec, facts));
   const bool split = registers.cluster_size > 1 ||
                      ceil_div(hidden, vec) > int64_t(kPipelineMaxThreads) * kPipelineItems;
   const bool heavy = registers.cluster_size == 1 && registers.items > kFwdHeavyItems;
@@ -381,6 +401,7 @@ void pin_quant_registers(LaunchConfig& c, int64_t rows, int64_t hidden, const Ke
   // (Only EXACT plans launch the pinned kernels: a reshape that left rows per CTA not dividing
   // the rows keeps the general kernel, and --explain must not claim the full-items one.)
   c.full_items = full_items_kernels && f.quant_full_items != 0 && c.exact && c.items == kSmallItems;
+  c.fixed_format = f.quant_fixed_format != 0 && c.exact;
 }
 
 LaunchConfig plan_fwd_quant_transposed(int64_t rows, int64_t hidden, int vec, int x_bytes,

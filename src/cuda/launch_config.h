@@ -66,6 +66,13 @@ struct KernelFacts {
   // Most CTAs per cluster for the forward registers kernel (NK_TUNE_FWD_MAX_CLUSTER; over 8 is
   // a non-portable size).
   int fwd_max_cluster = 8;
+  // The plain forward's rows of 16-byte vectors that one CTA cannot hold (past 32768 bf16
+  // columns) split over clusters of CTAs of this many threads where such CTAs hold them at up
+  // to kSmallItems vectors within fwd_max_cluster CTAs (NK_TUNE_FWD_WIDE_ROW_THREADS; 0: as
+  // fwd_cluster_threads says). Measured (fifteenth session, H100, twice each in one call): 256 x
+  // 65536 32.2-32.4 -> 31.3-31.4 us (eight CTAs of 256 threads against four of 512), where the
+  // same 256-thread CTAs for rows one CTA holds were slower (1024 x 32768 51.5 -> 53.7-54.2).
+  int fwd_wide_row_threads = 256;
   // Forward rows of 8- or 16-byte vectors that need more than fwd_max_cluster CTAs at the small
   // register budget take clusters of up to this many (non-portable past 8), else the streaming
   // kernel (NK_TUNE_FWD_WIDE_ROW_CLUSTER; 0: streaming). Measured (docs/notes.md v16): 512 x
@@ -126,6 +133,11 @@ struct KernelFacts {
   // block and MXFP8 0.98-0.99x at the largest shapes (up to 1.02x at 8192 x 2048); TOKEN's folded
   // kernel spilled 56 bytes at the 56-register cap and ran 1.02-1.09x: TOKEN keeps the other.
   int quant_full_items = 1;
+  // Quantized forward, pinned plans: 1 (the default) launches kernels compiled for e4m3 codes
+  // where y is e4m3 (LaunchConfig::fixed_format: the per-vector tests of the runtime format, a
+  // compare and up to three branches, leave the SASS); 0 the runtime-format kernels
+  // (NK_TUNE_QUANT_FIXED_FORMAT, for A/B runs and for the tests of those kernels with e4m3).
+  int quant_fixed_format = 1;
   // Quantized forward: 1 (the default) also pins the EXACT cluster plans of wide rows (rows
   // split over a cluster at up to kSmallItems vectors per thread, pin_quant_registers), 0 pins
   // one-CTA-per-row plans only (NK_TUNE_QUANT_PIN_CLUSTERS). Measured (fourteenth session,
@@ -234,6 +246,9 @@ struct LaunchConfig {
   // Pinned plans of exactly kSmallItems vectors per thread, with KernelFacts::quant_full_items:
   // the kernels compiled for that count.
   bool full_items = false;
+  // Pinned plans, with KernelFacts::quant_fixed_format: the kernels compiled for e4m3 codes
+  // where y is e4m3 (the launcher checks the dtype; e5m2 and int8 keep the runtime format).
+  bool fixed_format = false;
   // plan_fwd_quant_transposed: each CTA's rows of a 32-row run (4-32), else 0; tiles of them
   // in shared memory (2: the persistent kernel, double-buffered).
   int tile_rows = 0;

@@ -41,20 +41,33 @@ inline FwdParams fwd_params_with_y_t(const nk_rms_norm_fwd_args& a, const Launch
 }
 
 // The 56-register kernel of a pinned plan (LaunchConfig::pinned_registers; TOKEN's folded one):
-// EXTRAS as the launch's FwdParams::weight_extras, and compiled for exactly kSmallItems vectors
-// per thread where the plan says so (LaunchConfig::full_items; never for TOKEN, which measured
-// slower so: KernelFacts::quant_full_items).
-template <typename XT, typename WT, int MODE, int VEC, bool EXTRAS>
-auto pinned_quant_kernel(bool full_items) {
+// EXTRAS as the launch's FwdParams::weight_extras, compiled for exactly kSmallItems vectors per
+// thread where the plan says so (LaunchConfig::full_items; never for TOKEN, which measured
+// slower so: KernelFacts::quant_full_items), and for e4m3 codes where y is e4m3 and the plan
+// says so (LaunchConfig::fixed_format).
+template <typename XT, typename WT, int MODE, int VEC, bool EXTRAS, bool E4M3>
+auto pinned_quant_kernel_for(bool full_items) {
   if constexpr (MODE == NK_QUANT_TOKEN) {
     if (full_items) {
       throw Error(NK_ERROR_INTERNAL, "rms_norm_fwd quantized: a full-items plan for TOKEN");
     }
-    return rms_norm_fwd_quant_token_folded_exact_small<XT, WT, VEC, EXTRAS>;
+    return rms_norm_fwd_quant_token_folded_exact_small<XT, WT, VEC, EXTRAS, E4M3>;
   } else {
-    return full_items ? rms_norm_fwd_quant_registers_exact_small<XT, WT, MODE, VEC, EXTRAS, true>
-                      : rms_norm_fwd_quant_registers_exact_small<XT, WT, MODE, VEC, EXTRAS, false>;
+    return full_items
+               ? rms_norm_fwd_quant_registers_exact_small<XT, WT, MODE, VEC, EXTRAS, true, E4M3>
+               : rms_norm_fwd_quant_registers_exact_small<XT, WT, MODE, VEC, EXTRAS, false, E4M3>;
   }
+}
+
+template <typename XT, typename WT, int MODE, int VEC>
+auto pinned_quant_kernel(const FwdParams& p, const LaunchConfig& cfg) {
+  const bool e4m3 = cfg.fixed_format && p.quant.format == QuantFormat::kE4M3;
+  if (p.weight_extras()) {
+    return e4m3 ? pinned_quant_kernel_for<XT, WT, MODE, VEC, true, true>(cfg.full_items)
+                : pinned_quant_kernel_for<XT, WT, MODE, VEC, true, false>(cfg.full_items);
+  }
+  return e4m3 ? pinned_quant_kernel_for<XT, WT, MODE, VEC, false, true>(cfg.full_items)
+              : pinned_quant_kernel_for<XT, WT, MODE, VEC, false, false>(cfg.full_items);
 }
 
 template <typename XT, typename WT, int MODE>
@@ -125,8 +138,7 @@ void launch_fwd_quant_mode(const FwdParams& p, const LaunchConfig& cfg, cudaStre
       // weights; TOKEN only where it folds (with a bias it keeps the bounded kernel).
       if constexpr (kExactWidth && sizeof(XT) == 2 && sizeof(WT) == 2) {
         if (exact && small && cfg.pinned_registers && (MODE != NK_QUANT_TOKEN || !p.bias)) {
-          kernel = p.weight_extras() ? pinned_quant_kernel<XT, WT, MODE, VEC, true>(cfg.full_items)
-                                     : pinned_quant_kernel<XT, WT, MODE, VEC, false>(cfg.full_items);
+          kernel = pinned_quant_kernel<XT, WT, MODE, VEC>(p, cfg);
         }
       }
       launch(kernel, cfg.grid, dim3(cfg.threads_per_row, cfg.rows_per_block), {cfg.cluster_size},

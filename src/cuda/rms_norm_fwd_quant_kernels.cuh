@@ -41,6 +41,16 @@ __device__ __forceinline__ float max_abs(const float* v) {
   return m;
 }
 
+// p, with its output format the constant e4m3 where E4M3 (the launcher checked that y is
+// e4m3): the kernels' runtime format tests, a compare and up to three branches per vector in
+// the SASS, then fold away. (A local copy: the other fields stay reads of the parameters.)
+template <bool E4M3>
+__device__ __forceinline__ FwdParams with_e4m3(const FwdParams& p) {
+  FwdParams fixed = p;
+  if constexpr (E4M3) fixed.quant.format = QuantFormat::kE4M3;
+  return fixed;
+}
+
 // Quantizes and stores one vector v (VEC values of row `row` at column `col`, `n` of them in
 // the row) in a BLOCK/MXFP8/TENSOR mode, writing the block's scale where this lane starts a
 // block. `factor` is the per-tensor scale (TENSOR) or the row's reciprocal scale (TOKEN).
@@ -229,7 +239,7 @@ __device__ __forceinline__ void fwd_quant_registers_row(const FwdParams& p,
   }
 #pragma unroll
   for (int i = 0; i < IMAX; ++i) {
-    if (i >= shape.items) break;  // uniform across the CTA
+    if (i >= c.items) break;  // uniform across the CTA; folds away where FULL (with_full_items)
     float v[VEC];
     values(i, v);
     if constexpr (MODE != NK_QUANT_TOKEN) amax = fmaxf(amax, max_abs<VEC>(v));
@@ -263,12 +273,13 @@ __global__ void __launch_bounds__(
 // EXTRAS false: p.weight_extras() is false (fwd_quant_registers_row's ADD_WEIGHT and BIAS).
 // FULL: every thread has kSmallItems vectors (LaunchConfig::full_items), a constant, so that
 // the per-item tests of the runtime count leave the SASS.
-template <typename XT, typename WT, int MODE, int VEC, bool EXTRAS, bool FULL>
+// E4M3: y is e4m3 (LaunchConfig::fixed_format), so the format's tests fold away.
+template <typename XT, typename WT, int MODE, int VEC, bool EXTRAS, bool FULL, bool E4M3>
 __global__ void __maxnreg__(56) rms_norm_fwd_quant_registers_exact_small(FwdParams p) {
   static_assert(sizeof(XT) == 2 && sizeof(WT) == 2 && VEC == 8 && MODE != NK_QUANT_TOKEN,
                 "16-byte vectors of 16-bit x and weights at the small budget");
   fwd_quant_registers_row<XT, WT, MODE, VEC, kSmallItems, true, true, EXTRAS, EXTRAS>(
-      p, with_full_items<FULL, kSmallItems>(RowChunk<VEC, true>(p.shape)));
+      with_e4m3<E4M3>(p), with_full_items<FULL, kSmallItems>(RowChunk<VEC, true>(p.shape)));
 }
 
 // NK_QUANT_TOKEN without bias, in one HBM pass and one row reduction: v is (s * w_eff) * rstd
@@ -353,12 +364,12 @@ __global__ void __launch_bounds__(512, 2) rms_norm_fwd_quant_token_folded(FwdPar
 }
 
 // rms_norm_fwd_quant_token_folded's EXACT small-budget plans of 16-byte vectors of 16-bit x and
-// weights, held to 56 registers (see rms_norm_fwd_quant_registers_exact_small).
-template <typename XT, typename WT, int VEC, bool EXTRAS>
+// weights, held to 56 registers (see rms_norm_fwd_quant_registers_exact_small; E4M3 as there).
+template <typename XT, typename WT, int VEC, bool EXTRAS, bool E4M3>
 __global__ void __maxnreg__(56) rms_norm_fwd_quant_token_folded_exact_small(FwdParams p) {
   static_assert(sizeof(XT) == 2 && sizeof(WT) == 2 && VEC == 8,
                 "16-byte vectors of 16-bit x and weights at the small budget");
-  fwd_quant_token_folded_row<XT, WT, VEC, kSmallItems, true, EXTRAS>(p);
+  fwd_quant_token_folded_row<XT, WT, VEC, kSmallItems, true, EXTRAS>(with_e4m3<E4M3>(p));
 }
 
 // Any row length: one CTA per row (blockDim = (threads, 1)). Pass 1 sums squares (writing

@@ -67,6 +67,10 @@ inline const KernelFacts& tuned_defaults() {
     k.quant_amax_per_warp =
         tuning_knob("NK_TUNE_QUANT_AMAX_PER_WARP", k.quant_amax_per_warp, 0, 1);
     k.quant_full_items = tuning_knob("NK_TUNE_QUANT_FULL_ITEMS", k.quant_full_items, 0, 1);
+    k.fwd_wide_row_threads =
+        tuning_knob("NK_TUNE_FWD_WIDE_ROW_THREADS", k.fwd_wide_row_threads, 0, 512);
+    k.quant_fixed_format =
+        tuning_knob("NK_TUNE_QUANT_FIXED_FORMAT", k.quant_fixed_format, 0, 1);
     k.quant_pin_clusters =
         tuning_knob("NK_TUNE_QUANT_PIN_CLUSTERS", k.quant_pin_clusters, 0, 1);
     k.quant_wide_row_threads =

@@ -610,7 +610,24 @@ TEST(LaunchConfig, PinnedQuantRegistersTakeTheFewestWholeWarpsAtSetting4) {
     EXPECT_TRUE(c.exact);
     EXPECT_TRUE(c.full_items);  // 4 = kSmallItems vectors per thread
     EXPECT_NE(c.describe().find(" full-items"), std::string::npos);
+    EXPECT_TRUE(c.fixed_format);  // the e4m3 kernels, where y is e4m3
+    EXPECT_NE(c.describe().find(" e4m3-variant"), std::string::npos);
     expect_covers(c, 4096, 12288, normkit::cuda::kSmallItems, false, f);
+  }
+  // Without the knob, the runtime-format kernels; never on plans that are not pinned.
+  {
+    KernelFacts off = f;
+    off.quant_fixed_format = 0;
+    LaunchConfig c = normkit::cuda::plan_fwd_quant(4096, 12288, 8, 0, false, off);
+    normkit::cuda::pin_quant_registers(c, 4096, 12288, off);
+    EXPECT_TRUE(c.pinned_registers);
+    EXPECT_FALSE(c.fixed_format);
+    KernelFacts unpinned = f;
+    unpinned.fwd_exact = 3;
+    LaunchConfig d = normkit::cuda::plan_fwd_quant(4096, 12288, 8, 0, false, unpinned);
+    normkit::cuda::pin_quant_registers(d, 4096, 12288, unpinned);
+    EXPECT_FALSE(d.pinned_registers);
+    EXPECT_FALSE(d.fixed_format);
   }
   // Full items: only where the launcher has such kernels (not TOKEN's) and the knob allows.
   {
@@ -846,6 +863,36 @@ TEST(LaunchConfig, PersistentFusedTransposeFitsTwoTilesPerCta) {
   EXPECT_EQ(normkit::cuda::plan_fwd_quant_transposed(2048, 16384, 8, 2, f).grid, 0);
   f.cluster_launch = false;
   EXPECT_EQ(normkit::cuda::plan_fwd_quant_transposed(64, 1024, 8, 2, f).grid, 0);
+}
+
+// The plain forward's rows that one CTA cannot hold split over 256-thread CTAs
+// (KernelFacts::fwd_wide_row_threads): the plan measured as NK_TUNE_FWD_CLUSTER_THREADS=256
+// (256 x 65536: eight CTAs of 256 x 4 vectors); rows one CTA holds, and rows past 8 such CTAs,
+// keep their plans.
+TEST(LaunchConfig, PlainForwardOfWideRowsOn256ThreadClusters) {
+  KernelFacts f;
+  KernelFacts before = f;
+  before.fwd_wide_row_threads = 0;
+  KernelFacts measured = before;
+  measured.fwd_cluster_threads = 256;
+  const LaunchConfig c = normkit::cuda::plan_fwd(256, 65536, 8, f, 2);
+  SCOPED_TRACE(c.describe());
+  EXPECT_EQ(c.plan, RowPlan::kCluster);
+  EXPECT_EQ(c.cluster_size, 8);
+  EXPECT_EQ(c.threads_per_row, 256);
+  EXPECT_EQ(c.items, 4);
+  EXPECT_TRUE(c.exact);
+  EXPECT_EQ(c.describe(), normkit::cuda::plan_fwd(256, 65536, 8, measured, 2).describe());
+  EXPECT_EQ(normkit::cuda::plan_fwd(256, 65536, 8, before, 2).cluster_size, 4);
+  for (const auto& [rows, hidden] :
+       {std::pair<int64_t, int64_t>{1024, 32768}, {300, 32768}, {2048, 16384}, {1024, 131072},
+        {512, 262144}, {29, 17389}}) {
+    for (int vec : {1, 8}) {
+      EXPECT_EQ(normkit::cuda::plan_fwd(rows, hidden, vec, f, 2).describe(),
+                normkit::cuda::plan_fwd(rows, hidden, vec, before, 2).describe())
+          << rows << "x" << hidden << " vec " << vec;
+    }
+  }
 }
 
 TEST(LaunchConfig, SplitsFewLongRowsOverClusters) {

@@ -83,9 +83,9 @@ std::vector<KernelOccupancy> planned_occupancy() {
   auto exact_small = rms_norm_fwd_registers_exact_small<bf16, bf16, bf16, 8, kSmallItems, false>;
   auto exact_wide = rms_norm_fwd_registers<bf16, bf16, bf16, 8, fwd_items_max(8), true>;
   auto bwd = rms_norm_bwd_pipelined<bf16, bf16, bf16, 8, 2, false, false>;
-  // (The e4m3 variants: the bench's y.)
   auto quant_tensor =
-      rms_norm_fwd_quant_registers_exact_small<bf16, bf16, NK_QUANT_TENSOR, 8, false, true, true>;
+      rms_norm_fwd_quant_registers_exact_small<bf16, bf16, NK_QUANT_TENSOR, 8, false, true>;
+  // (The e4m3 variant: the bench's y.)
   auto quant_token = rms_norm_fwd_quant_token_folded_exact_small<bf16, bf16, 8, false, true>;
   auto ticketed = f.quant_ticket_slices == 2 ? rms_norm_fwd_quant_ticketed<bf16, bf16, false, 2>
                                              : rms_norm_fwd_quant_ticketed<bf16, bf16, false, 1>;

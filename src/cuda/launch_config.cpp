@@ -49,10 +49,11 @@ void shape_cta(LaunchConfig& c, int64_t nvec_cta, int max_threads, int items_tar
   c.items = static_cast<int>(ceil_div(nvec_cta, c.threads_per_row));
 }
 
-// Several rows per block up to 256 threads (more warps per SM when the grid is persistent, and
-// fewer, larger blocks for short rows), but never so many that the grid leaves SMs idle.
-int rows_per_block_for(int threads_per_row, int64_t rows, int sm_count) {
-  int r = std::max(1, 256 / threads_per_row);
+// Several rows per block up to cta_threads threads (more warps per SM when the grid is
+// persistent, and fewer, larger blocks for short rows), but never so many that the grid leaves
+// SMs idle.
+int rows_per_block_for(int threads_per_row, int64_t rows, int sm_count, int cta_threads = 256) {
+  int r = std::max(1, cta_threads / threads_per_row);
   const int64_t want_blocks = 2LL * sm_count;
   while (r > 1 && ceil_div(rows, r) < want_blocks) r /= 2;
   return r;
@@ -70,7 +71,8 @@ bool fewer_whole_warps(LaunchConfig& c, int64_t nvec, int max_items, int64_t row
     c.threads_per_row = static_cast<int>(t);
     c.items = items;
     if (c.cluster_size == 1) {
-      c.rows_per_block = rows_per_block_for(c.threads_per_row, rows, f.sm_count);
+      c.rows_per_block =
+          rows_per_block_for(c.threads_per_row, rows, f.sm_count, f.fwd_cta_threads);
       c.grid = ceil_div(rows, c.rows_per_block);
     }
     return true;
@@ -141,7 +143,9 @@ LaunchConfig plan(int64_t rows, int64_t hidden, int vec, const KernelFacts& f, i
   const int64_t nvec_cta = ceil_div(nvec, cluster);
   c.cols_per_cta = nvec_cta * vec;
   shape_cta(c, nvec_cta, max_threads, persistent ? 4 : f.fwd_items_target);
-  c.rows_per_block = cluster > 1 ? 1 : rows_per_block_for(c.threads_per_row, rows, f.sm_count);
+  c.rows_per_block = cluster > 1 ? 1
+                     : rows_per_block_for(c.threads_per_row, rows, f.sm_count,
+                                          persistent ? 256 : f.fwd_cta_threads);
   const int64_t row_groups = ceil_div(rows, c.rows_per_block);
   if (persistent) {
     // About bwd_ctas_per_sm CTAs per SM in all; never more slots than the workspace holds
@@ -382,14 +386,16 @@ LaunchConfig plan_fwd_quant(int64_t rows, int64_t hidden, int vec, int block, bo
   }
   exact_shape(c, nvec_cta, block_vecs, facts);
   c.rows_per_block =
-      c.cluster_size > 1 ? 1 : rows_per_block_for(c.threads_per_row, rows, facts.sm_count);
+      c.cluster_size > 1
+          ? 1
+          : rows_per_block_for(c.threads_per_row, rows, facts.sm_count, facts.fwd_cta_threads);
   c.grid = ceil_div(rows, c.rows_per_block) * c.cluster_size;
   c.exact = facts.fwd_exact && chunks_exact(c, rows, hidden);
   return c;
 }
 
 void pin_quant_registers(LaunchConfig& c, int64_t rows, int64_t hidden, const KernelFacts& f,
-                         bool full_items_kernels) {
+                         bool full_items_kernels, bool e4m3_kernels) {
   const bool plan_pinnable =
       c.plan == RowPlan::kRegisters || (c.plan == RowPlan::kCluster && f.quant_pin_clusters != 0);
   if (f.fwd_exact < 4 || !plan_pinnable || !c.exact || c.vec != 8 || c.items > kSmallItems) {
@@ -401,7 +407,7 @@ void pin_quant_registers(LaunchConfig& c, int64_t rows, int64_t hidden, const Ke
   // (Only EXACT plans launch the pinned kernels: a reshape that left rows per CTA not dividing
   // the rows keeps the general kernel, and --explain must not claim the full-items one.)
   c.full_items = full_items_kernels && f.quant_full_items != 0 && c.exact && c.items == kSmallItems;
-  c.fixed_format = f.quant_fixed_format != 0 && c.exact;
+  c.fixed_format = e4m3_kernels && f.quant_fixed_format != 0 && c.exact;
 }
 
 LaunchConfig plan_fwd_quant_transposed(int64_t rows, int64_t hidden, int vec, int x_bytes,

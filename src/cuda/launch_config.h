@@ -63,6 +63,9 @@ struct KernelFacts {
   // (NK_TUNE_FWD_CLUSTER_THREADS) and the pipelined backward (NK_TUNE_BWD_CLUSTER_THREADS).
   int fwd_cluster_threads = 512;
   int bwd_cluster_threads = 512;
+  // The forwards' (plain and quantized) CTAs of several short rows: as many rows as take up to
+  // this many threads (NK_TUNE_FWD_CTA_THREADS).
+  int fwd_cta_threads = 256;
   // Most CTAs per cluster for the forward registers kernel (NK_TUNE_FWD_MAX_CLUSTER; over 8 is
   // a non-portable size).
   int fwd_max_cluster = 8;
@@ -133,10 +136,14 @@ struct KernelFacts {
   // block and MXFP8 0.98-0.99x at the largest shapes (up to 1.02x at 8192 x 2048); TOKEN's folded
   // kernel spilled 56 bytes at the 56-register cap and ran 1.02-1.09x: TOKEN keeps the other.
   int quant_full_items = 1;
-  // Quantized forward, pinned plans: 1 (the default) launches kernels compiled for e4m3 codes
-  // where y is e4m3 (LaunchConfig::fixed_format: the per-vector tests of the runtime format, a
-  // compare and up to three branches, leave the SASS); 0 the runtime-format kernels
-  // (NK_TUNE_QUANT_FIXED_FORMAT, for A/B runs and for the tests of those kernels with e4m3).
+  // Quantized forward, TOKEN's pinned plans: 1 (the default) launches its folded kernel compiled
+  // for e4m3 codes where y is e4m3 (LaunchConfig::fixed_format: the per-vector tests of the
+  // runtime format, a compare and up to three branches, leave the SASS); 0 the runtime-format
+  // kernel (NK_TUNE_QUANT_FIXED_FORMAT, for A/B runs and for the tests of that kernel with e4m3).
+  // Measured (fifteenth session, H100, twice each in one call): token 0.97-0.99x the time at
+  // every shape from 8M elements (16384 x 4096 75.9 -> 74.0 us). The other modes' pinned kernels
+  // compiled so spilled more (per-tensor 20 bytes against 12) and ran slower (per-tensor 1.01-1.04x,
+  // MXFP8 1.01-1.02x, per-block level): they have no such variant.
   int quant_fixed_format = 1;
   // Quantized forward: 1 (the default) also pins the EXACT cluster plans of wide rows (rows
   // split over a cluster at up to kSmallItems vectors per thread, pin_quant_registers), 0 pins
@@ -246,8 +253,8 @@ struct LaunchConfig {
   // Pinned plans of exactly kSmallItems vectors per thread, with KernelFacts::quant_full_items:
   // the kernels compiled for that count.
   bool full_items = false;
-  // Pinned plans, with KernelFacts::quant_fixed_format: the kernels compiled for e4m3 codes
-  // where y is e4m3 (the launcher checks the dtype; e5m2 and int8 keep the runtime format).
+  // TOKEN's pinned plans, with KernelFacts::quant_fixed_format: the kernel compiled for e4m3
+  // codes where y is e4m3 (the launcher checks the dtype; e5m2 and int8 keep the runtime format).
   bool fixed_format = false;
   // plan_fwd_quant_transposed: each CTA's rows of a 32-row run (4-32), else 0; tiles of them
   // in shared memory (2: the persistent kernel, double-buffered).
@@ -347,9 +354,10 @@ LaunchConfig plan_fwd_quant(int64_t rows, int64_t hidden, int vec, int block, bo
 // pinnable), with facts.fwd_exact 4: pinned_registers, and the CTA's vectors as the fewest whole
 // warps that cover them at up to kSmallItems (12288 columns as 384 x 4 rather than 512 x 3:
 // three CTAs per SM instead of two). full_items_kernels: whether the launcher has kernels for
-// exactly kSmallItems vectors per thread for this mode (LaunchConfig::full_items; not TOKEN's).
+// exactly kSmallItems vectors per thread for this mode (LaunchConfig::full_items; not TOKEN's);
+// e4m3_kernels: whether it has kernels for e4m3 codes alone (LaunchConfig::fixed_format; TOKEN's).
 void pin_quant_registers(LaunchConfig& c, int64_t rows, int64_t hidden, const KernelFacts& f,
-                         bool full_items_kernels = true);
+                         bool full_items_kernels = true, bool e4m3_kernels = false);
 
 // The per-tensor quantized forward with y_t in one kernel (rms_norm_fwd_quant_transposed): a
 // cluster of cluster_size CTAs (1, 2, 4 or 8) per run of kTransposedRun rows, tile_rows =

@@ -41,33 +41,33 @@ inline FwdParams fwd_params_with_y_t(const nk_rms_norm_fwd_args& a, const Launch
 }
 
 // The 56-register kernel of a pinned plan (LaunchConfig::pinned_registers; TOKEN's folded one):
-// EXTRAS as the launch's FwdParams::weight_extras, compiled for exactly kSmallItems vectors per
+// EXTRAS as the launch's FwdParams::weight_extras; compiled for exactly kSmallItems vectors per
 // thread where the plan says so (LaunchConfig::full_items; never for TOKEN, which measured
-// slower so: KernelFacts::quant_full_items), and for e4m3 codes where y is e4m3 and the plan
-// says so (LaunchConfig::fixed_format).
-template <typename XT, typename WT, int MODE, int VEC, bool EXTRAS, bool E4M3>
-auto pinned_quant_kernel_for(bool full_items) {
+// slower so: KernelFacts::quant_full_items); TOKEN's compiled for e4m3 codes where y is e4m3 and
+// the plan says so (LaunchConfig::fixed_format; only TOKEN's plans do).
+template <typename XT, typename WT, int MODE, int VEC, bool EXTRAS>
+auto pinned_quant_kernel_for(const FwdParams& p, const LaunchConfig& cfg) {
   if constexpr (MODE == NK_QUANT_TOKEN) {
-    if (full_items) {
+    if (cfg.full_items) {
       throw Error(NK_ERROR_INTERNAL, "rms_norm_fwd quantized: a full-items plan for TOKEN");
     }
-    return rms_norm_fwd_quant_token_folded_exact_small<XT, WT, VEC, EXTRAS, E4M3>;
+    return cfg.fixed_format && p.quant.format == QuantFormat::kE4M3
+               ? rms_norm_fwd_quant_token_folded_exact_small<XT, WT, VEC, EXTRAS, true>
+               : rms_norm_fwd_quant_token_folded_exact_small<XT, WT, VEC, EXTRAS, false>;
   } else {
-    return full_items
-               ? rms_norm_fwd_quant_registers_exact_small<XT, WT, MODE, VEC, EXTRAS, true, E4M3>
-               : rms_norm_fwd_quant_registers_exact_small<XT, WT, MODE, VEC, EXTRAS, false, E4M3>;
+    if (cfg.fixed_format) {
+      throw Error(NK_ERROR_INTERNAL, "rms_norm_fwd quantized: an e4m3 kernel plan but for TOKEN");
+    }
+    return cfg.full_items
+               ? rms_norm_fwd_quant_registers_exact_small<XT, WT, MODE, VEC, EXTRAS, true>
+               : rms_norm_fwd_quant_registers_exact_small<XT, WT, MODE, VEC, EXTRAS, false>;
   }
 }
 
 template <typename XT, typename WT, int MODE, int VEC>
 auto pinned_quant_kernel(const FwdParams& p, const LaunchConfig& cfg) {
-  const bool e4m3 = cfg.fixed_format && p.quant.format == QuantFormat::kE4M3;
-  if (p.weight_extras()) {
-    return e4m3 ? pinned_quant_kernel_for<XT, WT, MODE, VEC, true, true>(cfg.full_items)
-                : pinned_quant_kernel_for<XT, WT, MODE, VEC, true, false>(cfg.full_items);
-  }
-  return e4m3 ? pinned_quant_kernel_for<XT, WT, MODE, VEC, false, true>(cfg.full_items)
-              : pinned_quant_kernel_for<XT, WT, MODE, VEC, false, false>(cfg.full_items);
+  return p.weight_extras() ? pinned_quant_kernel_for<XT, WT, MODE, VEC, true>(p, cfg)
+                           : pinned_quant_kernel_for<XT, WT, MODE, VEC, false>(p, cfg);
 }
 
 template <typename XT, typename WT, int MODE>

@@ -54,8 +54,9 @@ LaunchConfig plan_quant_with_reads(int64_t rows, int64_t hidden, int vec, int sc
                                    bool dynamic, bool pin, nk_dtype x, bool with_residual,
                                    const KernelFacts& facts) {
   LaunchConfig c = plan_fwd_quant(rows, hidden, vec, scale_block, dynamic, facts);
-  const bool token = dynamic && scale_block == 0;  // (no full-items kernel for TOKEN)
-  if (pin) pin_quant_registers(c, rows, hidden, facts, !token);
+  // (No full-items kernel for TOKEN; e4m3 kernels for TOKEN alone.)
+  const bool token = dynamic && scale_block == 0;
+  if (pin) pin_quant_registers(c, rows, hidden, facts, !token, token);
   apply_read_policy(c, fwd_read_once_bytes(rows, hidden, nk_dtype_size(x), with_residual), false,
                     facts);
   return c;

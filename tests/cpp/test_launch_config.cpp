@@ -610,24 +610,29 @@ TEST(LaunchConfig, PinnedQuantRegistersTakeTheFewestWholeWarpsAtSetting4) {
     EXPECT_TRUE(c.exact);
     EXPECT_TRUE(c.full_items);  // 4 = kSmallItems vectors per thread
     EXPECT_NE(c.describe().find(" full-items"), std::string::npos);
-    EXPECT_TRUE(c.fixed_format);  // the e4m3 kernels, where y is e4m3
-    EXPECT_NE(c.describe().find(" e4m3-variant"), std::string::npos);
+    EXPECT_FALSE(c.fixed_format);  // (e4m3 kernels for TOKEN only)
     expect_covers(c, 4096, 12288, normkit::cuda::kSmallItems, false, f);
   }
-  // Without the knob, the runtime-format kernels; never on plans that are not pinned.
+  // e4m3 kernels where the launcher has them (TOKEN's), by default; without the knob, the
+  // runtime-format kernels; never on plans that are not pinned.
   {
+    LaunchConfig c = normkit::cuda::plan_fwd_quant(4096, 12288, 8, 0, true, f);
+    normkit::cuda::pin_quant_registers(c, 4096, 12288, f, false, true);
+    EXPECT_TRUE(c.pinned_registers);
+    EXPECT_TRUE(c.fixed_format);
+    EXPECT_NE(c.describe().find(" e4m3-variant"), std::string::npos) << c.describe();
     KernelFacts off = f;
     off.quant_fixed_format = 0;
-    LaunchConfig c = normkit::cuda::plan_fwd_quant(4096, 12288, 8, 0, false, off);
-    normkit::cuda::pin_quant_registers(c, 4096, 12288, off);
-    EXPECT_TRUE(c.pinned_registers);
-    EXPECT_FALSE(c.fixed_format);
+    LaunchConfig d = normkit::cuda::plan_fwd_quant(4096, 12288, 8, 0, true, off);
+    normkit::cuda::pin_quant_registers(d, 4096, 12288, off, false, true);
+    EXPECT_TRUE(d.pinned_registers);
+    EXPECT_FALSE(d.fixed_format);
     KernelFacts unpinned = f;
     unpinned.fwd_exact = 3;
-    LaunchConfig d = normkit::cuda::plan_fwd_quant(4096, 12288, 8, 0, false, unpinned);
-    normkit::cuda::pin_quant_registers(d, 4096, 12288, unpinned);
-    EXPECT_FALSE(d.pinned_registers);
-    EXPECT_FALSE(d.fixed_format);
+    LaunchConfig e = normkit::cuda::plan_fwd_quant(4096, 12288, 8, 0, true, unpinned);
+    normkit::cuda::pin_quant_registers(e, 4096, 12288, unpinned, false, true);
+    EXPECT_FALSE(e.pinned_registers);
+    EXPECT_FALSE(e.fixed_format);
   }
   // Full items: only where the launcher has such kernels (not TOKEN's) and the knob allows.
   {

@@ -60,10 +60,10 @@ int rows_per_block_for(int threads_per_row, int64_t rows, int sm_count, int cta_
 }
 
 // Reshapes c's CTA, whose chunk of a row holds `nvec` vectors, to fewer threads: the fewest whole
-// warps that cover those vectors exactly at up to max_items vectors per thread (rows per block
-// and grid again where a CTA holds whole rows). Returns whether it did.
+// warps that cover those vectors exactly at up to max_items vectors per thread (rows per block,
+// up to cta_threads threads, and grid again where a CTA holds whole rows). Returns whether it did.
 bool fewer_whole_warps(LaunchConfig& c, int64_t nvec, int max_items, int64_t rows,
-                       const KernelFacts& f) {
+                       const KernelFacts& f, int cta_threads) {
   for (int items = max_items; items >= c.items; --items) {
     if (nvec % items != 0) continue;
     const int64_t t = nvec / items;
@@ -71,8 +71,7 @@ bool fewer_whole_warps(LaunchConfig& c, int64_t nvec, int max_items, int64_t row
     c.threads_per_row = static_cast<int>(t);
     c.items = items;
     if (c.cluster_size == 1) {
-      c.rows_per_block =
-          rows_per_block_for(c.threads_per_row, rows, f.sm_count, f.fwd_cta_threads);
+      c.rows_per_block = rows_per_block_for(c.threads_per_row, rows, f.sm_count, cta_threads);
       c.grid = ceil_div(rows, c.rows_per_block);
     }
     return true;
@@ -93,7 +92,8 @@ void fewest_whole_warps(LaunchConfig& c, int64_t rows, int64_t hidden, const Ker
     return;
   }
   // (Never past the vectors per thread that NK_TUNE_FWD_ITEMS aims for.)
-  if (fewer_whole_warps(c, hidden / c.vec, std::min(kSmallItems, f.fwd_items_target), rows, f)) {
+  if (fewer_whole_warps(c, hidden / c.vec, std::min(kSmallItems, f.fwd_items_target), rows, f,
+                        f.fwd_cta_threads)) {
     c.cols_per_cta = hidden;
   }
 }
@@ -388,7 +388,7 @@ LaunchConfig plan_fwd_quant(int64_t rows, int64_t hidden, int vec, int block, bo
   c.rows_per_block =
       c.cluster_size > 1
           ? 1
-          : rows_per_block_for(c.threads_per_row, rows, facts.sm_count, facts.fwd_cta_threads);
+          : rows_per_block_for(c.threads_per_row, rows, facts.sm_count, facts.quant_cta_threads);
   c.grid = ceil_div(rows, c.rows_per_block) * c.cluster_size;
   c.exact = facts.fwd_exact && chunks_exact(c, rows, hidden);
   return c;
@@ -402,7 +402,8 @@ void pin_quant_registers(LaunchConfig& c, int64_t rows, int64_t hidden, const Ke
     return;
   }
   c.pinned_registers = true;
-  fewer_whole_warps(c, int64_t(c.threads_per_row) * c.items, kSmallItems, rows, f);  // EXACT
+  fewer_whole_warps(c, int64_t(c.threads_per_row) * c.items, kSmallItems, rows, f,
+                    f.quant_cta_threads);  // EXACT
   c.exact = chunks_exact(c, rows, hidden);
   // (Only EXACT plans launch the pinned kernels: a reshape that left rows per CTA not dividing
   // the rows keeps the general kernel, and --explain must not claim the full-items one.)

@@ -63,9 +63,15 @@ struct KernelFacts {
   // (NK_TUNE_FWD_CLUSTER_THREADS) and the pipelined backward (NK_TUNE_BWD_CLUSTER_THREADS).
   int fwd_cluster_threads = 512;
   int bwd_cluster_threads = 512;
-  // The forwards' (plain and quantized) CTAs of several short rows: as many rows as take up to
-  // this many threads (NK_TUNE_FWD_CTA_THREADS).
+  // The forwards' CTAs of several short rows: as many rows as take up to this many threads, in
+  // the plain forward (NK_TUNE_FWD_CTA_THREADS) and the quantized one (NK_TUNE_QUANT_CTA_THREADS).
+  // Measured (fifteenth session, H100, twice each in one call), 128 against 256 (rows of 2048 and
+  // 4096 columns then one or two per CTA, not two or four): quantized per-block 0.93-0.95x the
+  // time at 4096 x 4096, 8192 x 2048, 8192 x 4096, 16384 x 4096 (84.6 -> 80.2 us), MXFP8
+  // 0.93-0.94x, token 0.97-0.99x, per-tensor 0.99-1.00x; but the plain forward 1.05-1.10x
+  // slower (4096 x 4096 27.7 -> 30.4, 8192 x 4096 49.9 -> 54.5).
   int fwd_cta_threads = 256;
+  int quant_cta_threads = 128;
   // Most CTAs per cluster for the forward registers kernel (NK_TUNE_FWD_MAX_CLUSTER; over 8 is
   // a non-portable size).
   int fwd_max_cluster = 8;

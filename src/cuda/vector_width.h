@@ -47,6 +47,8 @@ inline const KernelFacts& tuned_defaults() {
     k.fwd_cluster_threads =
         tuning_knob("NK_TUNE_FWD_CLUSTER_THREADS", k.fwd_cluster_threads, 32, 512);
     k.fwd_cta_threads = tuning_knob("NK_TUNE_FWD_CTA_THREADS", k.fwd_cta_threads, 32, 1024);
+    k.quant_cta_threads =
+        tuning_knob("NK_TUNE_QUANT_CTA_THREADS", k.quant_cta_threads, 32, 1024);
     k.fwd_max_cluster = tuning_knob("NK_TUNE_FWD_MAX_CLUSTER", k.fwd_max_cluster, 1, 16);
     k.fwd_wide_row_cluster =
         tuning_knob("NK_TUNE_FWD_WIDE_ROW_CLUSTER", k.fwd_wide_row_cluster, 0, 16);

@@ -900,6 +900,30 @@ TEST(LaunchConfig, PlainForwardOfWideRowsOn256ThreadClusters) {
   }
 }
 
+// CTAs of several short rows: up to 128 threads in the quantized forward (quant_cta_threads),
+// 256 in the plain one (fwd_cta_threads), as measured.
+TEST(LaunchConfig, QuantizedForwardTakesSmallerCtasOfShortRows) {
+  KernelFacts f;
+  for (bool dynamic : {false, true}) {
+    LaunchConfig c = normkit::cuda::plan_fwd_quant(4096, 4096, 8, 0, dynamic, f);
+    normkit::cuda::pin_quant_registers(c, 4096, 4096, f, !dynamic, dynamic);
+    EXPECT_EQ(c.threads_per_row, 128) << c.describe();
+    EXPECT_EQ(c.rows_per_block, 1) << c.describe();
+    EXPECT_EQ(c.grid, 4096);
+    LaunchConfig d = normkit::cuda::plan_fwd_quant(8192, 2048, 8, 128, dynamic, f);
+    normkit::cuda::pin_quant_registers(d, 8192, 2048, f, !dynamic, dynamic);
+    EXPECT_EQ(d.threads_per_row * d.rows_per_block, 128) << d.describe();
+    EXPECT_EQ(d.grid * d.rows_per_block, 8192);
+    KernelFacts wider = f;
+    wider.quant_cta_threads = 256;
+    LaunchConfig e = normkit::cuda::plan_fwd_quant(4096, 4096, 8, 0, dynamic, wider);
+    normkit::cuda::pin_quant_registers(e, 4096, 4096, wider, !dynamic, dynamic);
+    EXPECT_EQ(e.rows_per_block, 2) << e.describe();
+  }
+  const LaunchConfig plain = normkit::cuda::plan_fwd(4096, 4096, 8, f, 2);
+  EXPECT_EQ(plain.threads_per_row * plain.rows_per_block, 256) << plain.describe();
+}
+
 TEST(LaunchConfig, SplitsFewLongRowsOverClusters) {
   KernelFacts f;
   const LaunchConfig c = normkit::cuda::plan_fwd(29, 65536, 8, f);

@@ -70,7 +70,8 @@ LaunchConfig bf16_quant_plan(int64_t rows, int64_t hidden, bool dynamic, const K
 
 // The same plan as the ticketed grid with y_t launches it (rms_norm_fwd_quant_ticketed): its
 // transpose units' tiles as dynamic shared memory.
-LaunchConfig bf16_ticketed_plan(int64_t rows, int64_t hidden, const KernelFacts& f) {
+LaunchConfig bf16_ticketed_plan(int64_t rows, int64_t hidden, const KernelFacts& facts) {
+  const KernelFacts f = facts_with_transposed_output(facts);
   LaunchConfig c = bf16_quant_plan(rows, hidden, false, f);
   c.smem_bytes = f.quant_ticket_slices * band_tile_bytes(c.threads_per_row * c.rows_per_block);
   return c;

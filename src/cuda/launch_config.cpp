@@ -411,6 +411,12 @@ void pin_quant_registers(LaunchConfig& c, int64_t rows, int64_t hidden, const Ke
   c.fixed_format = e4m3_kernels && f.quant_fixed_format != 0 && c.exact;
 }
 
+KernelFacts facts_with_transposed_output(const KernelFacts& facts) {
+  KernelFacts f = facts;
+  f.quant_cta_threads = facts.quant_ticket_cta_threads;
+  return f;
+}
+
 LaunchConfig plan_fwd_quant_transposed(int64_t rows, int64_t hidden, int vec, int x_bytes,
                                        const KernelFacts& facts) {
   LaunchConfig c;

@@ -213,6 +213,14 @@ struct KernelFacts {
   // 419.1 -> 411.1 us, 16384 x 7168 190.3 -> 185.1, 8192 x 8192 112.9 -> 111.1; 4096 x 1024
   // 14.5 -> 15.0 (the smaller shapes within +-0.5 us).
   int quant_ticket_slices = 2;
+  // The quantized forward with y_t (every setting above): CTAs of several short rows up to this
+  // many threads, in place of quant_cta_threads (NK_TUNE_QUANT_TICKET_CTA_THREADS; the ticketed
+  // grid's forward and transpose units both take their size from it). Measured (sixteenth
+  // session, H100, against the fourteenth session's final run): with quant_cta_threads' 128,
+  // 8192 x 4096 61.2 -> 62.9 us, 16384 x 4096 111.2 -> 115.3, 4096 x 4096 36.2 -> 38.0, 8192 x
+  // 2048 36.7 -> 37.7 (transpose units of 256 columns instead of 512): 256 keeps the plans of
+  // the fourteenth session's measurement.
+  int quant_ticket_cta_threads = 256;
   // Vectors per thread that plan's thread count aims for (NK_TUNE_QUANT_FUSED_ITEMS, 1-4): 1 =
   // up to 512 threads, one CTA per SM at 8192 columns; 4 = fewer threads, two CTAs per SM.
   int quant_fused_items_target = 1;
@@ -364,6 +372,10 @@ LaunchConfig plan_fwd_quant(int64_t rows, int64_t hidden, int vec, int block, bo
 // e4m3_kernels: whether it has kernels for e4m3 codes alone (LaunchConfig::fixed_format; TOKEN's).
 void pin_quant_registers(LaunchConfig& c, int64_t rows, int64_t hidden, const KernelFacts& f,
                          bool full_items_kernels = true, bool e4m3_kernels = false);
+
+// The facts that the per-tensor quantized forward plans with when it also writes y_t: facts with
+// quant_cta_threads set to quant_ticket_cta_threads.
+KernelFacts facts_with_transposed_output(const KernelFacts& facts);
 
 // The per-tensor quantized forward with y_t in one kernel (rms_norm_fwd_quant_transposed): a
 // cluster of cluster_size CTAs (1, 2, 4 or 8) per run of kTransposedRun rows, tile_rows =

@@ -181,7 +181,7 @@ std::string explain_fwd_quant(int64_t rows, int64_t hidden, nk_dtype x, nk_dtype
 }
 
 std::string explain_fwd_quant_transposed(int64_t rows, int64_t hidden, nk_dtype x, nk_dtype w) {
-  const KernelFacts facts = kernel_facts(current_device_facts());
+  const KernelFacts facts = facts_with_transposed_output(kernel_facts(current_device_facts()));
   const int vec = explained_quant_vec(hidden, x);
   const LaunchConfig fused =
       plan_fwd_quant_transposed(rows, hidden, vec, static_cast<int>(nk_dtype_size(x)), facts);
@@ -203,7 +203,9 @@ void rms_norm_fwd_quant(const nk_rms_norm_fwd_args& a, void* stream) {
   const auto s = static_cast<cudaStream_t>(stream);
   try {
     if (a.amax) check_cuda(cudaMemsetAsync(a.amax, 0, sizeof(float), s), "cudaMemsetAsync(amax)");
-    const KernelFacts facts = kernel_facts(current_device_facts());
+    const KernelFacts device_facts = kernel_facts(current_device_facts());
+    const KernelFacts facts =
+        a.y_t ? facts_with_transposed_output(device_facts) : device_facts;
     const LaunchConfig cfg = quant_config(a, facts);
     // y_t comes only with NK_QUANT_TENSOR (validated).
     if (a.y_t) {

@@ -84,6 +84,8 @@ inline const KernelFacts& tuned_defaults() {
     k.quant_ticket_lag_percent =
         tuning_knob("NK_TUNE_QUANT_TICKET_LAG", k.quant_ticket_lag_percent, 0, 1000);
     k.quant_ticket_slices = tuning_knob("NK_TUNE_QUANT_TICKET_SLICES", k.quant_ticket_slices, 1, 2);
+    k.quant_ticket_cta_threads =
+        tuning_knob("NK_TUNE_QUANT_TICKET_CTA_THREADS", k.quant_ticket_cta_threads, 32, 1024);
     k.quant_fused_items_target =
         tuning_knob("NK_TUNE_QUANT_FUSED_ITEMS", k.quant_fused_items_target, 1, 4);
     k.evict_first_max_mib =

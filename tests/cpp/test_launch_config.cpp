@@ -924,6 +924,34 @@ TEST(LaunchConfig, QuantizedForwardTakesSmallerCtasOfShortRows) {
   EXPECT_EQ(plain.threads_per_row * plain.rows_per_block, 256) << plain.describe();
 }
 
+// With y_t the per-tensor forward keeps CTAs of up to 256 threads (quant_ticket_cta_threads): the
+// plans that the ticketed grid was measured with, its transpose units as wide as those CTAs.
+TEST(LaunchConfig, TransposedOutputKeepsTheTicketedGridsCtas) {
+  const KernelFacts f;
+  const KernelFacts t = normkit::cuda::facts_with_transposed_output(f);
+  EXPECT_EQ(t.quant_cta_threads, 256);
+  EXPECT_EQ(f.quant_cta_threads, 128);  // (the per-tensor forward without y_t)
+  for (const auto& [rows, hidden] :
+       {std::pair<int64_t, int64_t>{4096, 4096}, {8192, 4096}, {16384, 4096}, {8192, 2048},
+        {4096, 1024}}) {
+    LaunchConfig c = normkit::cuda::plan_fwd_quant(rows, hidden, 8, 0, false, t);
+    normkit::cuda::pin_quant_registers(c, rows, hidden, t);
+    SCOPED_TRACE(c.describe());
+    EXPECT_TRUE(c.pinned_registers);
+    EXPECT_TRUE(c.exact);
+    EXPECT_EQ(c.threads_per_row * c.rows_per_block, 256);
+    EXPECT_EQ(c.grid * c.rows_per_block, rows);
+  }
+  // Rows that fill a CTA alone are planned alike with and without y_t.
+  for (const int64_t hidden : {7168, 8192, 12288}) {
+    LaunchConfig a = normkit::cuda::plan_fwd_quant(4096, hidden, 8, 0, false, f);
+    LaunchConfig b = normkit::cuda::plan_fwd_quant(4096, hidden, 8, 0, false, t);
+    normkit::cuda::pin_quant_registers(a, 4096, hidden, f);
+    normkit::cuda::pin_quant_registers(b, 4096, hidden, t);
+    EXPECT_EQ(a.describe(), b.describe()) << hidden;
+  }
+}
+
 TEST(LaunchConfig, SplitsFewLongRowsOverClusters) {
   KernelFacts f;
   const LaunchConfig c = normkit::cuda::plan_fwd(29, 65536, 8, f);

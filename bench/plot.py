@@ -133,8 +133,8 @@ def plot(files, out, title=None):
         if label not in labels:
             handles.append(h)
             labels.append(label)
-    fig.legend(handles, labels, loc="lower center", ncol=min(4, len(labels)), fontsize=8, markerscale=0.7)
-    fig.tight_layout(rect=(0, 0.04 + 0.035 * math.ceil(len(labels) / 4), 1, 0.96))
+    fig.legend(handles, labels, loc="lower center", ncol=min(3, len(labels)), fontsize=8, markerscale=0.7)
+    fig.tight_layout(rect=(0, 0.04 + 0.035 * math.ceil(len(labels) / 3), 1, 0.96))
     fig.savefig(out, dpi=120)
     plt.close(fig)
 

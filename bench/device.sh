@@ -3,7 +3,7 @@
 # `normkit check`, `normkit bench`, the Python tests and benchmarks; logs (as logs.tar.gz) and
 # the JSON results go to $OUT (or ./device-out).
 # Usage: bench/device.sh [steps...]   steps: build test check bench quant install python compare
-# train dtypes huge columns ncu_quant ncu_quant_source quant_bench exact items fused tickets wide
+# binding train dtypes huge columns ncu_quant ncu_quant_source quant_bench exact items fused tickets wide
 # modes
 # bwd_probe probe inductor dram aftermath sanitize profile
 # (default: build test check bench)
@@ -89,6 +89,11 @@ for step in "${steps[@]}"; do
           python3 -X faulthandler -m pytest "$f" -q -rs -p no:cacheprovider
       done ;;
     compare) run compare env PYTHONUNBUFFERED=1 python3 bench/compare.py --json "$OUT/compare.json" ;;
+    binding)  # host time per call of normkit.torch on the GPU against the bare C API and
+      # torch's own (bench/binding_overhead.py; needs `install`): 1 x 64, then 1 x 4096
+      run binding env PYTHONUNBUFFERED=1 python3 bench/binding_overhead.py --device cuda --repeats 20
+      run binding_4096 env PYTHONUNBUFFERED=1 python3 bench/binding_overhead.py --device cuda \
+        --hidden 4096 --repeats 20 --no-quant ;;
     train) run train env PYTHONUNBUFFERED=1 python3 bench/train_llama.py --json "$OUT/train.json" ;;
     dtypes)  # the other sweeps: float16, float32 and the fused residual (bf16)
       run bench_fp16 "$BUILD/tools/normkit" bench --dtype fp16 --json "$LOGS/bench_fp16.json"

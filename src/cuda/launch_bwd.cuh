@@ -128,14 +128,24 @@ void launch_bwd(const nk_rms_norm_bwd_args& a, const LaunchConfig& planned, cuda
              stream, "rms_norm_bwd (streaming)", 0, p);
     } else {
       constexpr int IMAX = bwd_items_max(VEC);
-      auto kernel = rms_norm_bwd_registers<XT, WT, DYT, VEC, IMAX>;
       const dim3 block(cfg.threads_per_row, cfg.rows_per_block);
       cfg.smem_bytes = main_smem(
           static_cast<int64_t>(sizeof(float)) * bwd_group_floats(cfg.rows_per_block,
                                                                  cfg.cols_per_cta,
                                                                  p.want_dweight(), p.want_dbias()),
           block);
-      launch_main(kernel, block, "rms_norm_bwd (registers)");
+      if constexpr (VEC == 1) {  // (KernelFacts::bwd_narrow_items)
+        if (cfg.items > IMAX) {
+          launch_main(rms_norm_bwd_registers<XT, WT, DYT, VEC, kBwdNarrowItemsWide>, block,
+                      "rms_norm_bwd (registers)");
+          return;
+        }
+      }
+      if (cfg.items > IMAX) {
+        throw Error(NK_ERROR_INTERNAL, "rms_norm_bwd: more vectors per thread than compiled");
+      }
+      launch_main(rms_norm_bwd_registers<XT, WT, DYT, VEC, IMAX>, block,
+                  "rms_norm_bwd (registers)");
     }
   });
   if (in_grid || (!p.partial_dweight && !p.partial_dbias)) return;

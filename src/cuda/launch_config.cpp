@@ -484,7 +484,8 @@ LaunchConfig plan_bwd(int64_t rows, int64_t hidden, int vec, const KernelFacts& 
     // streaming kernel: a 2-byte vector holds only 256 x 8 columns per CTA.
     KernelFacts wide = facts;
     wide.max_cluster = std::max(facts.max_cluster, facts.max_cluster_pipelined);
-    c = plan(rows, hidden, vec, wide, bwd_items_max(vec), kBwdMaxThreadsPerRow, true);
+    const int items_max = vec == 1 ? facts.bwd_narrow_items : bwd_items_max(vec);
+    c = plan(rows, hidden, vec, wide, items_max, kBwdMaxThreadsPerRow, true);
   }
   // (The streaming kernel accumulates its slots in the workspace: the reduction kernel follows.)
   c.reduce_in_grid = facts.bwd_reduce_in_grid && c.slots > 1 && c.plan != RowPlan::kStreaming;

@@ -33,6 +33,14 @@ struct KernelFacts {
   // Tuning knobs (NK_TUNE_BWD_CTAS_PER_SM, NK_TUNE_BWD_ITEMS override them for sweeps).
   int bwd_ctas_per_sm = 2;
   int bwd_items_target = 0;  // 0: the measured default
+  // The registers backward's most vectors per thread for 1-element vectors (misaligned rows of
+  // 16-bit data: 2-byte accesses), 8 (bwd_items_max) up to kBwdNarrowItemsWide
+  // (NK_TUNE_BWD_NARROW_ITEMS). At 8, 29 x 17389 takes clusters of 9 CTAs, of which only 23
+  // are resident at once on the H100 (GPCs of 16-18 SMs hold three 9-CTA clusters of 2 CTAs
+  // per SM), so 6 clusters run a second row: about twice one row's time (18.3 us against the
+  // forward's 8.6, one pass). At 16: clusters of 5, all 29 resident. Not measured yet: 8 until
+  // an A/B (bench/device.sh narrow).
+  int bwd_narrow_items = 8;
   // 1: persistent backward plans with several slots sum their dweight/dbias partial sums in the
   // main kernel after a grid barrier (a cooperative launch; reduce_slots_in_grid) instead of in
   // a second kernel (NK_TUNE_BWD_REDUCE_IN_GRID; the launcher takes the second kernel anyway
@@ -313,6 +321,9 @@ constexpr int kPipelineMaxThreads = 512;
 constexpr int kSmallItems = 4;
 constexpr int fwd_items_max(int vec) { return vec >= 4 ? kFwdElemsPerThread / vec : 16; }
 constexpr int bwd_items_max(int vec) { return vec >= 4 ? kBwdElemsPerThread / vec : 8; }
+// The registers backward's bound for 1-element vectors where KernelFacts::bwd_narrow_items asks
+// for more than bwd_items_max(1) (its own kernel instantiation).
+constexpr int kBwdNarrowItemsWide = 16;
 
 // Sets c.evict_first_reads (or else c.evict_last_reads) where c's kernel honors it (the
 // pipelined plans, and the forwards' registers and cluster plans of whole vectors that are not

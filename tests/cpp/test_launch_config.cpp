@@ -375,6 +375,35 @@ TEST(LaunchConfig, SplitsMisalignedBackwardRowsOverUpTo16Ctas) {
   EXPECT_EQ(normkit::cuda::plan_bwd(29, 17389, 1, portable, 0).plan, RowPlan::kStreaming);
 }
 
+// KernelFacts::bwd_narrow_items (NK_TUNE_BWD_NARROW_ITEMS): up to 16 vectors of one element per
+// thread, so that 29 x 17389 takes clusters of 5 (all resident at once on an H100) instead of 9;
+// the default keeps 8 until measured.
+TEST(LaunchConfig, MisalignedBackwardRowsTakeFewerCtasWithMoreNarrowItems) {
+  KernelFacts f;
+  EXPECT_EQ(f.bwd_narrow_items, normkit::cuda::bwd_items_max(1));
+  f.bwd_narrow_items = normkit::cuda::kBwdNarrowItemsWide;
+  const LaunchConfig c = normkit::cuda::plan_bwd(29, 17389, 1, f, 0);
+  SCOPED_TRACE(c.describe());
+  EXPECT_EQ(c.plan, RowPlan::kCluster);
+  EXPECT_EQ(c.cluster_size, 5);
+  EXPECT_EQ(c.slots, 29);
+  EXPECT_EQ(c.threads_per_row, normkit::cuda::kBwdMaxThreadsPerRow);
+  EXPECT_GT(c.items, normkit::cuda::bwd_items_max(1));  // (the wide kernel)
+  EXPECT_LE(c.items, normkit::cuda::kBwdNarrowItemsWide);
+  EXPECT_GE(int64_t(c.threads_per_row) * c.items * c.cluster_size, 17389);
+  // Rows that needed more than 16 CTAs of 8 now fit a cluster; past 16 of 16, streaming.
+  EXPECT_EQ(normkit::cuda::plan_bwd(29, 40001, 1, f, 0).plan, RowPlan::kCluster);
+  EXPECT_EQ(normkit::cuda::plan_bwd(29, 65537, 1, f, 0).plan, RowPlan::kStreaming);
+  // Wider vectors are planned as before.
+  KernelFacts defaults;
+  for (const auto& [rows, hidden, vec] :
+       {std::tuple<int64_t, int64_t, int>{29, 17388, 2}, {4096, 4096, 8}, {29, 17392, 8}}) {
+    EXPECT_EQ(normkit::cuda::plan_bwd(rows, hidden, vec, f, 0).describe(),
+              normkit::cuda::plan_bwd(rows, hidden, vec, defaults, 0).describe())
+        << rows << "x" << hidden << " vec " << vec;
+  }
+}
+
 TEST(LaunchConfig, PipelinesTheForwardOfAlignedRowsThatFitSharedMemory) {
   KernelFacts f;
   const LaunchConfig c = normkit::cuda::plan_fwd(128, 4096, 8, f, 2);

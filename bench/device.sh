@@ -3,9 +3,8 @@
 # `normkit check`, `normkit bench`, the Python tests and benchmarks; logs (as logs.tar.gz) and
 # the JSON results go to $OUT (or ./device-out).
 # Usage: bench/device.sh [steps...]   steps: build test check bench quant install python compare
-# binding narrow train dtypes huge columns ncu_quant ncu_quant_source quant_bench exact items fused tickets wide
-# modes
-# bwd_probe probe inductor dram aftermath sanitize profile
+# binding narrow train dtypes huge columns ncu_quant ncu_quant_source quant_bench exact items
+# fused tickets wide modes bwd_probe probe inductor dram aftermath sanitize profile
 # (default: build test check bench)
 # BUILD=dir names the build tree (default build-device). (A tree built on the CPU machine cannot
 # travel instead: its binaries are over 64 MiB each.) `install` links that tree's libnormkit.a.

@@ -1,4 +1,5 @@
-// Backward launcher template, included by the generated per-(x, weight) translation units.
+// Backward launcher template, included by the generated per-(x, weight, dy) translation units
+// (src/CMakeLists.txt); bwd_dispatch.cu picks one by dy's dtype.
 #pragma once
 
 #include <algorithm>
@@ -180,12 +181,6 @@ void launch_bwd(const nk_rms_norm_bwd_args& a, const LaunchConfig& planned, cuda
          static_cast<const float*>(p.partial_dweight), static_cast<WT*>(a.dweight),
          static_cast<const float*>(p.partial_dbias), static_cast<WT*>(a.dbias), cfg.slots,
          a.hidden, chunk);
-}
-
-template <typename XT, typename WT>
-void launch_bwd_for(const nk_rms_norm_bwd_args& a, const LaunchConfig& cfg, cudaStream_t stream) {
-  dispatch_dtype(a.dy_dtype, "rms_norm_bwd dy",
-                 [&](auto dy) { launch_bwd<XT, WT, decltype(dy)>(a, cfg, stream); });
 }
 
 }  // namespace normkit::cuda

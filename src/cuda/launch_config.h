@@ -36,10 +36,10 @@ struct KernelFacts {
   // The registers backward's most vectors per thread for 1-element vectors (misaligned rows of
   // 16-bit data: 2-byte accesses), 8 (bwd_items_max) up to kBwdNarrowItemsWide
   // (NK_TUNE_BWD_NARROW_ITEMS). At 8, 29 x 17389 takes clusters of 9 CTAs, of which only 23
-  // are resident at once on the H100 (GPCs of 16-18 SMs hold three 9-CTA clusters of 2 CTAs
-  // per SM), so 6 clusters run a second row: about twice one row's time (18.3 us against the
-  // forward's 8.6, one pass). At 16: clusters of 5, all 29 resident. Not measured yet: 8 until
-  // an A/B (bench/device.sh narrow).
+  // are resident at once on the H100 (likely: a GPC of 16-18 SMs at 2 CTAs per SM holds three),
+  // so 6 clusters run a second row: about twice one row's time (18.3 us against the forward's
+  // 8.6, one pass). At 16: clusters of 5, which should all be resident. Not measured yet: 8
+  // until an A/B (bench/device.sh narrow).
   int bwd_narrow_items = 8;
   // 1: persistent backward plans with several slots sum their dweight/dbias partial sums in the
   // main kernel after a grid barrier (a cooperative launch; reduce_slots_in_grid) instead of in

@@ -417,6 +417,15 @@ KernelFacts facts_with_transposed_output(const KernelFacts& facts) {
   return f;
 }
 
+LaunchConfig keep_y_for_transpose(LaunchConfig c, const KernelFacts& facts) {
+  // (A plan with either policy is one whose kernel honors them: apply_read_policy.)
+  if (facts.quant_transpose_evict_first != 0 && (c.evict_first_reads || c.evict_last_reads)) {
+    c.evict_first_reads = true;
+    c.evict_last_reads = false;
+  }
+  return c;
+}
+
 LaunchConfig plan_fwd_quant_transposed(int64_t rows, int64_t hidden, int vec, int x_bytes,
                                        const KernelFacts& facts) {
   LaunchConfig c;

@@ -229,6 +229,13 @@ struct KernelFacts {
   // 2048 36.7 -> 37.7 (transpose units of 256 columns instead of 512): 256 keeps the plans of
   // the fourteenth session's measurement.
   int quant_ticket_cta_threads = 256;
+  // The forward with y_t as two kernels (the forward, then transpose_bytes reading y back: the
+  // plans the ticketed grid does not take, 1024 x 32768, 256 x 65536, 29 x 17389 and float32 x
+  // among them): 1 reads x evict-first instead of evict-last (keep_y_for_transpose), so that y,
+  // written at normal priority, is what L2 keeps for the transpose rather than x, which nothing
+  // reads again (NK_TUNE_QUANT_TRANSPOSE_EVICT_FIRST). Not measured yet: 0 until an A/B (y is
+  // 32 MB at 1024 x 32768, 16 MB at 256 x 65536; L2 is 50 MB).
+  int quant_transpose_evict_first = 0;
   // Vectors per thread that plan's thread count aims for (NK_TUNE_QUANT_FUSED_ITEMS, 1-4): 1 =
   // up to 512 threads, one CTA per SM at 8192 columns; 4 = fewer threads, two CTAs per SM.
   int quant_fused_items_target = 1;
@@ -387,6 +394,10 @@ void pin_quant_registers(LaunchConfig& c, int64_t rows, int64_t hidden, const Ke
 // The facts that the per-tensor quantized forward plans with when it also writes y_t: facts with
 // quant_cta_threads set to quant_ticket_cta_threads.
 KernelFacts facts_with_transposed_output(const KernelFacts& facts);
+
+// c for the forward whose y a transpose kernel reads next: with
+// KernelFacts::quant_transpose_evict_first, x evict-first where c reads it with a policy.
+LaunchConfig keep_y_for_transpose(LaunchConfig c, const KernelFacts& facts);
 
 // The per-tensor quantized forward with y_t in one kernel (rms_norm_fwd_quant_transposed): a
 // cluster of cluster_size CTAs (1, 2, 4 or 8) per run of kTransposedRun rows, tile_rows =

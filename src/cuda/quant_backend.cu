@@ -196,7 +196,7 @@ std::string explain_fwd_quant_transposed(int64_t rows, int64_t hidden, nk_dtype 
            " columns per transpose unit, lag " + std::to_string(facts.quant_ticket_lag_percent) +
            "% of a resident wave), where y and y_t rows are 16-byte aligned";
   }
-  return cfg.describe() + "; then transpose_bytes 64x64 tiles";
+  return keep_y_for_transpose(cfg, facts).describe() + "; then transpose_bytes 64x64 tiles";
 }
 
 void rms_norm_fwd_quant(const nk_rms_norm_fwd_args& a, void* stream) {
@@ -225,7 +225,7 @@ void rms_norm_fwd_quant(const nk_rms_norm_fwd_args& a, void* stream) {
         if (launched) return;
       }
     }
-    launch_quant(a, cfg, s);
+    launch_quant(a, a.y_t ? keep_y_for_transpose(cfg, facts) : cfg, s);
     // The transpose reads y back. Chunks of rows small enough for y to stay in L2 were slower
     // (launch gaps; docs/notes.md, q2).
     if (a.y_t) launch_transpose(a, s);

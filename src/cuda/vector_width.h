@@ -88,6 +88,8 @@ inline const KernelFacts& tuned_defaults() {
     k.quant_ticket_slices = tuning_knob("NK_TUNE_QUANT_TICKET_SLICES", k.quant_ticket_slices, 1, 2);
     k.quant_ticket_cta_threads =
         tuning_knob("NK_TUNE_QUANT_TICKET_CTA_THREADS", k.quant_ticket_cta_threads, 32, 1024);
+    k.quant_transpose_evict_first = tuning_knob("NK_TUNE_QUANT_TRANSPOSE_EVICT_FIRST",
+                                                k.quant_transpose_evict_first, 0, 1);
     k.quant_fused_items_target =
         tuning_knob("NK_TUNE_QUANT_FUSED_ITEMS", k.quant_fused_items_target, 1, 4);
     k.evict_first_max_mib =

@@ -375,6 +375,26 @@ TEST(LaunchConfig, SplitsMisalignedBackwardRowsOverUpTo16Ctas) {
   EXPECT_EQ(normkit::cuda::plan_bwd(29, 17389, 1, portable, 0).plan, RowPlan::kStreaming);
 }
 
+// KernelFacts::quant_transpose_evict_first: the forward before a transpose kernel reads x
+// evict-first (y stays in L2 for the transpose); plans without a read policy keep none, and the
+// knob off (the default until measured) changes nothing.
+TEST(LaunchConfig, ForwardBeforeATransposeCanReadXEvictFirst) {
+  KernelFacts f;
+  EXPECT_EQ(f.quant_transpose_evict_first, 0);
+  LaunchConfig c = normkit::cuda::plan_fwd_quant(1024, 32768, 8, 0, false, f);
+  normkit::cuda::apply_read_policy(c, int64_t(1024) * 32768 * 2, false, f);
+  ASSERT_TRUE(c.evict_last_reads) << c.describe();
+  EXPECT_EQ(normkit::cuda::keep_y_for_transpose(c, f).describe(), c.describe());
+  f.quant_transpose_evict_first = 1;
+  const LaunchConfig kept = normkit::cuda::keep_y_for_transpose(c, f);
+  EXPECT_TRUE(kept.evict_first_reads);
+  EXPECT_FALSE(kept.evict_last_reads);
+  LaunchConfig none = c;
+  none.evict_first_reads = none.evict_last_reads = false;  // (a kernel without policies)
+  const LaunchConfig still = normkit::cuda::keep_y_for_transpose(none, f);
+  EXPECT_FALSE(still.evict_first_reads || still.evict_last_reads);
+}
+
 // KernelFacts::bwd_narrow_items (NK_TUNE_BWD_NARROW_ITEMS): up to 16 vectors of one element per
 // thread, so that 29 x 17389 takes clusters of 5 (all resident at once on an H100) instead of 9;
 // the default keeps 8 until measured.

@@ -3,8 +3,8 @@
 # `normkit check`, `normkit bench`, the Python tests and benchmarks; logs (as logs.tar.gz) and
 # the JSON results go to $OUT (or ./device-out).
 # Usage: bench/device.sh [steps...]   steps: build test check bench quant install python compare
-# binding narrow train dtypes huge columns ncu_quant ncu_quant_source quant_bench exact items
-# fused tickets wide modes bwd_probe probe inductor dram aftermath sanitize profile
+# binding narrow pending train dtypes huge columns ncu_quant ncu_quant_source quant_bench exact
+# items fused tickets wide modes bwd_probe probe inductor dram aftermath sanitize profile
 # (default: build test check bench)
 # BUILD=dir names the build tree (default build-device). (A tree built on the CPU machine cannot
 # travel instead: its binaries are over 64 MiB each.) `install` links that tree's libnormkit.a.
@@ -48,6 +48,31 @@ knob_runs() {  # knob_runs PREFIX SECONDS CONFIGS ARGS...: `normkit bench --expl
     # shellcheck disable=SC2086  # the knobs, one word each
     run "$name" timeout "$2" env $knobs "$BUILD/tools/normkit" bench --explain "${@:4}" \
       --json "$LOGS/$name.json"
+  done
+}
+mode_runs() {  # mode_runs MODES CONFIGS: `normkit bench --fwd-only` of each of MODES (plain,
+  # tensor, token, block, mxfp8, transposed) under each of CONFIGS (words joined by commas:
+  # NK_TUNE_* knobs or bench options such as --zero-centered; "none": the defaults), the whole
+  # set twice; JSON as bench_ab_<mode>_<config>_<a|b>.json in the logs (ab.py compares them)
+  local rep cfg words w mode
+  local -a knobs margs args
+  for rep in a b; do
+    for cfg in $2; do
+      words=${cfg//,/ }
+      [ "$cfg" = none ] && words=
+      knobs=() args=()
+      for w in $words; do
+        case $w in NK_TUNE_*) knobs+=("$w") ;; *) args+=("$w") ;; esac
+      done
+      for mode in $1; do
+        margs=(--quant "$mode")
+        [ "$mode" = plain ] && margs=()
+        [ "$mode" = transposed ] && margs=(--quant tensor --transposed)
+        run "bench_ab_${mode}_${cfg//[^A-Za-z0-9_]/_}_$rep" env "${knobs[@]}" \
+          "$BUILD/tools/normkit" bench --fwd-only "${margs[@]}" "${args[@]}" \
+          --json "$LOGS/bench_ab_${mode}_${cfg//[^A-Za-z0-9_]/_}_$rep.json"
+      done
+    done
   done
 }
 quant_tables() {  # the forward with quantized outputs, one table per mode (JSON in the logs)
@@ -258,30 +283,18 @@ for step in "${steps[@]}"; do
       [ "$shapes" = sweep ] && shape_args=()
       knob_runs bench_probe 600 "${PROBE_CONFIGS:-NK_TUNE_BWD_ITEMS=0 NK_TUNE_BWD_ITEMS=1 NK_TUNE_BWD_CTAS_PER_SM=1 NK_TUNE_BWD_CTAS_PER_SM=3}" \
         --bwd-only "${shape_args[@]}" ;;
-    modes)  # A/B over the plain forward and the quantized modes in one run: `normkit bench
-      # --fwd-only` of each of AB_MODES (plain, tensor, token, block, mxfp8, transposed) under each
-      # of AB_CONFIGS (words joined by commas: NK_TUNE_* knobs or bench options such as
-      # --zero-centered; "none": the defaults), the whole set twice; JSON as
-      # bench_ab_<mode>_<config>_<a|b>.json in the logs (ab.py compares them)
-      ab_modes=${AB_MODES:-plain tensor token block mxfp8 transposed}
-      for rep in a b; do
-        for cfg in ${AB_CONFIGS:-none}; do
-          words=${cfg//,/ }
-          [ "$cfg" = none ] && words=
-          knobs=() args=()
-          for w in $words; do
-            case $w in NK_TUNE_*) knobs+=("$w") ;; *) args+=("$w") ;; esac
-          done
-          for mode in $ab_modes; do
-            margs=(--quant "$mode")
-            [ "$mode" = plain ] && margs=()
-            [ "$mode" = transposed ] && margs=(--quant tensor --transposed)
-            run "bench_ab_${mode}_${cfg//[^A-Za-z0-9_]/_}_$rep" env "${knobs[@]}" \
-              "$BUILD/tools/normkit" bench --fwd-only "${margs[@]}" "${args[@]}" \
-              --json "$LOGS/bench_ab_${mode}_${cfg//[^A-Za-z0-9_]/_}_$rep.json"
-          done
-        done
-      done ;;
+    modes)  # A/B over the plain forward and the quantized modes in one run (mode_runs) of
+      # AB_MODES under AB_CONFIGS
+      mode_runs "${AB_MODES:-plain tensor token block mxfp8 transposed}" "${AB_CONFIGS:-none}" ;;
+    pending)  # the sixteenth session's prepared A/Bs (docs/notes.md, its "Next"), about 7 minutes:
+      # the transposed output with the restored plans against 128-thread CTAs and against the
+      # evict-first two-kernel path; the quantized forwards' CTAs of 64 threads; the backward's
+      # split rows on 256-thread cluster CTAs, and at 4 or 1 vectors per thread
+      mode_runs transposed \
+        "none NK_TUNE_QUANT_TICKET_CTA_THREADS=128 NK_TUNE_QUANT_TRANSPOSE_EVICT_FIRST=1"
+      mode_runs "tensor token block mxfp8" "none NK_TUNE_QUANT_CTA_THREADS=64"
+      bwd_configs="none NK_TUNE_BWD_CLUSTER_THREADS=256 NK_TUNE_BWD_ITEMS=4 NK_TUNE_BWD_ITEMS=1"
+      knob_runs bench_probe 600 "$bwd_configs $bwd_configs" --bwd-only ;;
     probe)  # knob A/Bs in one run: `normkit bench $PROBE_ARGS` over PROBE_SHAPES (default: the
       # sweep) under each of PROBE_CONFIGS (knobs joined by commas; "none": the defaults)
       shape_args=()

@@ -289,12 +289,18 @@ for step in "${steps[@]}"; do
     pending)  # the sixteenth session's prepared A/Bs (docs/notes.md, its "Next"), about 7 minutes:
       # the transposed output with the restored plans against 128-thread CTAs and against the
       # evict-first two-kernel path; the quantized forwards' CTAs of 64 threads; the backward's
-      # split rows on 256-thread cluster CTAs, and at 4 or 1 vectors per thread
+      # split rows on 256-thread cluster CTAs, and at 4 or 1 vectors per thread; the forward of
+      # few rows
       mode_runs transposed \
         "none NK_TUNE_QUANT_TICKET_CTA_THREADS=128 NK_TUNE_QUANT_TRANSPOSE_EVICT_FIRST=1"
       mode_runs "tensor token block mxfp8" "none NK_TUNE_QUANT_CTA_THREADS=64"
       bwd_configs="none NK_TUNE_BWD_CLUSTER_THREADS=256 NK_TUNE_BWD_ITEMS=4 NK_TUNE_BWD_ITEMS=1"
-      knob_runs bench_probe 600 "$bwd_configs $bwd_configs" --bwd-only ;;
+      knob_runs bench_probe 600 "$bwd_configs $bwd_configs" --bwd-only
+      # (and the forward of few rows on the registers kernel, not the pipelined one: measured
+      # slower on the second day's kernels, v10)
+      few_configs="none NK_TUNE_FWD_PIPELINE_MAX_ROWS=0"
+      knob_runs bench_few_rows 300 "$few_configs $few_configs" --fwd-only \
+        --shapes 1x4096,128x4096,29x4096,264x4096,64x8192,200x2048 ;;
     probe)  # knob A/Bs in one run: `normkit bench $PROBE_ARGS` over PROBE_SHAPES (default: the
       # sweep) under each of PROBE_CONFIGS (knobs joined by commas; "none": the defaults)
       shape_args=()

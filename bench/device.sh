@@ -286,7 +286,7 @@ for step in "${steps[@]}"; do
     modes)  # A/B over the plain forward and the quantized modes in one run (mode_runs) of
       # AB_MODES under AB_CONFIGS
       mode_runs "${AB_MODES:-plain tensor token block mxfp8 transposed}" "${AB_CONFIGS:-none}" ;;
-    pending)  # the sixteenth session's prepared A/Bs (docs/notes.md, its "Next"), about 7 minutes:
+    pending)  # the sixteenth session's prepared A/Bs (docs/notes.md, its "Next"), 2-3 minutes:
       # the transposed output with the restored plans against 128-thread CTAs and against the
       # evict-first two-kernel path; the quantized forwards' CTAs of 64 threads; the backward's
       # split rows on 256-thread cluster CTAs, and at 4 or 1 vectors per thread; the forward of

@@ -135,14 +135,15 @@ void launch_bwd(const nk_rms_norm_bwd_args& a, const LaunchConfig& planned, cuda
                                                                  cfg.cols_per_cta,
                                                                  p.want_dweight(), p.want_dbias()),
           block);
-      if constexpr (VEC == 1) {  // (KernelFacts::bwd_narrow_items)
-        if (cfg.items > IMAX) {
-          launch_main(rms_norm_bwd_registers<XT, WT, DYT, VEC, kBwdNarrowItemsWide>, block,
-                      "rms_norm_bwd (registers)");
-          return;
-        }
-      }
       if (cfg.items > IMAX) {
+        // One-element vectors may hold more (KernelFacts::bwd_narrow_items), in their own kernel.
+        if constexpr (VEC == 1) {
+          if (cfg.items <= kBwdNarrowItemsWide) {
+            launch_main(rms_norm_bwd_registers<XT, WT, DYT, VEC, kBwdNarrowItemsWide>, block,
+                        "rms_norm_bwd (registers)");
+            return;
+          }
+        }
         throw Error(NK_ERROR_INTERNAL, "rms_norm_bwd: more vectors per thread than compiled");
       }
       launch_main(rms_norm_bwd_registers<XT, WT, DYT, VEC, IMAX>, block,

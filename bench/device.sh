@@ -262,13 +262,14 @@ for step in "${steps[@]}"; do
         done
       done ;;
     narrow)  # the registers backward of misaligned rows (2-byte accesses) at up to 16 vectors
-      # per thread (NK_TUNE_BWD_NARROW_ITEMS=16) against 8: its ctest entry, memcheck of its
-      # plans, then the A/B over odd hidden sizes, twice (knob_runs: one JSON each in the logs)
-      run ctest_narrow ctest --test-dir "$BUILD" --output-on-failure -R 'bwd_narrow_items_16|LaunchConfig'
-      run sanitize_narrow timeout 240 env NK_TUNE_BWD_NARROW_ITEMS=16 compute-sanitizer --tool memcheck \
+      # per thread (the default since the seventeenth session) against 8 (NK_TUNE_BWD_NARROW_ITEMS
+      # =8): its ctest entry, memcheck of its plans, then the A/B over odd hidden sizes, twice
+      # (knob_runs: one JSON each in the logs)
+      run ctest_narrow ctest --test-dir "$BUILD" --output-on-failure -R 'bwd_narrow_items_8|LaunchConfig'
+      run sanitize_narrow timeout 240 compute-sanitizer --tool memcheck \
         --error-exitcode 1 "$BUILD/tests/normkit_tests" \
         --gtest_filter='*BwdFewRows*/Cuda*:*BwdLargeShapes*/Cuda*' --gtest_brief=1
-      knob_runs bench_narrow 300 "none NK_TUNE_BWD_NARROW_ITEMS=16 none NK_TUNE_BWD_NARROW_ITEMS=16" \
+      knob_runs bench_narrow 300 "none NK_TUNE_BWD_NARROW_ITEMS=8 none NK_TUNE_BWD_NARROW_ITEMS=8" \
         --bwd-only --shapes "${NARROW_SHAPES:-29x17389,1x17389,64x17389,29x30001,29x40001,601x30001,128x4095,4096x4095,1024x16383,8192x2049,64x1001,9x1003}" ;;
     bwd_probe)  # where the backward's time goes at the shapes that miss their goals: per-kernel
       # GPU time at the card's own clocks (ncu --clock-control none), then the knobs' A/B over

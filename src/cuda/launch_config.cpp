@@ -170,7 +170,8 @@ LaunchConfig plan(int64_t rows, int64_t hidden, int vec, const KernelFacts& f, i
 // statically).
 LaunchConfig plan_pipelined(int64_t rows, int64_t hidden, int vec, const KernelFacts& f,
                             int64_t staged_bytes_per_col, int items_target, int ctas_per_sm,
-                            int64_t max_grid, bool allow_cluster, int64_t split_above) {
+                            int64_t max_grid, bool allow_cluster, int64_t split_above,
+                            int cluster_threads) {
   LaunchConfig none;
   none.grid = 0;
   if (staged_bytes_per_col <= 0 || hidden % vec != 0) return none;
@@ -181,13 +182,13 @@ LaunchConfig plan_pipelined(int64_t rows, int64_t hidden, int vec, const KernelF
   // only those (one CTA per row measured faster, docs/notes.md v11); the backward from 1024
   // vectors (v16). Clusters may have up to f.max_cluster_pipelined CTAs (16 is a non-portable
   // size sm_90 allows); rows too long for that at items_target (over 512 x 2 x 16 vectors) take
-  // kPipelineItems vectors per thread. f.bwd_cluster_threads below 512 makes clusters of smaller
-  // CTAs (more of them per SM, so that one CTA's barriers overlap another's work).
+  // kPipelineItems vectors per thread. cluster_threads below 512 makes clusters of smaller CTAs
+  // (more of them per SM, so that one CTA's barriers overlap another's work).
   int cluster = 1;
   const bool may_split = allow_cluster && f.cluster_launch && items_target <= 2;
   if (nvec > int64_t(kPipelineMaxThreads) * kPipelineItems && !may_split) return none;
   if (may_split && nvec > split_above) {
-    const int64_t cta_threads = std::clamp(f.bwd_cluster_threads, 32, kPipelineMaxThreads);
+    const int64_t cta_threads = std::clamp(cluster_threads, 32, kPipelineMaxThreads);
     int64_t c = ceil_div(nvec, cta_threads * items_target);
     if (c > std::max(f.max_cluster, f.max_cluster_pipelined)) {
       items_target = kPipelineItems;
@@ -334,7 +335,8 @@ LaunchConfig plan_fwd(int64_t rows, int64_t hidden, int vec, const KernelFacts& 
   if (split ? (facts.fwd_pipeline_clusters || heavy) : rows <= facts.fwd_pipeline_max_rows) {
     const LaunchConfig pipelined = plan_pipelined(rows, hidden, vec, facts, staged_bytes_per_col,
                                                   2, facts.fwd_ctas_per_sm, rows, true,
-                                                  int64_t(kPipelineMaxThreads) * kPipelineItems);
+                                                  int64_t(kPipelineMaxThreads) * kPipelineItems,
+                                                  kPipelineMaxThreads);
     // (Its cluster instantiation holds 2 vectors per thread.)
     if (pipelined.grid > 0 && (pipelined.cluster_size == 1 || pipelined.items <= 2)) {
       return pipelined;
@@ -477,6 +479,13 @@ void apply_read_policy(LaunchConfig& c, int64_t read_bytes, bool backward,
                        read_bytes >= (int64_t(facts.evict_last_min_mib) << 20);
 }
 
+int bwd_narrow_items(int64_t hidden, const KernelFacts& facts) {
+  const int items = bwd_items_max(1);
+  return hidden > int64_t(kBwdMaxThreadsPerRow) * items * facts.max_cluster
+             ? std::max(items, facts.bwd_narrow_items)
+             : items;
+}
+
 LaunchConfig plan_bwd(int64_t rows, int64_t hidden, int vec, const KernelFacts& facts,
                       int64_t staged_bytes_per_col) {
   // Measured (docs/notes.md, v9): 2 vectors per thread beat 4 at every row length (rows over
@@ -484,7 +493,10 @@ LaunchConfig plan_bwd(int64_t rows, int64_t hidden, int vec, const KernelFacts& 
   const int items_target = facts.bwd_items_target > 0 ? facts.bwd_items_target : 2;
   LaunchConfig c = plan_pipelined(rows, hidden, vec, facts, staged_bytes_per_col, items_target,
                                   facts.bwd_ctas_per_sm, bwd_max_slots(rows, facts), true,
-                                  facts.bwd_split_vectors);
+                                  facts.bwd_split_vectors,
+                                  ceil_div(hidden, vec) > facts.bwd_cluster_threads_max_vectors
+                                      ? kPipelineMaxThreads
+                                      : facts.bwd_cluster_threads);
   if (c.grid > 0) {
     c.slots = c.grid / c.cluster_size;
   } else {
@@ -493,7 +505,7 @@ LaunchConfig plan_bwd(int64_t rows, int64_t hidden, int vec, const KernelFacts& 
     // streaming kernel: a 2-byte vector holds only 256 x 8 columns per CTA.
     KernelFacts wide = facts;
     wide.max_cluster = std::max(facts.max_cluster, facts.max_cluster_pipelined);
-    const int items_max = vec == 1 ? facts.bwd_narrow_items : bwd_items_max(vec);
+    const int items_max = vec == 1 ? bwd_narrow_items(hidden, facts) : bwd_items_max(vec);
     c = plan(rows, hidden, vec, wide, items_max, kBwdMaxThreadsPerRow, true);
   }
   // (The streaming kernel accumulates its slots in the workspace: the reduction kernel follows.)

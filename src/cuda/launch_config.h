@@ -34,13 +34,15 @@ struct KernelFacts {
   int bwd_ctas_per_sm = 2;
   int bwd_items_target = 0;  // 0: the measured default
   // The registers backward's most vectors per thread for 1-element vectors (misaligned rows of
-  // 16-bit data: 2-byte accesses), 8 (bwd_items_max) up to kBwdNarrowItemsWide
-  // (NK_TUNE_BWD_NARROW_ITEMS). At 8, 29 x 17389 takes clusters of 9 CTAs, of which only 23
-  // are resident at once on the H100 (likely: a GPC of 16-18 SMs at 2 CTAs per SM holds three),
-  // so 6 clusters run a second row: about twice one row's time (18.3 us against the forward's
-  // 8.6, one pass). At 16: clusters of 5, which should all be resident. Not measured yet: 8
-  // until an A/B (bench/device.sh narrow).
-  int bwd_narrow_items = 8;
+  // 16-bit data: 2-byte accesses) where bwd_items_max(1) = 8 would need a cluster of more than
+  // max_cluster CTAs (non-portable sizes, fewer of them resident) or the two-pass streaming
+  // kernel; up to kBwdNarrowItemsWide (NK_TUNE_BWD_NARROW_ITEMS; 8 restores the old plans).
+  // Measured (seventeenth session, H100, twice in one call), 16 against 8: 29 x 17389 18.1 ->
+  // 16.5 us (clusters of 5 instead of 9), 29 x 30001 24.6 -> 18.2, 601 x 30001 228.6 -> 147.2,
+  // 29 x 40001 136.6 -> 26.0 (a cluster instead of streaming). Rows that fit max_cluster CTAs
+  // of 8 keep 8 (plan_bwd): 16 there was 1.00-1.04x (9 x 1003 9.0 -> 9.3, 128 x 4095 18.3 ->
+  // 18.5, 1024 x 16383 313.5 -> 314.0).
+  int bwd_narrow_items = 16;  // kBwdNarrowItemsWide
   // 1: persistent backward plans with several slots sum their dweight/dbias partial sums in the
   // main kernel after a grid barrier (a cooperative launch; reduce_slots_in_grid) instead of in
   // a second kernel (NK_TUNE_BWD_REDUCE_IN_GRID; the launcher takes the second kernel anyway
@@ -68,9 +70,18 @@ struct KernelFacts {
   // cluster barrier (NK_TUNE_SPLIT_FOR_FILL_ELEMENTS).
   int64_t split_for_fill_elements = int64_t(1) << 20;
   // CTA size that rows split over a cluster aim for: the forward registers kernel
-  // (NK_TUNE_FWD_CLUSTER_THREADS) and the pipelined backward (NK_TUNE_BWD_CLUSTER_THREADS).
+  // (NK_TUNE_FWD_CLUSTER_THREADS) and the pipelined backward (NK_TUNE_BWD_CLUSTER_THREADS), the
+  // latter for rows of up to bwd_cluster_threads_max_vectors vectors; longer rows take 512
+  // (NK_TUNE_BWD_CLUSTER_THREADS_MAX_VECTORS). Measured (seventeenth session, H100, the sweep
+  // twice in one call), 256 against 512 for every split row: 4096 x 12288 119.3 -> 113.9 us,
+  // 1024 x 32768 85.7 -> 82.9, 2048 x 16384 81.8 -> 80.7 (two CTAs per SM, so one CTA's
+  // cluster barriers overlap another's loads; 1024 x 32768 also fills all 132 SMs: clusters of
+  // 8 rather than 120 CTAs in clusters of 4), but 256 x 65536 53.3 -> 53.7 and, on the second
+  // day's kernels, 1024 x 131072 319 -> 394: rows past 4096 vectors (32768 16-bit columns)
+  // keep 512.
   int fwd_cluster_threads = 512;
-  int bwd_cluster_threads = 512;
+  int bwd_cluster_threads = 256;
+  int64_t bwd_cluster_threads_max_vectors = 4096;
   // The forwards' CTAs of several short rows: as many rows as take up to this many threads, in
   // the plain forward (NK_TUNE_FWD_CTA_THREADS) and the quantized one (NK_TUNE_QUANT_CTA_THREADS).
   // Measured (fifteenth session, H100, twice each in one call), 128 against 256 (rows of 2048 and
@@ -233,9 +244,11 @@ struct KernelFacts {
   // plans the ticketed grid does not take, 1024 x 32768, 256 x 65536, 29 x 17389 and float32 x
   // among them): 1 reads x evict-first instead of evict-last (keep_y_for_transpose), so that y,
   // written at normal priority, is what L2 keeps for the transpose rather than x, which nothing
-  // reads again (NK_TUNE_QUANT_TRANSPOSE_EVICT_FIRST). Not measured yet: 0 until an A/B (y is
-  // 32 MB at 1024 x 32768, 16 MB at 256 x 65536; L2 is 50 MB).
-  int quant_transpose_evict_first = 0;
+  // reads again (NK_TUNE_QUANT_TRANSPOSE_EVICT_FIRST). Measured (seventeenth session, H100,
+  // twice in one call), 1 against 0: 256 x 65536 43.1 -> 40.8 us, 1024 x 32768 75.5 -> 73.0,
+  // 128 x 4096 10.9 -> 10.4; the ticketed shapes 0.98-1.00x (predicted 1024 x 32768 ~63-65:
+  // the transpose gained less than y's 32 MB in L2 suggested).
+  int quant_transpose_evict_first = 1;
   // Vectors per thread that plan's thread count aims for (NK_TUNE_QUANT_FUSED_ITEMS, 1-4): 1 =
   // up to 512 threads, one CTA per SM at 8192 columns; 4 = fewer threads, two CTAs per SM.
   int quant_fused_items_target = 1;
@@ -331,6 +344,11 @@ constexpr int bwd_items_max(int vec) { return vec >= 4 ? kBwdElemsPerThread / ve
 // The registers backward's bound for 1-element vectors where KernelFacts::bwd_narrow_items asks
 // for more than bwd_items_max(1) (its own kernel instantiation).
 constexpr int kBwdNarrowItemsWide = 16;
+
+// The registers backward's most vectors per thread for a misaligned row of `hidden` 16-bit
+// values (1-element vectors): facts.bwd_narrow_items where bwd_items_max(1) would need more than
+// facts.max_cluster CTAs, else bwd_items_max(1).
+int bwd_narrow_items(int64_t hidden, const KernelFacts& facts);
 
 // Sets c.evict_first_reads (or else c.evict_last_reads) where c's kernel honors it (the
 // pipelined plans, and the forwards' registers and cluster plans of whole vectors that are not

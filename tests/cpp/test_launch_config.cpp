@@ -15,6 +15,11 @@ using normkit::cuda::KernelFacts;
 using normkit::cuda::LaunchConfig;
 using normkit::cuda::RowPlan;
 
+// The most vectors per thread that the backward's registers kernels of vec hold.
+int bwd_items_bound(int vec) {
+  return vec == 1 ? normkit::cuda::kBwdNarrowItemsWide : normkit::cuda::bwd_items_max(vec);
+}
+
 void expect_covers(const LaunchConfig& c, int64_t rows, int64_t hidden, int items_max,
                    bool persistent, const KernelFacts& f) {
   SCOPED_TRACE(c.describe());
@@ -84,20 +89,20 @@ TEST(LaunchConfig, CoversEveryShapeWithAndWithoutClusters) {
           expect_covers(normkit::cuda::plan_fwd(rows, hidden, vec, f), rows, hidden,
                         normkit::cuda::fwd_items_max(vec), false, f);
           expect_covers(normkit::cuda::plan_bwd(rows, hidden, vec, f), rows, hidden,
-                        normkit::cuda::bwd_items_max(vec), true, f);
+                        bwd_items_bound(vec), true, f);
           for (int64_t staged : {2, 4, 8}) {  // bytes per column: bf16 x ... fp32 x+residual
             expect_covers(normkit::cuda::plan_fwd(rows, hidden, vec, f, staged), rows, hidden,
                           normkit::cuda::fwd_items_max(vec), false, f);
           }
           for (int64_t staged : {4, 6, 12, 24}) {  // bytes per column: bf16 x+dy ... fp32 x+dy+dres
             expect_covers(normkit::cuda::plan_bwd(rows, hidden, vec, f, staged), rows, hidden,
-                          normkit::cuda::bwd_items_max(vec), true, f);
+                          bwd_items_bound(vec), true, f);
           }
           // The huge-row clusters off (NK_TUNE_BWD_HUGE_ROW_CLUSTER=0): streaming past 64K.
           KernelFacts no_huge_clusters = f;
           no_huge_clusters.max_cluster_pipelined = 0;
           expect_covers(normkit::cuda::plan_bwd(rows, hidden, vec, no_huge_clusters, 4), rows,
-                        hidden, normkit::cuda::bwd_items_max(vec), true, no_huge_clusters);
+                        hidden, bwd_items_bound(vec), true, no_huge_clusters);
         }
       }
     }
@@ -119,7 +124,7 @@ TEST(LaunchConfig, CoversEveryShapeWithSmallerClusterCtas) {
           expect_covers(normkit::cuda::plan_fwd(rows, hidden, vec, f, 2), rows, hidden,
                         normkit::cuda::fwd_items_max(vec), false, f);
           expect_covers(normkit::cuda::plan_bwd(rows, hidden, vec, f, 4), rows, hidden,
-                        normkit::cuda::bwd_items_max(vec), true, f);
+                        bwd_items_bound(vec), true, f);
         }
       }
     }
@@ -314,10 +319,22 @@ TEST(LaunchConfig, FewestWholeWarpsForThePlainForwardAtSetting3) {
 
 TEST(LaunchConfig, SplitsWideBackwardRowsOverPipelinedClusters) {
   KernelFacts f;
+  // 32768 columns (4096 vectors, up to bwd_cluster_threads_max_vectors): 8 CTAs of 256 x 2.
   const LaunchConfig c = normkit::cuda::plan_bwd(1024, 32768, 8, f, 4);
   EXPECT_EQ(c.plan, RowPlan::kPipelined) << c.describe();
-  EXPECT_EQ(c.cluster_size, 4);
-  EXPECT_EQ(c.grid, c.slots * 4);
+  EXPECT_EQ(c.cluster_size, 8);
+  EXPECT_EQ(c.threads_per_row, 256);
+  EXPECT_EQ(c.grid, c.slots * 8);
+  // 512-thread CTAs (NK_TUNE_BWD_CLUSTER_THREADS=512): 4 of 512 x 2.
+  KernelFacts big_ctas = f;
+  big_ctas.bwd_cluster_threads = 512;
+  const LaunchConfig four = normkit::cuda::plan_bwd(1024, 32768, 8, big_ctas, 4);
+  EXPECT_EQ(four.cluster_size, 4) << four.describe();
+  EXPECT_EQ(four.threads_per_row, 512);
+  // Longer rows keep 512-thread CTAs: 65536 columns on 8 CTAs of 512 x 2.
+  const LaunchConfig longer = normkit::cuda::plan_bwd(256, 65536, 8, f, 4);
+  EXPECT_EQ(longer.cluster_size, 8) << longer.describe();
+  EXPECT_EQ(longer.threads_per_row, 512);
   // 131072 columns: 2 vectors per thread on 16 CTAs; 262144: 4 on 16; the streaming kernel
   // when the huge-row clusters are off.
   KernelFacts streaming = f;
@@ -337,15 +354,15 @@ TEST(LaunchConfig, SplitsWideBackwardRowsOverPipelinedClusters) {
 
 TEST(LaunchConfig, SplitsBackwardRowsOfMoreThan1024VectorsOverClusters) {
   KernelFacts f;
-  // 16384 columns of 8-element vectors are 2048 vectors: 2 CTAs of 512 threads x 2.
+  // 16384 columns of 8-element vectors are 2048 vectors: 4 CTAs of 256 threads x 2.
   const LaunchConfig c = normkit::cuda::plan_bwd(2048, 16384, 8, f, 4);
   EXPECT_EQ(c.plan, RowPlan::kPipelined) << c.describe();
-  EXPECT_EQ(c.cluster_size, 2);
+  EXPECT_EQ(c.cluster_size, 4);
   EXPECT_EQ(c.items, 2);
-  EXPECT_EQ(c.threads_per_row, 512);
+  EXPECT_EQ(c.threads_per_row, 256);
   const LaunchConfig odd = normkit::cuda::plan_bwd(4096, 12288, 8, f, 4);
-  EXPECT_EQ(odd.cluster_size, 2) << odd.describe();
-  EXPECT_EQ(odd.cols_per_cta * 2, 12288);
+  EXPECT_EQ(odd.cluster_size, 3) << odd.describe();
+  EXPECT_EQ(odd.cols_per_cta * 3, 12288);
   EXPECT_EQ(normkit::cuda::plan_bwd(8192, 8192, 8, f, 4).cluster_size, 1);
   // The knob at the one-CTA limit (2048 vectors) keeps such rows in one CTA; without cluster
   // launches they stay there too.
@@ -362,9 +379,11 @@ TEST(LaunchConfig, SplitsBackwardRowsOfMoreThan1024VectorsOverClusters) {
 }
 
 TEST(LaunchConfig, SplitsMisalignedBackwardRowsOverUpTo16Ctas) {
-  // Odd hidden: 2-byte accesses, no cp.async. 17389 columns need 9 CTAs of 256 x 8: a cluster
-  // of 9 rather than the two-pass streaming kernel; past 16 CTAs, streaming.
+  // Odd hidden: 2-byte accesses, no cp.async. With 8 vectors per thread (NK_TUNE_BWD_NARROW_ITEMS
+  // =8), 17389 columns need 9 CTAs of 256 x 8: a cluster of 9 rather than the two-pass streaming
+  // kernel; past 16 CTAs, streaming.
   KernelFacts f;
+  f.bwd_narrow_items = normkit::cuda::bwd_items_max(1);
   const LaunchConfig c = normkit::cuda::plan_bwd(29, 17389, 1, f, 0);
   EXPECT_EQ(c.plan, RowPlan::kCluster) << c.describe();
   EXPECT_EQ(c.cluster_size, 9);
@@ -377,15 +396,16 @@ TEST(LaunchConfig, SplitsMisalignedBackwardRowsOverUpTo16Ctas) {
 
 // KernelFacts::quant_transpose_evict_first: the forward before a transpose kernel reads x
 // evict-first (y stays in L2 for the transpose); plans without a read policy keep none, and the
-// knob off (the default until measured) changes nothing.
+// knob off (NK_TUNE_QUANT_TRANSPOSE_EVICT_FIRST=0) changes nothing.
 TEST(LaunchConfig, ForwardBeforeATransposeCanReadXEvictFirst) {
   KernelFacts f;
-  EXPECT_EQ(f.quant_transpose_evict_first, 0);
+  EXPECT_EQ(f.quant_transpose_evict_first, 1);
   LaunchConfig c = normkit::cuda::plan_fwd_quant(1024, 32768, 8, 0, false, f);
   normkit::cuda::apply_read_policy(c, int64_t(1024) * 32768 * 2, false, f);
   ASSERT_TRUE(c.evict_last_reads) << c.describe();
-  EXPECT_EQ(normkit::cuda::keep_y_for_transpose(c, f).describe(), c.describe());
-  f.quant_transpose_evict_first = 1;
+  KernelFacts off = f;
+  off.quant_transpose_evict_first = 0;
+  EXPECT_EQ(normkit::cuda::keep_y_for_transpose(c, off).describe(), c.describe());
   const LaunchConfig kept = normkit::cuda::keep_y_for_transpose(c, f);
   EXPECT_TRUE(kept.evict_first_reads);
   EXPECT_FALSE(kept.evict_last_reads);
@@ -396,12 +416,10 @@ TEST(LaunchConfig, ForwardBeforeATransposeCanReadXEvictFirst) {
 }
 
 // KernelFacts::bwd_narrow_items (NK_TUNE_BWD_NARROW_ITEMS): up to 16 vectors of one element per
-// thread, so that 29 x 17389 takes clusters of 5 (all resident at once on an H100) instead of 9;
-// the default keeps 8 until measured.
+// thread, so that 29 x 17389 takes clusters of 5 (all resident at once on an H100) instead of 9.
 TEST(LaunchConfig, MisalignedBackwardRowsTakeFewerCtasWithMoreNarrowItems) {
   KernelFacts f;
-  EXPECT_EQ(f.bwd_narrow_items, normkit::cuda::bwd_items_max(1));
-  f.bwd_narrow_items = normkit::cuda::kBwdNarrowItemsWide;
+  EXPECT_EQ(f.bwd_narrow_items, normkit::cuda::kBwdNarrowItemsWide);
   const LaunchConfig c = normkit::cuda::plan_bwd(29, 17389, 1, f, 0);
   SCOPED_TRACE(c.describe());
   EXPECT_EQ(c.plan, RowPlan::kCluster);
@@ -414,13 +432,17 @@ TEST(LaunchConfig, MisalignedBackwardRowsTakeFewerCtasWithMoreNarrowItems) {
   // Rows that needed more than 16 CTAs of 8 now fit a cluster; past 16 of 16, streaming.
   EXPECT_EQ(normkit::cuda::plan_bwd(29, 40001, 1, f, 0).plan, RowPlan::kCluster);
   EXPECT_EQ(normkit::cuda::plan_bwd(29, 65537, 1, f, 0).plan, RowPlan::kStreaming);
-  // Wider vectors are planned as before.
-  KernelFacts defaults;
+  // Wider vectors, and misaligned rows that fit max_cluster CTAs of 256 x 8 (16384 columns;
+  // 16 measured no faster there), are planned as with 8.
+  KernelFacts eight = f;
+  eight.bwd_narrow_items = normkit::cuda::bwd_items_max(1);
   for (const auto& [rows, hidden, vec] :
-       {std::tuple<int64_t, int64_t, int>{29, 17388, 2}, {4096, 4096, 8}, {29, 17392, 8}}) {
-    EXPECT_EQ(normkit::cuda::plan_bwd(rows, hidden, vec, f, 0).describe(),
-              normkit::cuda::plan_bwd(rows, hidden, vec, defaults, 0).describe())
+       {std::tuple<int64_t, int64_t, int>{29, 17388, 2}, {4096, 4096, 8}, {29, 17392, 8},
+        {9, 1003, 1}, {128, 4095, 1}, {1024, 16383, 1}}) {
+    const LaunchConfig planned = normkit::cuda::plan_bwd(rows, hidden, vec, f, 0);
+    EXPECT_EQ(planned.describe(), normkit::cuda::plan_bwd(rows, hidden, vec, eight, 0).describe())
         << rows << "x" << hidden << " vec " << vec;
+    EXPECT_LE(planned.items, normkit::cuda::bwd_items_max(vec));
   }
 }
 

@@ -287,21 +287,17 @@ for step in "${steps[@]}"; do
     modes)  # A/B over the plain forward and the quantized modes in one run (mode_runs) of
       # AB_MODES under AB_CONFIGS
       mode_runs "${AB_MODES:-plain tensor token block mxfp8 transposed}" "${AB_CONFIGS:-none}" ;;
-    pending)  # the sixteenth session's prepared A/Bs (docs/notes.md, its "Next"), 2-3 minutes:
-      # the transposed output with the restored plans against 128-thread CTAs and against the
-      # evict-first two-kernel path; the quantized forwards' CTAs of 64 threads; the backward's
-      # split rows on 256-thread cluster CTAs, and at 4 or 1 vectors per thread; the forward of
-      # few rows
-      mode_runs transposed \
-        "none NK_TUNE_QUANT_TICKET_CTA_THREADS=128 NK_TUNE_QUANT_TRANSPOSE_EVICT_FIRST=1"
-      mode_runs "tensor token block mxfp8" "none NK_TUNE_QUANT_CTA_THREADS=64"
-      bwd_configs="none NK_TUNE_BWD_CLUSTER_THREADS=256 NK_TUNE_BWD_ITEMS=4 NK_TUNE_BWD_ITEMS=1"
-      knob_runs bench_probe 600 "$bwd_configs $bwd_configs" --bwd-only
-      # (and the forward of few rows on the registers kernel, not the pipelined one: measured
-      # slower on the second day's kernels, v10)
-      few_configs="none NK_TUNE_FWD_PIPELINE_MAX_ROWS=0"
-      knob_runs bench_few_rows 300 "$few_configs $few_configs" --fwd-only \
-        --shapes 1x4096,128x4096,29x4096,264x4096,64x8192,200x2048 ;;
+    pending)  # the seventeenth session's prepared A/Bs (docs/notes.md, its "Next"), ~2 minutes:
+      # BLOCK's kernel for e4m3 in 128-column blocks (NK_TUNE_QUANT_BLOCK_E4M3=1): its tests and
+      # memcheck, then the A/B with and without the fused residual (its spills are there); the
+      # backward's split rows on 128-thread cluster CTAs, the sweep twice
+      run ctest_pending ctest --test-dir "$BUILD" --output-on-failure \
+        -R 'quant_block_e4m3|LaunchConfig|QuantRules'
+      run sanitize_block_e4m3 timeout 240 env NK_TUNE_QUANT_BLOCK_E4M3=1 compute-sanitizer \
+        --tool memcheck --error-exitcode 1 "$BUILD/tools/normkit" check --quick --quant --backend cuda
+      mode_runs block "none NK_TUNE_QUANT_BLOCK_E4M3=1 --residual NK_TUNE_QUANT_BLOCK_E4M3=1,--residual"
+      bwd_configs="none NK_TUNE_BWD_CLUSTER_THREADS=128"
+      knob_runs bench_probe 600 "$bwd_configs $bwd_configs" --bwd-only ;;
     probe)  # knob A/Bs in one run: `normkit bench $PROBE_ARGS` over PROBE_SHAPES (default: the
       # sweep) under each of PROBE_CONFIGS (knobs joined by commas; "none": the defaults)
       shape_args=()

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include "common/quant_rules.h"
 #include "cuda/columns_layout.h"
 
 namespace normkit::cuda {
@@ -411,6 +412,11 @@ void pin_quant_registers(LaunchConfig& c, int64_t rows, int64_t hidden, const Ke
   // the rows keeps the general kernel, and --explain must not claim the full-items one.)
   c.full_items = full_items_kernels && f.quant_full_items != 0 && c.exact && c.items == kSmallItems;
   c.fixed_format = e4m3_kernels && f.quant_fixed_format != 0 && c.exact;
+}
+
+bool quant_e4m3_kernels(bool dynamic, int scale_block, const KernelFacts& facts) {
+  return dynamic && (scale_block == 0 || (scale_block == kDefaultQuantBlock &&
+                                          facts.quant_block_e4m3 != 0));
 }
 
 KernelFacts facts_with_transposed_output(const KernelFacts& facts) {

@@ -44,7 +44,8 @@ inline FwdParams fwd_params_with_y_t(const nk_rms_norm_fwd_args& a, const Launch
 // EXTRAS as the launch's FwdParams::weight_extras; compiled for exactly kSmallItems vectors per
 // thread where the plan says so (LaunchConfig::full_items; never for TOKEN, which measured
 // slower so: KernelFacts::quant_full_items); TOKEN's compiled for e4m3 codes where y is e4m3 and
-// the plan says so (LaunchConfig::fixed_format; only TOKEN's plans do).
+// the plan says so (LaunchConfig::fixed_format), BLOCK's likewise where the blocks are also 128
+// columns (KernelFacts::quant_block_e4m3; e5m2 keeps the runtime format).
 template <typename XT, typename WT, int MODE, int VEC, bool EXTRAS>
 auto pinned_quant_kernel_for(const FwdParams& p, const LaunchConfig& cfg) {
   if constexpr (MODE == NK_QUANT_TOKEN) {
@@ -56,7 +57,17 @@ auto pinned_quant_kernel_for(const FwdParams& p, const LaunchConfig& cfg) {
                : rms_norm_fwd_quant_token_folded_exact_small<XT, WT, VEC, EXTRAS, false>;
   } else {
     if (cfg.fixed_format) {
-      throw Error(NK_ERROR_INTERNAL, "rms_norm_fwd quantized: an e4m3 kernel plan but for TOKEN");
+      if constexpr (MODE == NK_QUANT_BLOCK) {
+        if (p.quant.format == QuantFormat::kE4M3 && p.quant.block == kDefaultQuantBlock) {
+          if (cfg.full_items) {
+            return rms_norm_fwd_quant_registers_exact_small<XT, WT, MODE, VEC, EXTRAS, true, true>;
+          }
+          return rms_norm_fwd_quant_registers_exact_small<XT, WT, MODE, VEC, EXTRAS, false, true>;
+        }
+      } else {
+        throw Error(NK_ERROR_INTERNAL,
+                    "rms_norm_fwd quantized: an e4m3 kernel plan but for TOKEN or BLOCK");
+      }
     }
     return cfg.full_items
                ? rms_norm_fwd_quant_registers_exact_small<XT, WT, MODE, VEC, EXTRAS, true>

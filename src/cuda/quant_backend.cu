@@ -54,9 +54,12 @@ LaunchConfig plan_quant_with_reads(int64_t rows, int64_t hidden, int vec, int sc
                                    bool dynamic, bool pin, nk_dtype x, bool with_residual,
                                    const KernelFacts& facts) {
   LaunchConfig c = plan_fwd_quant(rows, hidden, vec, scale_block, dynamic, facts);
-  // (No full-items kernel for TOKEN; e4m3 kernels for TOKEN alone.)
+  // (No full-items kernel for TOKEN.)
   const bool token = dynamic && scale_block == 0;
-  if (pin) pin_quant_registers(c, rows, hidden, facts, !token, token);
+  if (pin) {
+    pin_quant_registers(c, rows, hidden, facts, !token,
+                        quant_e4m3_kernels(dynamic, scale_block, facts));
+  }
   apply_read_policy(c, fwd_read_once_bytes(rows, hidden, nk_dtype_size(x), with_residual), false,
                     facts);
   return c;

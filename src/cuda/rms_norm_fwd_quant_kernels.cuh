@@ -9,6 +9,7 @@
 // every shuffle and barrier, and lanes past the row's end contribute zeros.
 #pragma once
 
+#include "cuda/block_scale_e4m3.h"
 #include "cuda/quant.cuh"
 #include "cuda/rms_norm_fwd_kernels.cuh"
 
@@ -83,6 +84,44 @@ __device__ __forceinline__ void quantize_vector(const FwdParams& p, int64_t row,
                          q.format);
   }
 }
+
+// BLOCK's items where y is e4m3 and the blocks are 128 columns (16 lanes of 8-element vectors),
+// on EXACT plans (every item active): the block maximum by four shuffles, not five runtime
+// tests of the width; the scale without a division (e4m3_block_scale, bit for bit
+// dynamic_scale); the scale's and the codes' addresses from per-thread pointers stepped per
+// item, not 64-bit index arithmetic; the format's tests gone (a compare and up to three
+// branches per vector).
+struct BlockE4m3Items {
+  float* scales;  // this thread's first item's scale
+  uint8_t* y;     // its first item's codes
+  float bound;    // block_scale_bound(scale_ub)
+  bool writer;    // the first lane of its block
+
+  template <int VEC, bool EXACT>
+  __device__ __forceinline__ BlockE4m3Items(const FwdParams& p, const RowChunk<VEC, EXACT>& c) {
+    static_assert(VEC == 8 && EXACT, "8-element vectors, every item active");
+    const int64_t col = c.column(0);
+    scales = static_cast<float*>(p.quant.scales) + c.row * (p.shape.hidden >> 7) + (col >> 7);
+    y = static_cast<uint8_t*>(p.y) + c.row * p.y_stride + col;
+    bound = block_scale_bound(p.quant.scale_ub);
+    writer = (threadIdx.x & 15) == 0;
+  }
+
+  // Item i's values v (every lane of the warp calls this).
+  __device__ __forceinline__ void quantize(int i, const float* v) const {
+    float m = max_abs<8>(v);
+#pragma unroll
+    for (int offset = 8; offset > 0; offset /= 2) {
+      m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, offset));
+    }
+    const float scale = e4m3_block_scale(m, bound);
+    const float factor = __frcp_rn(scale);
+    if (writer) scales[(i * blockDim.x) >> 4] = scale;
+    unsigned word[2] = {0, 0};
+    quantize_words<QuantFormat::kE4M3, 8>(v, factor, word);
+    __stcg(reinterpret_cast<uint2*>(y + i * blockDim.x * 8), make_uint2(word[0], word[1]));
+  }
+};
 
 // v = s * rstd * w_eff (+ b) of vector i of chunk c (at column col), in place (v holds s),
 // w_eff = w + w_add from weight lanes that hold ones without a weight (weight_add,
@@ -160,7 +199,7 @@ __device__ __forceinline__ float token_factor(const FwdParams& p, int64_t row, b
 //
 // `c`: this thread's rows and columns (RowChunk by blockIdx, or a ticketed grid's forward unit).
 template <typename XT, typename WT, int MODE, int VEC, int IMAX, bool WEIGHT_FIRST, bool EXACT,
-          bool ADD_WEIGHT = true, bool BIAS = true>
+          bool ADD_WEIGHT = true, bool BIAS = true, bool BLOCK_E4M3 = false>
 __device__ __forceinline__ void fwd_quant_registers_row(const FwdParams& p,
                                                         const RowChunk<VEC, EXACT>& c) {
   __shared__ float scratch[kMaxWarps];
@@ -237,13 +276,26 @@ __device__ __forceinline__ void fwd_quant_registers_row(const FwdParams& p,
     }
     factor = token_factor<MODE>(p, row, row_writer, row_max(amax, shape, scratch, &cluster_slot));
   }
+  if constexpr (BLOCK_E4M3) {
+    static_assert(MODE == NK_QUANT_BLOCK, "BLOCK's kernel for e4m3 in 128-column blocks");
+    const BlockE4m3Items items(p, c);
 #pragma unroll
-  for (int i = 0; i < IMAX; ++i) {
-    if (i >= c.items) break;  // uniform across the CTA; folds away where FULL (with_full_items)
-    float v[VEC];
-    values(i, v);
-    if constexpr (MODE != NK_QUANT_TOKEN) amax = fmaxf(amax, max_abs<VEC>(v));
-    quantize_vector<MODE, VEC>(p, row, c.column(i), c.left(i), c.active(i), v, factor);
+    for (int i = 0; i < IMAX; ++i) {
+      if (i >= c.items) break;  // (as below)
+      float v[VEC];
+      values(i, v);
+      amax = fmaxf(amax, max_abs<VEC>(v));
+      items.quantize(i, v);
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < IMAX; ++i) {
+      if (i >= c.items) break;  // uniform across the CTA; folds away where FULL (with_full_items)
+      float v[VEC];
+      values(i, v);
+      if constexpr (MODE != NK_QUANT_TOKEN) amax = fmaxf(amax, max_abs<VEC>(v));
+      quantize_vector<MODE, VEC>(p, row, c.column(i), c.left(i), c.active(i), v, factor);
+    }
   }
   if (p.quant.amax) {
     if (p.quant.amax_per_warp) {
@@ -275,11 +327,14 @@ __global__ void __launch_bounds__(
 // the per-item tests of the runtime count leave the SASS.
 // (No variant for e4m3 alone, as TOKEN's folded kernel has: compiled so, the per-tensor kernel
 // spilled 20 bytes against 12 and ran 1-4% slower, MXFP8 1-2%, fifteenth session.)
-template <typename XT, typename WT, int MODE, int VEC, bool EXTRAS, bool FULL>
+// BLOCK_E4M3: BLOCK where y is e4m3 in 128-column blocks (LaunchConfig::fixed_format with
+// KernelFacts::quant_block_e4m3; BlockE4m3Items).
+template <typename XT, typename WT, int MODE, int VEC, bool EXTRAS, bool FULL,
+          bool BLOCK_E4M3 = false>
 __global__ void __maxnreg__(56) rms_norm_fwd_quant_registers_exact_small(FwdParams p) {
   static_assert(sizeof(XT) == 2 && sizeof(WT) == 2 && VEC == 8 && MODE != NK_QUANT_TOKEN,
                 "16-byte vectors of 16-bit x and weights at the small budget");
-  fwd_quant_registers_row<XT, WT, MODE, VEC, kSmallItems, true, true, EXTRAS, EXTRAS>(
+  fwd_quant_registers_row<XT, WT, MODE, VEC, kSmallItems, true, true, EXTRAS, EXTRAS, BLOCK_E4M3>(
       p, with_full_items<FULL, kSmallItems>(RowChunk<VEC, true>(p.shape)));
 }
 

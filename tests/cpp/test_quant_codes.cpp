@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "common/quant_rules.h"
+#include "cuda/block_scale_e4m3.h"
 #include "reference/quant_reference.h"
 #include "support.h"
 
@@ -256,6 +257,62 @@ TEST(QuantRules, DynamicScale) {
   EXPECT_EQ(dynamic_scale(0.0f, 448.0f, 1e-3f), FLT_MIN);       // FLT_MIN wins over the bound
   EXPECT_EQ(normkit::dynamic_multiplier(FLT_MIN), std::ldexp(1.0f, 126));
   EXPECT_EQ(normkit::dynamic_multiplier(3.0f), 1.0f / 3.0f);
+}
+
+// The per-block kernel for e4m3 (src/cuda/block_scale_e4m3.h) takes amax / 448 as a product by
+// 1/448 and one fma correction instead of the IEEE division: the same scale for every amax that
+// kernel passes (+0 to +inf; never NaN, fmaxf drops them) and every bound. Checked for every
+// float32 below 2^-101 (subnormal quotients and remainders) and for every float32 of two whole
+// binades, [1, 2) and the largest. Above 2^-101 the quotient, the remainder (exact: checked) and
+// the result are normal floats, so every step scales exactly by powers of two and each binade
+// behaves as [1, 2); the largest adds nothing that overflows.
+TEST(QuantRules, E4m3BlockScaleWithoutDivisionIsDynamicScale) {
+  using normkit::dynamic_scale;
+  using normkit::e4m3_block_scale;
+  using normkit::quant_bits_float;
+  const float inf = std::numeric_limits<float>::infinity();
+  const float none = normkit::block_scale_bound(0.0f);
+  EXPECT_EQ(none, inf);
+  EXPECT_EQ(normkit::block_scale_bound(-1.0f), inf);
+  EXPECT_EQ(normkit::block_scale_bound(std::nanf("")), inf);
+  EXPECT_EQ(normkit::block_scale_bound(0.5f), 0.5f);
+  EXPECT_EQ(normkit::kInvQmaxE4m3, 1.0f / 448.0f);
+  int64_t mismatches = 0;
+  int64_t inexact_remainders = 0;
+  auto check = [&](uint32_t u, bool remainder) {
+    const float amax = quant_bits_float(u);
+    const float expected = dynamic_scale(amax, 448.0f, 0.0f);
+    const float got = e4m3_block_scale(amax, none);
+    if (normkit::quant_float_bits(got) != normkit::quant_float_bits(expected)) {
+      if (++mismatches <= 5) ADD_FAILURE() << "amax " << amax << ": " << got << " != " << expected;
+    }
+    if (remainder) {
+      const float q = amax * normkit::kInvQmaxE4m3;
+      const double exact = double(amax) - double(q) * 448.0;  // exact in double
+      if (double(std::fma(-q, 448.0f, amax)) != exact) ++inexact_remainders;
+    }
+  };
+  for (uint32_t u = 0; u < (26u << 23); ++u) check(u, false);  // below 2^-101
+  for (uint32_t field : {127u, 254u}) {
+    for (uint32_t m = 0; m < (1u << 23); ++m) check((field << 23) | m, true);
+  }
+  EXPECT_EQ(mismatches, 0);
+  EXPECT_EQ(inexact_remainders, 0);
+  // Bounds (none, negative, NaN, subnormal, binding or not, +inf) over a stride of every amax.
+  const float bounds[] = {0.0f, -1.0f, std::nanf(""), 0x1p-130f, 1e-30f, 1e-3f, 3.0f, inf};
+  for (uint64_t u = 0; u <= 0x7f800000u; u += 4093) {
+    const float amax = quant_bits_float(static_cast<uint32_t>(u));
+    for (float ub : bounds) {
+      ASSERT_EQ(normkit::quant_float_bits(e4m3_block_scale(amax, normkit::block_scale_bound(ub))),
+                normkit::quant_float_bits(dynamic_scale(amax, 448.0f, ub)))
+          << "amax " << amax << " bound " << ub;
+    }
+  }
+  for (float ub : bounds) {  // amax +inf: the division's +inf, bounded
+    EXPECT_EQ(normkit::quant_float_bits(e4m3_block_scale(inf, normkit::block_scale_bound(ub))),
+              normkit::quant_float_bits(dynamic_scale(inf, 448.0f, ub)))
+        << "bound " << ub;
+  }
 }
 
 TEST(QuantRules, MxScaleExponent) {

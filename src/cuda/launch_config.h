@@ -75,10 +75,10 @@ struct KernelFacts {
   // (NK_TUNE_BWD_CLUSTER_THREADS_MAX_VECTORS). Measured (seventeenth session, H100, the sweep
   // twice in one call), 256 against 512 for every split row: 4096 x 12288 119.3 -> 113.9 us,
   // 1024 x 32768 85.7 -> 82.9, 2048 x 16384 81.8 -> 80.7 (two CTAs per SM, so one CTA's
-  // cluster barriers overlap another's loads; 1024 x 32768 also fills all 132 SMs: clusters of
-  // 8 rather than 120 CTAs in clusters of 4), but 256 x 65536 53.3 -> 53.7 and, on the second
-  // day's kernels, 1024 x 131072 319 -> 394: rows past 4096 vectors (32768 16-bit columns)
-  // keep 512.
+  // cluster barriers overlap another's loads; the SMs used stay as they were: 1024 x 32768
+  // launches 30 resident clusters either way, of 4 CTAs or of 8), but 256 x 65536 53.3 -> 53.7
+  // and, on the second day's kernels, 1024 x 131072 319 -> 394: rows past 4096 vectors (32768
+  // 16-bit columns) keep 512.
   int fwd_cluster_threads = 512;
   int bwd_cluster_threads = 256;
   int64_t bwd_cluster_threads_max_vectors = 4096;

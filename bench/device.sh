@@ -287,15 +287,18 @@ for step in "${steps[@]}"; do
     modes)  # A/B over the plain forward and the quantized modes in one run (mode_runs) of
       # AB_MODES under AB_CONFIGS
       mode_runs "${AB_MODES:-plain tensor token block mxfp8 transposed}" "${AB_CONFIGS:-none}" ;;
-    pending)  # the seventeenth session's prepared A/Bs (docs/notes.md, its "Next"), ~2 minutes:
-      # BLOCK's kernel for e4m3 in 128-column blocks (NK_TUNE_QUANT_BLOCK_E4M3=1): its tests and
-      # memcheck, then the A/B with and without the fused residual (its spills are there); the
-      # backward's split rows on 128-thread cluster CTAs, the sweep twice
+    pending)  # the seventeenth session's prepared A/Bs (docs/notes.md, its "Next"), ~3 minutes:
+      # BLOCK's and MXFP8's kernels for e4m3 codes (NK_TUNE_QUANT_BLOCK_E4M3=1,
+      # NK_TUNE_QUANT_MXFP8_E4M3=1): their tests and memcheck, then each A/B with and without
+      # the fused residual (their spills are there); the backward's split rows on 128-thread
+      # cluster CTAs, the sweep twice
       run ctest_pending ctest --test-dir "$BUILD" --output-on-failure \
-        -R 'quant_block_e4m3|LaunchConfig|QuantRules'
-      run sanitize_block_e4m3 timeout 240 env NK_TUNE_QUANT_BLOCK_E4M3=1 compute-sanitizer \
-        --tool memcheck --error-exitcode 1 "$BUILD/tools/normkit" check --quick --quant --backend cuda
+        -R 'quant_block_e4m3|quant_mxfp8_e4m3|LaunchConfig|QuantRules'
+      run sanitize_e4m3_blocks timeout 240 env NK_TUNE_QUANT_BLOCK_E4M3=1 \
+        NK_TUNE_QUANT_MXFP8_E4M3=1 compute-sanitizer --tool memcheck --error-exitcode 1 \
+        "$BUILD/tools/normkit" check --quick --quant --backend cuda
       mode_runs block "none NK_TUNE_QUANT_BLOCK_E4M3=1 --residual NK_TUNE_QUANT_BLOCK_E4M3=1,--residual"
+      mode_runs mxfp8 "none NK_TUNE_QUANT_MXFP8_E4M3=1 --residual NK_TUNE_QUANT_MXFP8_E4M3=1,--residual"
       bwd_configs="none NK_TUNE_BWD_CLUSTER_THREADS=128"
       knob_runs bench_probe 600 "$bwd_configs $bwd_configs" --bwd-only ;;
     probe)  # knob A/Bs in one run: `normkit bench $PROBE_ARGS` over PROBE_SHAPES (default: the

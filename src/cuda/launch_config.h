@@ -179,6 +179,16 @@ struct KernelFacts {
   // about 966 per thread of 32 values against 1117: 0.94 warp instructions per value against
   // 1.09. 0 (the default until measured): the runtime-format kernel.
   int quant_block_e4m3 = 0;
+  // Quantized forward, MXFP8's pinned plans: 1 launches a kernel compiled for e4m3 codes in
+  // 32-column blocks where y is e4m3 (LaunchConfig::fixed_format, with quant_fixed_format;
+  // NK_TUNE_QUANT_MXFP8_E4M3), as quant_block_e4m3's: no runtime format or block width, the e8m0
+  // scale without the runtime emax, clamps and subnormal case (bit for bit:
+  // src/cuda/block_scale_e4m3.h), scale and code addresses stepped per item. Its SASS (bf16,
+  // 4 vectors per thread; prepared in the seventeenth session, not run): 332 instructions per
+  // thread from rstd to the last code store against 419 (f16 336), about 0.86 warp instructions
+  // per value against 0.95 (per-tensor's ~0.81); spills 12 bytes against 4. 0 (the default until
+  // measured): the runtime-format kernel.
+  int quant_mxfp8_e4m3 = 0;
   // Quantized forward: 1 (the default) also pins the EXACT cluster plans of wide rows (rows
   // split over a cluster at up to kSmallItems vectors per thread, pin_quant_registers), 0 pins
   // one-CTA-per-row plans only (NK_TUNE_QUANT_PIN_CLUSTERS). Measured (fourteenth session,
@@ -306,7 +316,8 @@ struct LaunchConfig {
   bool full_items = false;
   // TOKEN's pinned plans, with KernelFacts::quant_fixed_format: the kernel compiled for e4m3
   // codes where y is e4m3 (the launcher checks the dtype; e5m2 and int8 keep the runtime format);
-  // BLOCK's of 128-column blocks too with KernelFacts::quant_block_e4m3.
+  // BLOCK's of 128-column blocks too with KernelFacts::quant_block_e4m3, MXFP8's with
+  // KernelFacts::quant_mxfp8_e4m3.
   bool fixed_format = false;
   // plan_fwd_quant_transposed: each CTA's rows of a 32-row run (4-32), else 0; tiles of them
   // in shared memory (2: the persistent kernel, double-buffered).
@@ -416,14 +427,16 @@ LaunchConfig plan_fwd_quant(int64_t rows, int64_t hidden, int vec, int block, bo
 // three CTAs per SM instead of two). full_items_kernels: whether the launcher has kernels for
 // exactly kSmallItems vectors per thread for this mode (LaunchConfig::full_items; not TOKEN's);
 // e4m3_kernels: whether it has kernels for e4m3 codes alone (LaunchConfig::fixed_format; TOKEN's,
-// and BLOCK's of 128-column blocks under KernelFacts::quant_block_e4m3).
+// BLOCK's of 128-column blocks under KernelFacts::quant_block_e4m3, MXFP8's under
+// KernelFacts::quant_mxfp8_e4m3).
 void pin_quant_registers(LaunchConfig& c, int64_t rows, int64_t hidden, const KernelFacts& f,
                          bool full_items_kernels = true, bool e4m3_kernels = false);
 
 // pin_quant_registers's e4m3_kernels for a quantized forward (dynamic: not TENSOR; scale_block:
-// BLOCK's block, MXFP8's 32, else 0): TOKEN's, and BLOCK's of 128-column blocks with
-// facts.quant_block_e4m3 (the launcher has no others).
-bool quant_e4m3_kernels(bool dynamic, int scale_block, const KernelFacts& facts);
+// BLOCK's block, MXFP8's 32, else 0; mxfp8: MXFP8, whose 32 BLOCK's blocks of 32 share): TOKEN's,
+// BLOCK's of 128-column blocks with facts.quant_block_e4m3 and MXFP8's with
+// facts.quant_mxfp8_e4m3 (the launcher has no others).
+bool quant_e4m3_kernels(bool dynamic, int scale_block, bool mxfp8, const KernelFacts& facts);
 
 // The facts that the per-tensor quantized forward plans with when it also writes y_t: facts with
 // quant_cta_threads set to quant_ticket_cta_threads.

@@ -45,7 +45,8 @@ inline FwdParams fwd_params_with_y_t(const nk_rms_norm_fwd_args& a, const Launch
 // thread where the plan says so (LaunchConfig::full_items; never for TOKEN, which measured
 // slower so: KernelFacts::quant_full_items); TOKEN's compiled for e4m3 codes where y is e4m3 and
 // the plan says so (LaunchConfig::fixed_format), BLOCK's likewise where the blocks are also 128
-// columns (KernelFacts::quant_block_e4m3; e5m2 keeps the runtime format).
+// columns (KernelFacts::quant_block_e4m3), MXFP8's (KernelFacts::quant_mxfp8_e4m3; e5m2 keeps
+// the runtime format).
 template <typename XT, typename WT, int MODE, int VEC, bool EXTRAS>
 auto pinned_quant_kernel_for(const FwdParams& p, const LaunchConfig& cfg) {
   if constexpr (MODE == NK_QUANT_TOKEN) {
@@ -57,8 +58,9 @@ auto pinned_quant_kernel_for(const FwdParams& p, const LaunchConfig& cfg) {
                : rms_norm_fwd_quant_token_folded_exact_small<XT, WT, VEC, EXTRAS, false>;
   } else {
     if (cfg.fixed_format) {
-      if constexpr (MODE == NK_QUANT_BLOCK) {
-        if (p.quant.format == QuantFormat::kE4M3 && p.quant.block == kDefaultQuantBlock) {
+      if constexpr (MODE == NK_QUANT_BLOCK || MODE == NK_QUANT_MXFP8) {
+        constexpr int kBlock = MODE == NK_QUANT_MXFP8 ? kMxfp8Block : kDefaultQuantBlock;
+        if (p.quant.format == QuantFormat::kE4M3 && p.quant.block == kBlock) {
           if (cfg.full_items) {
             return rms_norm_fwd_quant_registers_exact_small<XT, WT, MODE, VEC, EXTRAS, true, true>;
           }
@@ -66,7 +68,7 @@ auto pinned_quant_kernel_for(const FwdParams& p, const LaunchConfig& cfg) {
         }
       } else {
         throw Error(NK_ERROR_INTERNAL,
-                    "rms_norm_fwd quantized: an e4m3 kernel plan but for TOKEN or BLOCK");
+                    "rms_norm_fwd quantized: an e4m3 kernel plan but for TOKEN, BLOCK or MXFP8");
       }
     }
     return cfg.full_items

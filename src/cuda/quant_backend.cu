@@ -51,14 +51,15 @@ bool pinnable(nk_dtype x, nk_dtype weight, nk_quant_mode mode, bool bias) {
 // plan_fwd_quant (pinned where `pin`) with the L2 policy of the inputs it reads once (x,
 // residual): what the launches and --explain share.
 LaunchConfig plan_quant_with_reads(int64_t rows, int64_t hidden, int vec, int scale_block,
-                                   bool dynamic, bool pin, nk_dtype x, bool with_residual,
+                                   nk_quant_mode mode, bool pin, nk_dtype x, bool with_residual,
                                    const KernelFacts& facts) {
+  const bool dynamic = mode != NK_QUANT_TENSOR;
   LaunchConfig c = plan_fwd_quant(rows, hidden, vec, scale_block, dynamic, facts);
   // (No full-items kernel for TOKEN.)
-  const bool token = dynamic && scale_block == 0;
+  const bool token = mode == NK_QUANT_TOKEN;
   if (pin) {
     pin_quant_registers(c, rows, hidden, facts, !token,
-                        quant_e4m3_kernels(dynamic, scale_block, facts));
+                        quant_e4m3_kernels(dynamic, scale_block, mode == NK_QUANT_MXFP8, facts));
   }
   apply_read_policy(c, fwd_read_once_bytes(rows, hidden, nk_dtype_size(x), with_residual), false,
                     facts);
@@ -67,7 +68,7 @@ LaunchConfig plan_quant_with_reads(int64_t rows, int64_t hidden, int vec, int sc
 
 LaunchConfig quant_config(const nk_rms_norm_fwd_args& a, const KernelFacts& facts) {
   return plan_quant_with_reads(a.rows, a.hidden, quant_vector_width(a),
-                               static_cast<int>(quant_block_size(a)), a.quant != NK_QUANT_TENSOR,
+                               static_cast<int>(quant_block_size(a)), a.quant,
                                pinnable(a.x_dtype, a.weight_dtype, a.quant, a.bias != nullptr),
                                a.x_dtype, a.residual != nullptr, facts);
 }
@@ -177,8 +178,8 @@ int explained_quant_vec(int64_t hidden, nk_dtype x) {
 std::string explain_fwd_quant(int64_t rows, int64_t hidden, nk_dtype x, nk_dtype w,
                               nk_quant_mode mode, int block, bool bias) {
   const int scale_block = mode == NK_QUANT_MXFP8 ? 32 : mode == NK_QUANT_BLOCK ? block : 0;
-  return plan_quant_with_reads(rows, hidden, explained_quant_vec(hidden, x), scale_block,
-                               mode != NK_QUANT_TENSOR, pinnable(x, w, mode, bias), x, false,
+  return plan_quant_with_reads(rows, hidden, explained_quant_vec(hidden, x), scale_block, mode,
+                               pinnable(x, w, mode, bias), x, false,
                                kernel_facts(current_device_facts()))
       .describe();
 }
@@ -191,7 +192,8 @@ std::string explain_fwd_quant_transposed(int64_t rows, int64_t hidden, nk_dtype 
   if (fused.grid > 0) return fused.describe() + " (y and y_t in one kernel)";
   // (explain_fwd_quant's plan for NK_QUANT_TENSOR)
   const LaunchConfig cfg = plan_quant_with_reads(
-      rows, hidden, vec, 0, false, pinnable(x, w, NK_QUANT_TENSOR, false), x, false, facts);
+      rows, hidden, vec, 0, NK_QUANT_TENSOR, pinnable(x, w, NK_QUANT_TENSOR, false), x, false,
+      facts);
   if (ticketed_shape(cfg, hidden, facts)) {
     return cfg.describe() + "; forward and transpose units in one grid (bands of " +
            std::to_string(kBandRows) + " rows, " +

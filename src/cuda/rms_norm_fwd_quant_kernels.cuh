@@ -9,6 +9,8 @@
 // every shuffle and barrier, and lanes past the row's end contribute zeros.
 #pragma once
 
+#include <type_traits>
+
 #include "cuda/block_scale_e4m3.h"
 #include "cuda/quant.cuh"
 #include "cuda/rms_norm_fwd_kernels.cuh"
@@ -85,38 +87,54 @@ __device__ __forceinline__ void quantize_vector(const FwdParams& p, int64_t row,
   }
 }
 
-// BLOCK's items where y is e4m3 and the blocks are 128 columns (16 lanes of 8-element vectors),
-// on EXACT plans (every item active): the block maximum by four shuffles, not five runtime
-// tests of the width; the scale without a division (e4m3_block_scale, bit for bit
-// dynamic_scale); the scale's and the codes' addresses from per-thread pointers stepped per
-// item, not 64-bit index arithmetic; the format's tests gone (a compare and up to three
-// branches per vector).
-struct BlockE4m3Items {
-  float* scales;  // this thread's first item's scale
+// The items of BLOCK's 128-column blocks (16 lanes of 8-element vectors) or MXFP8's 32-column
+// ones (4 lanes) where y is e4m3, on EXACT plans (every item active): the block maximum by
+// fixed shuffles (BLOCK's four, MXFP8's two), not five runtime tests of the width; the scale
+// without BLOCK's division (e4m3_block_scale, bit for bit dynamic_scale) or MXFP8's runtime emax,
+// clamps and subnormal case (mx_e4m3_biased, bit for bit mx_scale_exponent); the scale's and
+// the codes' addresses from per-thread pointers stepped per item, not 64-bit index arithmetic;
+// the format's tests gone (a compare and up to three branches per vector).
+template <int MODE>
+struct E4m3BlockItems {
+  static_assert(MODE == NK_QUANT_BLOCK || MODE == NK_QUANT_MXFP8, "the block modes");
+  static constexpr bool kMx = MODE == NK_QUANT_MXFP8;
+  static constexpr int kShift = kMx ? 5 : 7;  // log2 of the block: 32 or 128 columns
+  static constexpr int kLanes = (1 << kShift) / 8;
+  using Scale = std::conditional_t<kMx, uint8_t, float>;  // e8m0 bytes, or float32 scales
+
+  Scale* scales;  // this thread's first item's scale
   uint8_t* y;     // its first item's codes
-  float bound;    // block_scale_bound(scale_ub)
+  float bound;    // BLOCK's block_scale_bound(scale_ub) (MXFP8 has no bound)
   bool writer;    // the first lane of its block
 
   template <int VEC, bool EXACT>
-  __device__ __forceinline__ BlockE4m3Items(const FwdParams& p, const RowChunk<VEC, EXACT>& c) {
+  __device__ __forceinline__ E4m3BlockItems(const FwdParams& p, const RowChunk<VEC, EXACT>& c) {
     static_assert(VEC == 8 && EXACT, "8-element vectors, every item active");
     const int64_t col = c.column(0);
-    scales = static_cast<float*>(p.quant.scales) + c.row * (p.shape.hidden >> 7) + (col >> 7);
+    scales = static_cast<Scale*>(p.quant.scales) + c.row * (p.shape.hidden >> kShift) +
+             (col >> kShift);
     y = static_cast<uint8_t*>(p.y) + c.row * p.y_stride + col;
-    bound = block_scale_bound(p.quant.scale_ub);
-    writer = (threadIdx.x & 15) == 0;
+    bound = kMx ? 0.0f : block_scale_bound(p.quant.scale_ub);
+    writer = (threadIdx.x & (kLanes - 1)) == 0;
   }
 
   // Item i's values v (every lane of the warp calls this).
   __device__ __forceinline__ void quantize(int i, const float* v) const {
     float m = max_abs<8>(v);
 #pragma unroll
-    for (int offset = 8; offset > 0; offset /= 2) {
+    for (int offset = kLanes / 2; offset > 0; offset /= 2) {
       m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, offset));
     }
-    const float scale = e4m3_block_scale(m, bound);
-    const float factor = __frcp_rn(scale);
-    if (writer) scales[(i * blockDim.x) >> 4] = scale;
+    float factor;
+    if constexpr (kMx) {
+      const uint32_t biased = mx_e4m3_biased(m);
+      factor = mx_e4m3_multiplier(biased);
+      if (writer) scales[(i * blockDim.x) >> (kShift - 3)] = mx_e4m3_scale_byte(biased);
+    } else {
+      const float scale = e4m3_block_scale(m, bound);
+      factor = __frcp_rn(scale);
+      if (writer) scales[(i * blockDim.x) >> (kShift - 3)] = scale;
+    }
     unsigned word[2] = {0, 0};
     quantize_words<QuantFormat::kE4M3, 8>(v, factor, word);
     __stcg(reinterpret_cast<uint2*>(y + i * blockDim.x * 8), make_uint2(word[0], word[1]));
@@ -199,7 +217,7 @@ __device__ __forceinline__ float token_factor(const FwdParams& p, int64_t row, b
 //
 // `c`: this thread's rows and columns (RowChunk by blockIdx, or a ticketed grid's forward unit).
 template <typename XT, typename WT, int MODE, int VEC, int IMAX, bool WEIGHT_FIRST, bool EXACT,
-          bool ADD_WEIGHT = true, bool BIAS = true, bool BLOCK_E4M3 = false>
+          bool ADD_WEIGHT = true, bool BIAS = true, bool E4M3_BLOCKS = false>
 __device__ __forceinline__ void fwd_quant_registers_row(const FwdParams& p,
                                                         const RowChunk<VEC, EXACT>& c) {
   __shared__ float scratch[kMaxWarps];
@@ -276,9 +294,8 @@ __device__ __forceinline__ void fwd_quant_registers_row(const FwdParams& p,
     }
     factor = token_factor<MODE>(p, row, row_writer, row_max(amax, shape, scratch, &cluster_slot));
   }
-  if constexpr (BLOCK_E4M3) {
-    static_assert(MODE == NK_QUANT_BLOCK, "BLOCK's kernel for e4m3 in 128-column blocks");
-    const BlockE4m3Items items(p, c);
+  if constexpr (E4M3_BLOCKS) {
+    const E4m3BlockItems<MODE> items(p, c);
 #pragma unroll
     for (int i = 0; i < IMAX; ++i) {
       if (i >= c.items) break;  // (as below)
@@ -326,15 +343,18 @@ __global__ void __launch_bounds__(
 // FULL: every thread has kSmallItems vectors (LaunchConfig::full_items), a constant, so that
 // the per-item tests of the runtime count leave the SASS.
 // (No variant for e4m3 alone, as TOKEN's folded kernel has: compiled so, the per-tensor kernel
-// spilled 20 bytes against 12 and ran 1-4% slower, MXFP8 1-2%, fifteenth session.)
-// BLOCK_E4M3: BLOCK where y is e4m3 in 128-column blocks (LaunchConfig::fixed_format with
-// KernelFacts::quant_block_e4m3; BlockE4m3Items).
+// spilled 20 bytes against 12 and ran 1-4% slower, MXFP8 1-2%, fifteenth session; the block
+// modes' E4M3_BLOCKS kernels below also drop the runtime block width and scale work.)
+// E4M3_BLOCKS: BLOCK where y is e4m3 in 128-column blocks, or MXFP8 where y is e4m3
+// (LaunchConfig::fixed_format with KernelFacts::quant_block_e4m3 or quant_mxfp8_e4m3;
+// E4m3BlockItems).
 template <typename XT, typename WT, int MODE, int VEC, bool EXTRAS, bool FULL,
-          bool BLOCK_E4M3 = false>
+          bool E4M3_BLOCKS = false>
 __global__ void __maxnreg__(56) rms_norm_fwd_quant_registers_exact_small(FwdParams p) {
   static_assert(sizeof(XT) == 2 && sizeof(WT) == 2 && VEC == 8 && MODE != NK_QUANT_TOKEN,
                 "16-byte vectors of 16-bit x and weights at the small budget");
-  fwd_quant_registers_row<XT, WT, MODE, VEC, kSmallItems, true, true, EXTRAS, EXTRAS, BLOCK_E4M3>(
+  fwd_quant_registers_row<XT, WT, MODE, VEC, kSmallItems, true, true, EXTRAS, EXTRAS,
+                          E4M3_BLOCKS>(
       p, with_full_items<FULL, kSmallItems>(RowChunk<VEC, true>(p.shape)));
 }
 

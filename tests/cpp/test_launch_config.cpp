@@ -661,38 +661,82 @@ TEST(LaunchConfig, ExactForwardAtTheSweepsShapesAsPlanned) {
 
 // BLOCK's e4m3 kernel (128-column blocks) only under quant_block_e4m3, and only with
 // quant_fixed_format (whose 0 means the runtime-format kernels); TOKEN's e4m3 kernel as before;
-// never MXFP8 (blocks of 32), BLOCK's other widths or TENSOR.
+// never MXFP8 (blocks of 32: its own knob), BLOCK's other widths or TENSOR.
 TEST(LaunchConfig, BlockTakesItsE4m3KernelOnlyUnderItsKnob) {
   KernelFacts f;
   using normkit::cuda::quant_e4m3_kernels;
   EXPECT_EQ(f.quant_block_e4m3, 0);  // the default: the kernels as measured
-  EXPECT_TRUE(quant_e4m3_kernels(true, 0, f));     // TOKEN
-  EXPECT_FALSE(quant_e4m3_kernels(true, 128, f));  // BLOCK, by default
+  EXPECT_TRUE(quant_e4m3_kernels(true, 0, false, f));     // TOKEN
+  EXPECT_FALSE(quant_e4m3_kernels(true, 128, false, f));  // BLOCK, by default
   KernelFacts on = f;
   on.quant_block_e4m3 = 1;
-  EXPECT_TRUE(quant_e4m3_kernels(true, 0, on));
-  EXPECT_TRUE(quant_e4m3_kernels(true, 128, on));
-  EXPECT_FALSE(quant_e4m3_kernels(true, 32, on));  // MXFP8, or BLOCK of 32
-  EXPECT_FALSE(quant_e4m3_kernels(true, 64, on));
-  EXPECT_FALSE(quant_e4m3_kernels(false, 0, on));  // TENSOR
+  EXPECT_TRUE(quant_e4m3_kernels(true, 0, false, on));
+  EXPECT_TRUE(quant_e4m3_kernels(true, 128, false, on));
+  EXPECT_FALSE(quant_e4m3_kernels(true, 32, true, on));   // MXFP8
+  EXPECT_FALSE(quant_e4m3_kernels(true, 32, false, on));  // BLOCK of 32
+  EXPECT_FALSE(quant_e4m3_kernels(true, 64, false, on));
+  EXPECT_FALSE(quant_e4m3_kernels(false, 0, false, on));  // TENSOR
   // The per-block sweep's plans (8192 x 8192, 4096 x 4096: 4 vectors per thread) take it.
   for (const auto& [rows, hidden] :
        {std::pair<int64_t, int64_t>{8192, 8192}, {4096, 4096}, {1024, 32768}}) {
     LaunchConfig c = normkit::cuda::plan_fwd_quant(rows, hidden, 8, 128, true, on);
     normkit::cuda::pin_quant_registers(c, rows, hidden, on, true,
-                                       quant_e4m3_kernels(true, 128, on));
+                                       quant_e4m3_kernels(true, 128, false, on));
     EXPECT_TRUE(c.pinned_registers) << c.describe();
     EXPECT_TRUE(c.full_items) << c.describe();
     EXPECT_TRUE(c.fixed_format) << c.describe();
     EXPECT_NE(c.describe().find(" e4m3-variant"), std::string::npos) << c.describe();
     LaunchConfig d = normkit::cuda::plan_fwd_quant(rows, hidden, 8, 128, true, f);
-    normkit::cuda::pin_quant_registers(d, rows, hidden, f, true, quant_e4m3_kernels(true, 128, f));
+    normkit::cuda::pin_quant_registers(d, rows, hidden, f, true,
+                                       quant_e4m3_kernels(true, 128, false, f));
     EXPECT_FALSE(d.fixed_format) << d.describe();
     KernelFacts runtime_format = on;
     runtime_format.quant_fixed_format = 0;
     LaunchConfig e = normkit::cuda::plan_fwd_quant(rows, hidden, 8, 128, true, runtime_format);
     normkit::cuda::pin_quant_registers(e, rows, hidden, runtime_format, true,
-                                       quant_e4m3_kernels(true, 128, runtime_format));
+                                       quant_e4m3_kernels(true, 128, false, runtime_format));
+    EXPECT_FALSE(e.fixed_format) << e.describe();
+  }
+}
+
+// MXFP8's e4m3 kernel (32-column blocks) only under quant_mxfp8_e4m3, and only with
+// quant_fixed_format; not BLOCK's blocks of 32 (the same scale_block, BLOCK's rule), nor BLOCK's
+// of 128 under this knob alone; TOKEN's as before.
+TEST(LaunchConfig, Mxfp8TakesItsE4m3KernelOnlyUnderItsKnob) {
+  KernelFacts f;
+  using normkit::cuda::quant_e4m3_kernels;
+  EXPECT_EQ(f.quant_mxfp8_e4m3, 0);  // the default: the kernels as measured
+  EXPECT_FALSE(quant_e4m3_kernels(true, 32, true, f));
+  KernelFacts on = f;
+  on.quant_mxfp8_e4m3 = 1;
+  EXPECT_TRUE(quant_e4m3_kernels(true, 32, true, on));
+  EXPECT_FALSE(quant_e4m3_kernels(true, 32, false, on));   // BLOCK of 32
+  EXPECT_FALSE(quant_e4m3_kernels(true, 128, false, on));  // BLOCK of 128: quant_block_e4m3's
+  EXPECT_TRUE(quant_e4m3_kernels(true, 0, false, on));     // TOKEN
+  EXPECT_FALSE(quant_e4m3_kernels(false, 0, false, on));   // TENSOR
+  // The MXFP8 sweep's plans (8192 x 4096, 8192 x 8192 and the wide rows: 4 vectors per thread)
+  // take it; without the knob or with quant_fixed_format 0 they keep the runtime-format kernel.
+  for (const auto& [rows, hidden] : {std::pair<int64_t, int64_t>{8192, 4096},
+                                     {8192, 8192},
+                                     {4096, 4096},
+                                     {1024, 32768}}) {
+    LaunchConfig c = normkit::cuda::plan_fwd_quant(rows, hidden, 8, 32, true, on);
+    normkit::cuda::pin_quant_registers(c, rows, hidden, on, true,
+                                       quant_e4m3_kernels(true, 32, true, on));
+    EXPECT_TRUE(c.pinned_registers) << c.describe();
+    EXPECT_TRUE(c.full_items) << c.describe();
+    EXPECT_TRUE(c.fixed_format) << c.describe();
+    EXPECT_EQ(c.threads_per_row % 4, 0) << c.describe();  // whole 4-lane blocks per row chunk
+    EXPECT_NE(c.describe().find(" e4m3-variant"), std::string::npos) << c.describe();
+    LaunchConfig d = normkit::cuda::plan_fwd_quant(rows, hidden, 8, 32, true, f);
+    normkit::cuda::pin_quant_registers(d, rows, hidden, f, true,
+                                       quant_e4m3_kernels(true, 32, true, f));
+    EXPECT_FALSE(d.fixed_format) << d.describe();
+    KernelFacts runtime_format = on;
+    runtime_format.quant_fixed_format = 0;
+    LaunchConfig e = normkit::cuda::plan_fwd_quant(rows, hidden, 8, 32, true, runtime_format);
+    normkit::cuda::pin_quant_registers(e, rows, hidden, runtime_format, true,
+                                       quant_e4m3_kernels(true, 32, true, runtime_format));
     EXPECT_FALSE(e.fixed_format) << e.describe();
   }
 }

@@ -315,6 +315,35 @@ TEST(QuantRules, E4m3BlockScaleWithoutDivisionIsDynamicScale) {
   }
 }
 
+// The MXFP8 kernel for e4m3 (src/cuda/block_scale_e4m3.h) takes the e8m0 byte and the
+// multiplier from max(exponent field, 8) alone, without the runtime emax, the clamps or the
+// subnormal case: the same byte and multiplier bits as the CPU rule (mx_scale_exponent,
+// mx_scale_byte, mx_multiplier with emax 8) for every float32 that kernel sees: every one from
+// +0 to +inf (never NaN or negative: fmaxf of |v| from 0). Integer work only, so exhaustively.
+TEST(QuantRules, Mxfp8E4m3ScaleIsTheCpuRule) {
+  using normkit::quant_bits_float;
+  using normkit::quant_float_bits;
+  int64_t mismatches = 0;
+  for (uint32_t u = 0;; ++u) {
+    const float amax = quant_bits_float(u);
+    const int e = normkit::mx_scale_exponent(amax, 8);
+    const uint32_t biased = normkit::mx_e4m3_biased(amax);
+    if (normkit::mx_e4m3_scale_byte(biased) != normkit::mx_scale_byte(e) ||
+        quant_float_bits(normkit::mx_e4m3_multiplier(biased)) !=
+            quant_float_bits(normkit::mx_multiplier(e))) {
+      if (++mismatches <= 5) ADD_FAILURE() << "amax bits " << std::hex << u;
+    }
+    if (u == 0x7f800000u) break;  // +inf
+  }
+  EXPECT_EQ(mismatches, 0);
+  EXPECT_EQ(normkit::mx_e4m3_scale_byte(normkit::mx_e4m3_biased(0.0f)), 0);
+  EXPECT_EQ(normkit::mx_e4m3_scale_byte(normkit::mx_e4m3_biased(448.0f)), 127);  // 2^0
+  EXPECT_EQ(normkit::mx_e4m3_multiplier(normkit::mx_e4m3_biased(448.0f)), 1.0f);
+  EXPECT_EQ(normkit::mx_e4m3_scale_byte(normkit::mx_e4m3_biased(
+                std::numeric_limits<float>::infinity())),
+            247);  // 2^120
+}
+
 TEST(QuantRules, MxScaleExponent) {
   using normkit::mx_scale_exponent;
   EXPECT_EQ(mx_scale_exponent(0.0f, 8), -127);

@@ -290,8 +290,8 @@ for step in "${steps[@]}"; do
     pending)  # the seventeenth session's prepared A/Bs (docs/notes.md, its "Next"), ~3 minutes:
       # BLOCK's and MXFP8's kernels for e4m3 codes (NK_TUNE_QUANT_BLOCK_E4M3=1,
       # NK_TUNE_QUANT_MXFP8_E4M3=1): their tests and memcheck, then each A/B with and without
-      # the fused residual (their spills are there); the backward's split rows on 128-thread
-      # cluster CTAs, the sweep twice
+      # the fused residual (their spills are there); the plain forward's short-row CTAs at 512
+      # threads; the backward's split rows on 128-thread cluster CTAs, the sweep twice
       run ctest_pending ctest --test-dir "$BUILD" --output-on-failure \
         -R 'quant_block_e4m3|quant_mxfp8_e4m3|LaunchConfig|QuantRules'
       run sanitize_e4m3_blocks timeout 240 env NK_TUNE_QUANT_BLOCK_E4M3=1 \
@@ -299,6 +299,9 @@ for step in "${steps[@]}"; do
         "$BUILD/tools/normkit" check --quick --quant --backend cuda
       mode_runs block "none NK_TUNE_QUANT_BLOCK_E4M3=1 --residual NK_TUNE_QUANT_BLOCK_E4M3=1,--residual"
       mode_runs mxfp8 "none NK_TUNE_QUANT_MXFP8_E4M3=1 --residual NK_TUNE_QUANT_MXFP8_E4M3=1,--residual"
+      # (the plain forward's CTAs of several short rows at 512 threads: 128 measured 1.05-1.10x
+      # slower, 512 never; 8192x2048, 4096x4096, 8192x4096 miss their goals by 0.2-2%)
+      mode_runs plain "none NK_TUNE_FWD_CTA_THREADS=512"
       bwd_configs="none NK_TUNE_BWD_CLUSTER_THREADS=128"
       knob_runs bench_probe 600 "$bwd_configs $bwd_configs" --bwd-only ;;
     probe)  # knob A/Bs in one run: `normkit bench $PROBE_ARGS` over PROBE_SHAPES (default: the

@@ -659,6 +659,18 @@ TEST(LaunchConfig, ExactForwardAtTheSweepsShapesAsPlanned) {
   EXPECT_FALSE(normkit::cuda::plan_fwd_quant(8192, 8192, 8, 128, true, f).exact);
 }
 
+// A pinned plan of BLOCK (scale_block 128, or 32) or MXFP8 (mxfp8; scale_block 32) as the backend
+// pins it (quant_backend.cu's plan_quant_with_reads, without the read policy).
+namespace {
+LaunchConfig pinned_block_plan(int64_t rows, int64_t hidden, int scale_block, bool mxfp8,
+                               const KernelFacts& f) {
+  LaunchConfig c = normkit::cuda::plan_fwd_quant(rows, hidden, 8, scale_block, true, f);
+  normkit::cuda::pin_quant_registers(
+      c, rows, hidden, f, true, normkit::cuda::quant_e4m3_kernels(true, scale_block, mxfp8, f));
+  return c;
+}
+}  // namespace
+
 // BLOCK's e4m3 kernel (128-column blocks) only under quant_block_e4m3, and only with
 // quant_fixed_format (whose 0 means the runtime-format kernels); TOKEN's e4m3 kernel as before;
 // never MXFP8 (blocks of 32: its own knob), BLOCK's other widths or TENSOR.
@@ -679,22 +691,16 @@ TEST(LaunchConfig, BlockTakesItsE4m3KernelOnlyUnderItsKnob) {
   // The per-block sweep's plans (8192 x 8192, 4096 x 4096: 4 vectors per thread) take it.
   for (const auto& [rows, hidden] :
        {std::pair<int64_t, int64_t>{8192, 8192}, {4096, 4096}, {1024, 32768}}) {
-    LaunchConfig c = normkit::cuda::plan_fwd_quant(rows, hidden, 8, 128, true, on);
-    normkit::cuda::pin_quant_registers(c, rows, hidden, on, true,
-                                       quant_e4m3_kernels(true, 128, false, on));
+    const LaunchConfig c = pinned_block_plan(rows, hidden, 128, false, on);
     EXPECT_TRUE(c.pinned_registers) << c.describe();
     EXPECT_TRUE(c.full_items) << c.describe();
     EXPECT_TRUE(c.fixed_format) << c.describe();
     EXPECT_NE(c.describe().find(" e4m3-variant"), std::string::npos) << c.describe();
-    LaunchConfig d = normkit::cuda::plan_fwd_quant(rows, hidden, 8, 128, true, f);
-    normkit::cuda::pin_quant_registers(d, rows, hidden, f, true,
-                                       quant_e4m3_kernels(true, 128, false, f));
+    const LaunchConfig d = pinned_block_plan(rows, hidden, 128, false, f);
     EXPECT_FALSE(d.fixed_format) << d.describe();
     KernelFacts runtime_format = on;
     runtime_format.quant_fixed_format = 0;
-    LaunchConfig e = normkit::cuda::plan_fwd_quant(rows, hidden, 8, 128, true, runtime_format);
-    normkit::cuda::pin_quant_registers(e, rows, hidden, runtime_format, true,
-                                       quant_e4m3_kernels(true, 128, false, runtime_format));
+    const LaunchConfig e = pinned_block_plan(rows, hidden, 128, false, runtime_format);
     EXPECT_FALSE(e.fixed_format) << e.describe();
   }
 }
@@ -720,23 +726,17 @@ TEST(LaunchConfig, Mxfp8TakesItsE4m3KernelOnlyUnderItsKnob) {
                                      {8192, 8192},
                                      {4096, 4096},
                                      {1024, 32768}}) {
-    LaunchConfig c = normkit::cuda::plan_fwd_quant(rows, hidden, 8, 32, true, on);
-    normkit::cuda::pin_quant_registers(c, rows, hidden, on, true,
-                                       quant_e4m3_kernels(true, 32, true, on));
+    const LaunchConfig c = pinned_block_plan(rows, hidden, 32, true, on);
     EXPECT_TRUE(c.pinned_registers) << c.describe();
     EXPECT_TRUE(c.full_items) << c.describe();
     EXPECT_TRUE(c.fixed_format) << c.describe();
     EXPECT_EQ(c.threads_per_row % 4, 0) << c.describe();  // whole 4-lane blocks per row chunk
     EXPECT_NE(c.describe().find(" e4m3-variant"), std::string::npos) << c.describe();
-    LaunchConfig d = normkit::cuda::plan_fwd_quant(rows, hidden, 8, 32, true, f);
-    normkit::cuda::pin_quant_registers(d, rows, hidden, f, true,
-                                       quant_e4m3_kernels(true, 32, true, f));
+    const LaunchConfig d = pinned_block_plan(rows, hidden, 32, true, f);
     EXPECT_FALSE(d.fixed_format) << d.describe();
     KernelFacts runtime_format = on;
     runtime_format.quant_fixed_format = 0;
-    LaunchConfig e = normkit::cuda::plan_fwd_quant(rows, hidden, 8, 32, true, runtime_format);
-    normkit::cuda::pin_quant_registers(e, rows, hidden, runtime_format, true,
-                                       quant_e4m3_kernels(true, 32, true, runtime_format));
+    const LaunchConfig e = pinned_block_plan(rows, hidden, 32, true, runtime_format);
     EXPECT_FALSE(e.fixed_format) << e.describe();
   }
 }

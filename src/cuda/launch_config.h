@@ -17,6 +17,10 @@ enum class RowPlan {
   kColumns,    // backward of few rows: one cluster, each CTA owning columns of every row
 };
 
+// The registers backward's bound for 1-element vectors where KernelFacts::bwd_narrow_items asks
+// for more than bwd_items_max(1) (its own kernel instantiation).
+constexpr int kBwdNarrowItemsWide = 16;
+
 struct KernelFacts {
   int sm_count = 132;
   bool cluster_launch = true;  // sm_90+
@@ -42,7 +46,7 @@ struct KernelFacts {
   // 29 x 40001 136.6 -> 26.0 (a cluster instead of streaming). Rows that fit max_cluster CTAs
   // of 8 keep 8 (plan_bwd): 16 there was 1.00-1.04x (9 x 1003 9.0 -> 9.3, 128 x 4095 18.3 ->
   // 18.5, 1024 x 16383 313.5 -> 314.0).
-  int bwd_narrow_items = 16;  // kBwdNarrowItemsWide
+  int bwd_narrow_items = kBwdNarrowItemsWide;
   // 1: persistent backward plans with several slots sum their dweight/dbias partial sums in the
   // main kernel after a grid barrier (a cooperative launch; reduce_slots_in_grid) instead of in
   // a second kernel (NK_TUNE_BWD_REDUCE_IN_GRID; the launcher takes the second kernel anyway
@@ -362,9 +366,6 @@ constexpr int kPipelineMaxThreads = 512;
 constexpr int kSmallItems = 4;
 constexpr int fwd_items_max(int vec) { return vec >= 4 ? kFwdElemsPerThread / vec : 16; }
 constexpr int bwd_items_max(int vec) { return vec >= 4 ? kBwdElemsPerThread / vec : 8; }
-// The registers backward's bound for 1-element vectors where KernelFacts::bwd_narrow_items asks
-// for more than bwd_items_max(1) (its own kernel instantiation).
-constexpr int kBwdNarrowItemsWide = 16;
 
 // The registers backward's most vectors per thread for a misaligned row of `hidden` 16-bit
 // values (1-element vectors): facts.bwd_narrow_items where bwd_items_max(1) would need more than

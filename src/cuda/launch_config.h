@@ -174,25 +174,27 @@ struct KernelFacts {
   // compiled so spilled more (per-tensor 20 bytes against 12) and ran slower (per-tensor 1.01-1.04x,
   // MXFP8 1.01-1.02x, per-block level): they have no such variant.
   int quant_fixed_format = 1;
-  // Quantized forward, BLOCK's pinned plans of 128-column blocks: 1 launches a kernel compiled
-  // for e4m3 codes in such blocks where y is e4m3 (LaunchConfig::fixed_format, with
-  // quant_fixed_format; NK_TUNE_QUANT_BLOCK_E4M3): no runtime format or block width, the scale
-  // without a division (bit for bit: src/cuda/block_scale_e4m3.h), scale and code addresses
-  // stepped per item. Its SASS (prepared in the seventeenth session, not run): 416
-  // instructions per thread from rstd to the last code store against 567 (per-tensor's 280),
-  // about 966 per thread of 32 values against 1117: 0.94 warp instructions per value against
-  // 1.09. 0 (the default until measured): the runtime-format kernel.
-  int quant_block_e4m3 = 0;
-  // Quantized forward, MXFP8's pinned plans: 1 launches a kernel compiled for e4m3 codes in
-  // 32-column blocks where y is e4m3 (LaunchConfig::fixed_format, with quant_fixed_format;
-  // NK_TUNE_QUANT_MXFP8_E4M3), as quant_block_e4m3's: no runtime format or block width, the e8m0
-  // scale without the runtime emax, clamps and subnormal case (bit for bit:
-  // src/cuda/block_scale_e4m3.h), scale and code addresses stepped per item. Its SASS (bf16,
-  // 4 vectors per thread; prepared in the seventeenth session, not run): 332 instructions per
-  // thread from rstd to the last code store against 419 (f16 336), about 0.86 warp instructions
-  // per value against 0.95 (per-tensor's ~0.81); spills 12 bytes against 4. 0 (the default until
-  // measured): the runtime-format kernel.
-  int quant_mxfp8_e4m3 = 0;
+  // Quantized forward, BLOCK's pinned plans of 128-column blocks: a kernel compiled for e4m3
+  // codes in such blocks where y is e4m3 (LaunchConfig::fixed_format, with quant_fixed_format;
+  // NK_TUNE_QUANT_BLOCK_E4M3): no runtime format or block width, the scale without a division
+  // (bit for bit: src/cuda/block_scale_e4m3.h), scale and code addresses stepped per item; 416
+  // SASS instructions per thread from rstd to the last code store against 567 (0.94 warp
+  // instructions per value against 1.09). 1 (the default) takes it without the fused residual,
+  // 2 with it too, 0 never (the runtime-format kernel). Measured (eighteenth session, H100,
+  // twice each in one call): 0.89-0.96x the time over the sweep without the residual
+  // (8192 x 8192 85.5 -> 79.9 us, 32768 x 8192 307.8 -> 286.8); with it 0.94-1.03x (256 x 65536
+  // and 1024 x 32768 0.95x, 16384 x 4096 1.03x, 8192 x 4096 1.02x: its spills sit on that path).
+  int quant_block_e4m3 = 1;
+  // Quantized forward, MXFP8's pinned plans: 1 (the default) launches a kernel compiled for e4m3
+  // codes in 32-column blocks where y is e4m3 (LaunchConfig::fixed_format, with
+  // quant_fixed_format; NK_TUNE_QUANT_MXFP8_E4M3), as quant_block_e4m3's: no runtime format or
+  // block width, the e8m0 scale without the runtime emax, clamps and subnormal case (bit for
+  // bit: src/cuda/block_scale_e4m3.h), scale and code addresses stepped per item; 332 SASS
+  // instructions per thread from rstd to the last code store against 419 (0.86 warp
+  // instructions per value against 0.95). 0: the runtime-format kernel. Measured (eighteenth
+  // session, H100, twice each in one call): 0.93-0.99x the time over the sweep (8192 x 8192
+  // 79.6 -> 75.7 us, 32768 x 8192 286.8 -> 274.5), with the fused residual 0.90-1.00x.
+  int quant_mxfp8_e4m3 = 1;
   // Quantized forward: 1 (the default) also pins the EXACT cluster plans of wide rows (rows
   // split over a cluster at up to kSmallItems vectors per thread, pin_quant_registers), 0 pins
   // one-CTA-per-row plans only (NK_TUNE_QUANT_PIN_CLUSTERS). Measured (fourteenth session,
@@ -434,10 +436,12 @@ void pin_quant_registers(LaunchConfig& c, int64_t rows, int64_t hidden, const Ke
                          bool full_items_kernels = true, bool e4m3_kernels = false);
 
 // pin_quant_registers's e4m3_kernels for a quantized forward (dynamic: not TENSOR; scale_block:
-// BLOCK's block, MXFP8's 32, else 0; mxfp8: MXFP8, whose 32 BLOCK's blocks of 32 share): TOKEN's,
-// BLOCK's of 128-column blocks with facts.quant_block_e4m3 and MXFP8's with
+// BLOCK's block, MXFP8's 32, else 0; mxfp8: MXFP8, whose 32 BLOCK's blocks of 32 share;
+// with_residual: the fused residual add): TOKEN's, BLOCK's of 128-column blocks as
+// facts.quant_block_e4m3 says (1: without the residual, 2: also with it) and MXFP8's with
 // facts.quant_mxfp8_e4m3 (the launcher has no others).
-bool quant_e4m3_kernels(bool dynamic, int scale_block, bool mxfp8, const KernelFacts& facts);
+bool quant_e4m3_kernels(bool dynamic, int scale_block, bool mxfp8, bool with_residual,
+                        const KernelFacts& facts);
 
 // The facts that the per-tensor quantized forward plans with when it also writes y_t: facts with
 // quant_cta_threads set to quant_ticket_cta_threads.

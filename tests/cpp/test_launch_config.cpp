@@ -666,28 +666,36 @@ LaunchConfig pinned_block_plan(int64_t rows, int64_t hidden, int scale_block, bo
                                const KernelFacts& f) {
   LaunchConfig c = normkit::cuda::plan_fwd_quant(rows, hidden, 8, scale_block, true, f);
   normkit::cuda::pin_quant_registers(
-      c, rows, hidden, f, true, normkit::cuda::quant_e4m3_kernels(true, scale_block, mxfp8, f));
+      c, rows, hidden, f, true,
+      normkit::cuda::quant_e4m3_kernels(true, scale_block, mxfp8, false, f));
   return c;
 }
 }  // namespace
 
-// BLOCK's e4m3 kernel (128-column blocks) only under quant_block_e4m3, and only with
-// quant_fixed_format (whose 0 means the runtime-format kernels); TOKEN's e4m3 kernel as before;
-// never MXFP8 (blocks of 32: its own knob), BLOCK's other widths or TENSOR.
-TEST(LaunchConfig, BlockTakesItsE4m3KernelOnlyUnderItsKnob) {
-  KernelFacts f;
+// BLOCK's e4m3 kernel (128-column blocks) as quant_block_e4m3 says (by default without the fused
+// residual, 2 also with it, 0 never), and only with quant_fixed_format (whose 0 means the
+// runtime-format kernels); TOKEN's e4m3 kernel as before; never MXFP8 (blocks of 32: its own
+// knob), BLOCK's other widths or TENSOR.
+TEST(LaunchConfig, BlockTakesItsE4m3KernelAsItsKnobSays) {
   using normkit::cuda::quant_e4m3_kernels;
-  EXPECT_EQ(f.quant_block_e4m3, 0);  // the default: the kernels as measured
-  EXPECT_TRUE(quant_e4m3_kernels(true, 0, false, f));     // TOKEN
-  EXPECT_FALSE(quant_e4m3_kernels(true, 128, false, f));  // BLOCK, by default
-  KernelFacts on = f;
-  on.quant_block_e4m3 = 1;
-  EXPECT_TRUE(quant_e4m3_kernels(true, 0, false, on));
-  EXPECT_TRUE(quant_e4m3_kernels(true, 128, false, on));
-  EXPECT_FALSE(quant_e4m3_kernels(true, 32, true, on));   // MXFP8
-  EXPECT_FALSE(quant_e4m3_kernels(true, 32, false, on));  // BLOCK of 32
-  EXPECT_FALSE(quant_e4m3_kernels(true, 64, false, on));
-  EXPECT_FALSE(quant_e4m3_kernels(false, 0, false, on));  // TENSOR
+  KernelFacts off;
+  off.quant_block_e4m3 = 0;
+  EXPECT_TRUE(quant_e4m3_kernels(true, 0, false, false, off));     // TOKEN
+  EXPECT_FALSE(quant_e4m3_kernels(true, 128, false, false, off));  // BLOCK
+  const KernelFacts on;  // the default: without the residual
+  EXPECT_EQ(on.quant_block_e4m3, 1);
+  EXPECT_TRUE(quant_e4m3_kernels(true, 0, false, false, on));
+  EXPECT_TRUE(quant_e4m3_kernels(true, 0, false, true, on));      // TOKEN with the residual
+  EXPECT_TRUE(quant_e4m3_kernels(true, 128, false, false, on));
+  EXPECT_FALSE(quant_e4m3_kernels(true, 128, false, true, on));   // BLOCK with the residual
+  EXPECT_FALSE(quant_e4m3_kernels(true, 32, false, false, on));   // BLOCK of 32
+  EXPECT_FALSE(quant_e4m3_kernels(true, 64, false, false, on));
+  EXPECT_FALSE(quant_e4m3_kernels(false, 0, false, false, on));   // TENSOR
+  KernelFacts also_residual;
+  also_residual.quant_block_e4m3 = 2;
+  EXPECT_TRUE(quant_e4m3_kernels(true, 128, false, true, also_residual));
+  EXPECT_TRUE(quant_e4m3_kernels(true, 128, false, false, also_residual));
+  EXPECT_FALSE(quant_e4m3_kernels(true, 64, false, true, also_residual));
   // The per-block sweep's plans (8192 x 8192, 4096 x 4096: 4 vectors per thread) take it.
   for (const auto& [rows, hidden] :
        {std::pair<int64_t, int64_t>{8192, 8192}, {4096, 4096}, {1024, 32768}}) {
@@ -696,7 +704,7 @@ TEST(LaunchConfig, BlockTakesItsE4m3KernelOnlyUnderItsKnob) {
     EXPECT_TRUE(c.full_items) << c.describe();
     EXPECT_TRUE(c.fixed_format) << c.describe();
     EXPECT_NE(c.describe().find(" e4m3-variant"), std::string::npos) << c.describe();
-    const LaunchConfig d = pinned_block_plan(rows, hidden, 128, false, f);
+    const LaunchConfig d = pinned_block_plan(rows, hidden, 128, false, off);
     EXPECT_FALSE(d.fixed_format) << d.describe();
     KernelFacts runtime_format = on;
     runtime_format.quant_fixed_format = 0;
@@ -705,21 +713,23 @@ TEST(LaunchConfig, BlockTakesItsE4m3KernelOnlyUnderItsKnob) {
   }
 }
 
-// MXFP8's e4m3 kernel (32-column blocks) only under quant_mxfp8_e4m3, and only with
-// quant_fixed_format; not BLOCK's blocks of 32 (the same scale_block, BLOCK's rule), nor BLOCK's
-// of 128 under this knob alone; TOKEN's as before.
-TEST(LaunchConfig, Mxfp8TakesItsE4m3KernelOnlyUnderItsKnob) {
-  KernelFacts f;
+// MXFP8's e4m3 kernel (32-column blocks) under quant_mxfp8_e4m3 (the default; with the fused
+// residual too), and only with quant_fixed_format; not BLOCK's blocks of 32 (the same
+// scale_block, BLOCK's rule), nor BLOCK's of 128 when only this knob is on; TOKEN's as before.
+TEST(LaunchConfig, Mxfp8TakesItsE4m3KernelUnderItsKnob) {
   using normkit::cuda::quant_e4m3_kernels;
-  EXPECT_EQ(f.quant_mxfp8_e4m3, 0);  // the default: the kernels as measured
-  EXPECT_FALSE(quant_e4m3_kernels(true, 32, true, f));
-  KernelFacts on = f;
-  on.quant_mxfp8_e4m3 = 1;
-  EXPECT_TRUE(quant_e4m3_kernels(true, 32, true, on));
-  EXPECT_FALSE(quant_e4m3_kernels(true, 32, false, on));   // BLOCK of 32
-  EXPECT_FALSE(quant_e4m3_kernels(true, 128, false, on));  // BLOCK of 128: quant_block_e4m3's
-  EXPECT_TRUE(quant_e4m3_kernels(true, 0, false, on));     // TOKEN
-  EXPECT_FALSE(quant_e4m3_kernels(false, 0, false, on));   // TENSOR
+  KernelFacts f;
+  f.quant_mxfp8_e4m3 = 0;
+  EXPECT_FALSE(quant_e4m3_kernels(true, 32, true, false, f));
+  KernelFacts on;  // the default
+  EXPECT_EQ(on.quant_mxfp8_e4m3, 1);
+  on.quant_block_e4m3 = 0;
+  EXPECT_TRUE(quant_e4m3_kernels(true, 32, true, false, on));
+  EXPECT_TRUE(quant_e4m3_kernels(true, 32, true, true, on));      // with the residual
+  EXPECT_FALSE(quant_e4m3_kernels(true, 32, false, false, on));   // BLOCK of 32
+  EXPECT_FALSE(quant_e4m3_kernels(true, 128, false, false, on));  // BLOCK of 128: quant_block_e4m3's
+  EXPECT_TRUE(quant_e4m3_kernels(true, 0, false, false, on));     // TOKEN
+  EXPECT_FALSE(quant_e4m3_kernels(false, 0, false, false, on));   // TENSOR
   // The MXFP8 sweep's plans (8192 x 4096, 8192 x 8192 and the wide rows: 4 vectors per thread)
   // take it; without the knob or with quant_fixed_format 0 they keep the runtime-format kernel.
   for (const auto& [rows, hidden] : {std::pair<int64_t, int64_t>{8192, 4096},

@@ -287,23 +287,25 @@ for step in "${steps[@]}"; do
     modes)  # A/B over the plain forward and the quantized modes in one run (mode_runs) of
       # AB_MODES under AB_CONFIGS
       mode_runs "${AB_MODES:-plain tensor token block mxfp8 transposed}" "${AB_CONFIGS:-none}" ;;
-    pending)  # the seventeenth session's prepared A/Bs (docs/notes.md, its "Next"), ~3 minutes:
-      # BLOCK's and MXFP8's kernels for e4m3 codes (NK_TUNE_QUANT_BLOCK_E4M3=1,
-      # NK_TUNE_QUANT_MXFP8_E4M3=1): their tests and memcheck, then each A/B with and without
-      # the fused residual (their spills are there); the plain forward's short-row CTAs at 512
-      # threads; the backward's split rows on 128-thread cluster CTAs, the sweep twice
-      run ctest_pending ctest --test-dir "$BUILD" --output-on-failure \
-        -R 'quant_block_e4m3|quant_mxfp8_e4m3|LaunchConfig|QuantRules'
-      run sanitize_e4m3_blocks timeout 240 env NK_TUNE_QUANT_BLOCK_E4M3=1 \
-        NK_TUNE_QUANT_MXFP8_E4M3=1 compute-sanitizer --tool memcheck --error-exitcode 1 \
-        "$BUILD/tools/normkit" check --quick --quant --backend cuda
-      mode_runs block "none NK_TUNE_QUANT_BLOCK_E4M3=1 --residual NK_TUNE_QUANT_BLOCK_E4M3=1,--residual"
-      mode_runs mxfp8 "none NK_TUNE_QUANT_MXFP8_E4M3=1 --residual NK_TUNE_QUANT_MXFP8_E4M3=1,--residual"
-      # (the plain forward's CTAs of several short rows at 512 threads: 128 measured 1.05-1.10x
-      # slower, 512 never; 8192x2048, 4096x4096, 8192x4096 miss their goals by 0.2-2%)
-      mode_runs plain "none NK_TUNE_FWD_CTA_THREADS=512"
-      bwd_configs="none NK_TUNE_BWD_CLUSTER_THREADS=128"
-      knob_runs bench_probe 600 "$bwd_configs $bwd_configs" --bwd-only ;;
+    pending)  # the eighteenth session's probe (docs/notes.md, its "Next"), ~2 minutes: the
+      # quantized forward's rows of 7K-16K columns split over clusters of 128-thread CTAs
+      # (NK_TUNE_FWD_SPLIT_WIDE_ROWS=1 NK_TUNE_FWD_CLUSTER_THREADS=128: 8192 columns as two CTAs
+      # of 4096, where BLOCK at 8192 x 8192 runs 1.07x the time of 16384 x 4096, the same bytes),
+      # and rows past 16K columns on clusters of 128-thread CTAs (NK_TUNE_QUANT_WIDE_ROW_THREADS=
+      # 128): the quantized tests and memcheck under them, then the A/B of every mode, twice
+      split_knobs="NK_TUNE_FWD_SPLIT_WIDE_ROWS=1 NK_TUNE_FWD_CLUSTER_THREADS=128"
+      # shellcheck disable=SC2086  # the knobs, one word each
+      run tests_split_128 env $split_knobs "$BUILD/tests/normkit_tests" --gtest_filter='*Quant*/Cuda*'
+      # shellcheck disable=SC2086
+      run sanitize_split_128 timeout 240 env $split_knobs NK_TUNE_QUANT_WIDE_ROW_THREADS=128 \
+        compute-sanitizer --tool memcheck --error-exitcode 1 "$BUILD/tools/normkit" check --quick \
+        --quant --backend cuda
+      run tests_wide_128 env NK_TUNE_QUANT_WIDE_ROW_THREADS=128 "$BUILD/tests/normkit_tests" \
+        --gtest_filter='*Quant*/Cuda*'
+      # shellcheck disable=SC2086  # (the full case list: hidden sizes up to 262147)
+      run check_split_128 timeout 240 env $split_knobs NK_TUNE_QUANT_WIDE_ROW_THREADS=128 \
+        "$BUILD/tools/normkit" check --quant --backend cuda
+      mode_runs "tensor token block mxfp8 transposed" "none ${split_knobs// /,} NK_TUNE_QUANT_WIDE_ROW_THREADS=128" ;;
     probe)  # knob A/Bs in one run: `normkit bench $PROBE_ARGS` over PROBE_SHAPES (default: the
       # sweep) under each of PROBE_CONFIGS (knobs joined by commas; "none": the defaults)
       shape_args=()

@@ -287,25 +287,16 @@ for step in "${steps[@]}"; do
     modes)  # A/B over the plain forward and the quantized modes in one run (mode_runs) of
       # AB_MODES under AB_CONFIGS
       mode_runs "${AB_MODES:-plain tensor token block mxfp8 transposed}" "${AB_CONFIGS:-none}" ;;
-    pending)  # the eighteenth session's probe (docs/notes.md, its "Next"), ~2 minutes: the
-      # quantized forward's rows of 7K-16K columns split over clusters of 128-thread CTAs
-      # (NK_TUNE_FWD_SPLIT_WIDE_ROWS=1 NK_TUNE_FWD_CLUSTER_THREADS=128: 8192 columns as two CTAs
-      # of 4096, where BLOCK at 8192 x 8192 runs 1.07x the time of 16384 x 4096, the same bytes),
-      # and rows past 16K columns on clusters of 128-thread CTAs (NK_TUNE_QUANT_WIDE_ROW_THREADS=
-      # 128): the quantized tests and memcheck under them, then the A/B of every mode, twice
-      split_knobs="NK_TUNE_FWD_SPLIT_WIDE_ROWS=1 NK_TUNE_FWD_CLUSTER_THREADS=128"
-      # shellcheck disable=SC2086  # the knobs, one word each
-      run tests_split_128 env $split_knobs "$BUILD/tests/normkit_tests" --gtest_filter='*Quant*/Cuda*'
-      # shellcheck disable=SC2086
-      run sanitize_split_128 timeout 240 env $split_knobs NK_TUNE_QUANT_WIDE_ROW_THREADS=128 \
-        compute-sanitizer --tool memcheck --error-exitcode 1 "$BUILD/tools/normkit" check --quick \
-        --quant --backend cuda
-      run tests_wide_128 env NK_TUNE_QUANT_WIDE_ROW_THREADS=128 "$BUILD/tests/normkit_tests" \
-        --gtest_filter='*Quant*/Cuda*'
-      # shellcheck disable=SC2086  # (the full case list: hidden sizes up to 262147)
-      run check_split_128 timeout 240 env $split_knobs NK_TUNE_QUANT_WIDE_ROW_THREADS=128 \
-        "$BUILD/tools/normkit" check --quant --backend cuda
-      mode_runs "tensor token block mxfp8 transposed" "none ${split_knobs// /,} NK_TUNE_QUANT_WIDE_ROW_THREADS=128" ;;
+    pending)  # the eighteenth session's last change (docs/notes.md), ~1 minute: BLOCK's e4m3
+      # kernel also with the fused residual from 8192 columns (the default of
+      # NK_TUNE_QUANT_BLOCK_E4M3_RESIDUAL_MIN_COLUMNS): the quantized CUDA tests, the full
+      # quantized check and its quick memcheck under the new default, then its A/B against the
+      # former rule (never with the residual), twice
+      run tests_quant "$BUILD/tests/normkit_tests" --gtest_filter='*Quant*/Cuda*:LaunchConfig*'
+      run check_quant timeout 240 "$BUILD/tools/normkit" check --quant --backend cuda
+      run sanitize_quant timeout 240 compute-sanitizer --tool memcheck --error-exitcode 1 \
+        "$BUILD/tools/normkit" check --quick --quant --backend cuda
+      mode_runs block "--residual NK_TUNE_QUANT_BLOCK_E4M3_RESIDUAL_MIN_COLUMNS=1073741824,--residual" ;;
     probe)  # knob A/Bs in one run: `normkit bench $PROBE_ARGS` over PROBE_SHAPES (default: the
       # sweep) under each of PROBE_CONFIGS (knobs joined by commas; "none": the defaults)
       shape_args=()

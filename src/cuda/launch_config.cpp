@@ -415,13 +415,14 @@ void pin_quant_registers(LaunchConfig& c, int64_t rows, int64_t hidden, const Ke
 }
 
 bool quant_e4m3_kernels(bool dynamic, int scale_block, bool mxfp8, bool with_residual,
-                        const KernelFacts& facts) {
+                        int64_t hidden, const KernelFacts& facts) {
   if (!dynamic) return false;
   if (mxfp8) return scale_block == kMxfp8Block && facts.quant_mxfp8_e4m3 != 0;
   if (scale_block == 0) return true;  // TOKEN
-  // (BLOCK's with the residual was 0.94-1.03x the time: 2 only.)
-  const int block_e4m3_from = with_residual ? 2 : 1;
-  return scale_block == kDefaultQuantBlock && facts.quant_block_e4m3 >= block_e4m3_from;
+  if (scale_block != kDefaultQuantBlock || facts.quant_block_e4m3 == 0) return false;
+  // (With the residual the kernel's spills cost narrow rows more than its instructions save.)
+  return !with_residual || facts.quant_block_e4m3 == 2 ||
+         hidden >= facts.quant_block_e4m3_residual_min_columns;
 }
 
 KernelFacts facts_with_transposed_output(const KernelFacts& facts) {

@@ -180,11 +180,16 @@ struct KernelFacts {
   // (bit for bit: src/cuda/block_scale_e4m3.h), scale and code addresses stepped per item; 416
   // SASS instructions per thread from rstd to the last code store against 567 (0.94 warp
   // instructions per value against 1.09). 1 (the default) takes it without the fused residual,
-  // 2 with it too, 0 never (the runtime-format kernel). Measured (eighteenth session, H100,
-  // twice each in one call): 0.89-0.96x the time over the sweep without the residual
-  // (8192 x 8192 85.5 -> 79.9 us, 32768 x 8192 307.8 -> 286.8); with it 0.94-1.03x (256 x 65536
-  // and 1024 x 32768 0.95x, 16384 x 4096 1.03x, 8192 x 4096 1.02x: its spills sit on that path).
+  // and with it from quant_block_e4m3_residual_min_columns columns; 2 always, 0 never (the
+  // runtime-format kernel). Measured (eighteenth session, H100, twice each in one call): 0.89-0.96x
+  // the time over the sweep without the residual (8192 x 8192 85.5 -> 79.9 us, 32768 x 8192
+  // 307.8 -> 286.8); with it 0.94-0.95x from 12288 columns (256 x 65536, 1024 x 32768,
+  // 2048 x 16384; 4096 x 12288 0.98x), 0.99-1.00x at 8192, 1.01-1.03x at 7168 columns and fewer
+  // (16384 x 4096 1.03x: the kernel's spills sit on the residual's path).
   int quant_block_e4m3 = 1;
+  // The fewest columns from which BLOCK's e4m3 kernel takes rows with the fused residual under
+  // quant_block_e4m3 1 (NK_TUNE_QUANT_BLOCK_E4M3_RESIDUAL_MIN_COLUMNS; figures above).
+  int quant_block_e4m3_residual_min_columns = 8192;
   // Quantized forward, MXFP8's pinned plans: 1 (the default) launches a kernel compiled for e4m3
   // codes in 32-column blocks where y is e4m3 (LaunchConfig::fixed_format, with
   // quant_fixed_format; NK_TUNE_QUANT_MXFP8_E4M3), as quant_block_e4m3's: no runtime format or
@@ -435,13 +440,13 @@ LaunchConfig plan_fwd_quant(int64_t rows, int64_t hidden, int vec, int block, bo
 void pin_quant_registers(LaunchConfig& c, int64_t rows, int64_t hidden, const KernelFacts& f,
                          bool full_items_kernels = true, bool e4m3_kernels = false);
 
-// pin_quant_registers's e4m3_kernels for a quantized forward (dynamic: not TENSOR; scale_block:
-// BLOCK's block, MXFP8's 32, else 0; mxfp8: MXFP8, whose 32 BLOCK's blocks of 32 share;
-// with_residual: the fused residual add): TOKEN's, BLOCK's of 128-column blocks as
-// facts.quant_block_e4m3 says (1: without the residual, 2: also with it) and MXFP8's with
-// facts.quant_mxfp8_e4m3 (the launcher has no others).
+// pin_quant_registers's e4m3_kernels for a quantized forward of rows of `hidden` columns
+// (dynamic: not TENSOR; scale_block: BLOCK's block, MXFP8's 32, else 0; mxfp8: MXFP8, whose 32
+// BLOCK's blocks of 32 share; with_residual: the fused residual add): TOKEN's, BLOCK's of
+// 128-column blocks as facts.quant_block_e4m3 and quant_block_e4m3_residual_min_columns say, and
+// MXFP8's with facts.quant_mxfp8_e4m3 (the launcher has no others).
 bool quant_e4m3_kernels(bool dynamic, int scale_block, bool mxfp8, bool with_residual,
-                        const KernelFacts& facts);
+                        int64_t hidden, const KernelFacts& facts);
 
 // The facts that the per-tensor quantized forward plans with when it also writes y_t: facts with
 // quant_cta_threads set to quant_ticket_cta_threads.

@@ -80,6 +80,9 @@ inline const KernelFacts& tuned_defaults() {
     k.quant_fixed_format =
         tuning_knob("NK_TUNE_QUANT_FIXED_FORMAT", k.quant_fixed_format, 0, 1);
     k.quant_block_e4m3 = tuning_knob("NK_TUNE_QUANT_BLOCK_E4M3", k.quant_block_e4m3, 0, 2);
+    k.quant_block_e4m3_residual_min_columns =
+        tuning_knob("NK_TUNE_QUANT_BLOCK_E4M3_RESIDUAL_MIN_COLUMNS",
+                    k.quant_block_e4m3_residual_min_columns, 0, 1 << 30);
     k.quant_mxfp8_e4m3 = tuning_knob("NK_TUNE_QUANT_MXFP8_E4M3", k.quant_mxfp8_e4m3, 0, 1);
     k.quant_pin_clusters =
         tuning_knob("NK_TUNE_QUANT_PIN_CLUSTERS", k.quant_pin_clusters, 0, 1);

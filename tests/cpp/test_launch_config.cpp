@@ -667,35 +667,48 @@ LaunchConfig pinned_block_plan(int64_t rows, int64_t hidden, int scale_block, bo
   LaunchConfig c = normkit::cuda::plan_fwd_quant(rows, hidden, 8, scale_block, true, f);
   normkit::cuda::pin_quant_registers(
       c, rows, hidden, f, true,
-      normkit::cuda::quant_e4m3_kernels(true, scale_block, mxfp8, false, f));
+      normkit::cuda::quant_e4m3_kernels(true, scale_block, mxfp8, false, hidden, f));
   return c;
 }
 }  // namespace
 
 // BLOCK's e4m3 kernel (128-column blocks) as quant_block_e4m3 says (by default without the fused
-// residual, 2 also with it, 0 never), and only with quant_fixed_format (whose 0 means the
-// runtime-format kernels); TOKEN's e4m3 kernel as before; never MXFP8 (blocks of 32: its own
-// knob), BLOCK's other widths or TENSOR.
+// residual, and with it from quant_block_e4m3_residual_min_columns; 2 always, 0 never), and only
+// with quant_fixed_format (whose 0 means the runtime-format kernels); TOKEN's e4m3 kernel as
+// before; never MXFP8 (blocks of 32: its own knob), BLOCK's other widths or TENSOR.
 TEST(LaunchConfig, BlockTakesItsE4m3KernelAsItsKnobSays) {
-  using normkit::cuda::quant_e4m3_kernels;
+  // (dynamic, scale_block, residual, hidden)
+  auto e4m3 = [](bool dynamic, int block, bool residual, int64_t hidden, const KernelFacts& f) {
+    return normkit::cuda::quant_e4m3_kernels(dynamic, block, false, residual, hidden, f);
+  };
   KernelFacts off;
   off.quant_block_e4m3 = 0;
-  EXPECT_TRUE(quant_e4m3_kernels(true, 0, false, false, off));     // TOKEN
-  EXPECT_FALSE(quant_e4m3_kernels(true, 128, false, false, off));  // BLOCK
-  const KernelFacts on;  // the default: without the residual
+  EXPECT_TRUE(e4m3(true, 0, false, 4096, off));     // TOKEN
+  EXPECT_FALSE(e4m3(true, 128, false, 4096, off));  // BLOCK
+  const KernelFacts on;  // the default
   EXPECT_EQ(on.quant_block_e4m3, 1);
-  EXPECT_TRUE(quant_e4m3_kernels(true, 0, false, false, on));
-  EXPECT_TRUE(quant_e4m3_kernels(true, 0, false, true, on));      // TOKEN with the residual
-  EXPECT_TRUE(quant_e4m3_kernels(true, 128, false, false, on));
-  EXPECT_FALSE(quant_e4m3_kernels(true, 128, false, true, on));   // BLOCK with the residual
-  EXPECT_FALSE(quant_e4m3_kernels(true, 32, false, false, on));   // BLOCK of 32
-  EXPECT_FALSE(quant_e4m3_kernels(true, 64, false, false, on));
-  EXPECT_FALSE(quant_e4m3_kernels(false, 0, false, false, on));   // TENSOR
+  EXPECT_EQ(on.quant_block_e4m3_residual_min_columns, 8192);
+  EXPECT_TRUE(e4m3(true, 0, false, 4096, on));
+  EXPECT_TRUE(e4m3(true, 0, true, 4096, on));  // TOKEN with the residual
+  EXPECT_TRUE(e4m3(true, 128, false, 4096, on));
+  EXPECT_TRUE(e4m3(true, 128, false, 1024, on));
+  // With the residual from 8192 columns only (16384 x 4096 1.03x the time, 2048 x 16384 0.94x).
+  EXPECT_FALSE(e4m3(true, 128, true, 4096, on));
+  EXPECT_FALSE(e4m3(true, 128, true, 7168, on));
+  EXPECT_TRUE(e4m3(true, 128, true, 8192, on));
+  EXPECT_TRUE(e4m3(true, 128, true, 65536, on));
+  EXPECT_FALSE(e4m3(true, 32, false, 4096, on));  // BLOCK of 32
+  EXPECT_FALSE(e4m3(true, 64, false, 4096, on));
+  EXPECT_FALSE(e4m3(false, 0, false, 4096, on));  // TENSOR
   KernelFacts also_residual;
   also_residual.quant_block_e4m3 = 2;
-  EXPECT_TRUE(quant_e4m3_kernels(true, 128, false, true, also_residual));
-  EXPECT_TRUE(quant_e4m3_kernels(true, 128, false, false, also_residual));
-  EXPECT_FALSE(quant_e4m3_kernels(true, 64, false, true, also_residual));
+  EXPECT_TRUE(e4m3(true, 128, true, 4096, also_residual));
+  EXPECT_TRUE(e4m3(true, 128, false, 4096, also_residual));
+  EXPECT_FALSE(e4m3(true, 64, true, 4096, also_residual));
+  KernelFacts residual_from_1024;
+  residual_from_1024.quant_block_e4m3_residual_min_columns = 1024;
+  EXPECT_TRUE(e4m3(true, 128, true, 1024, residual_from_1024));
+  EXPECT_FALSE(e4m3(true, 128, true, 896, residual_from_1024));
   // The per-block sweep's plans (8192 x 8192, 4096 x 4096: 4 vectors per thread) take it.
   for (const auto& [rows, hidden] :
        {std::pair<int64_t, int64_t>{8192, 8192}, {4096, 4096}, {1024, 32768}}) {
@@ -717,19 +730,22 @@ TEST(LaunchConfig, BlockTakesItsE4m3KernelAsItsKnobSays) {
 // residual too), and only with quant_fixed_format; not BLOCK's blocks of 32 (the same
 // scale_block, BLOCK's rule), nor BLOCK's of 128 when only this knob is on; TOKEN's as before.
 TEST(LaunchConfig, Mxfp8TakesItsE4m3KernelUnderItsKnob) {
-  using normkit::cuda::quant_e4m3_kernels;
+  // (dynamic, scale_block, mxfp8, residual) at 4096 columns
+  auto e4m3 = [](bool dynamic, int block, bool mxfp8, bool residual, const KernelFacts& f) {
+    return normkit::cuda::quant_e4m3_kernels(dynamic, block, mxfp8, residual, 4096, f);
+  };
   KernelFacts f;
   f.quant_mxfp8_e4m3 = 0;
-  EXPECT_FALSE(quant_e4m3_kernels(true, 32, true, false, f));
+  EXPECT_FALSE(e4m3(true, 32, true, false, f));
   KernelFacts on;  // the default
   EXPECT_EQ(on.quant_mxfp8_e4m3, 1);
   on.quant_block_e4m3 = 0;
-  EXPECT_TRUE(quant_e4m3_kernels(true, 32, true, false, on));
-  EXPECT_TRUE(quant_e4m3_kernels(true, 32, true, true, on));      // with the residual
-  EXPECT_FALSE(quant_e4m3_kernels(true, 32, false, false, on));   // BLOCK of 32
-  EXPECT_FALSE(quant_e4m3_kernels(true, 128, false, false, on));  // BLOCK of 128: quant_block_e4m3's
-  EXPECT_TRUE(quant_e4m3_kernels(true, 0, false, false, on));     // TOKEN
-  EXPECT_FALSE(quant_e4m3_kernels(false, 0, false, false, on));   // TENSOR
+  EXPECT_TRUE(e4m3(true, 32, true, false, on));
+  EXPECT_TRUE(e4m3(true, 32, true, true, on));     // with the residual
+  EXPECT_FALSE(e4m3(true, 32, false, false, on));   // BLOCK of 32
+  EXPECT_FALSE(e4m3(true, 128, false, false, on));  // BLOCK of 128: quant_block_e4m3's
+  EXPECT_TRUE(e4m3(true, 0, false, false, on));     // TOKEN
+  EXPECT_FALSE(e4m3(false, 0, false, false, on));   // TENSOR
   // The MXFP8 sweep's plans (8192 x 4096, 8192 x 8192 and the wide rows: 4 vectors per thread)
   // take it; without the knob or with quant_fixed_format 0 they keep the runtime-format kernel.
   for (const auto& [rows, hidden] : {std::pair<int64_t, int64_t>{8192, 4096},

@@ -287,16 +287,22 @@ for step in "${steps[@]}"; do
     modes)  # A/B over the plain forward and the quantized modes in one run (mode_runs) of
       # AB_MODES under AB_CONFIGS
       mode_runs "${AB_MODES:-plain tensor token block mxfp8 transposed}" "${AB_CONFIGS:-none}" ;;
-    pending)  # the eighteenth session's last change (docs/notes.md), ~1 minute: BLOCK's e4m3
-      # kernel also with the fused residual from 8192 columns (the default of
-      # NK_TUNE_QUANT_BLOCK_E4M3_RESIDUAL_MIN_COLUMNS): the quantized CUDA tests, the full
-      # quantized check and its quick memcheck under the new default, then its A/B against the
-      # former rule (never with the residual), twice
-      run tests_quant "$BUILD/tests/normkit_tests" --gtest_filter='*Quant*/Cuda*:LaunchConfig*'
-      run check_quant timeout 240 "$BUILD/tools/normkit" check --quant --backend cuda
-      run sanitize_quant timeout 240 compute-sanitizer --tool memcheck --error-exitcode 1 \
-        "$BUILD/tools/normkit" check --quick --quant --backend cuda
-      mode_runs block "--residual NK_TUNE_QUANT_BLOCK_E4M3_RESIDUAL_MIN_COLUMNS=1073741824,--residual" ;;
+    pending)  # prepared for the nineteenth session (docs/notes.md, eighteenth session's Next,
+      # item 3), ~1 minute: where the in-grid dweight reduction (NK_TUNE_BWD_REDUCE_IN_GRID=1)
+      # spends the 5.8 us it added to the backward's kernel at 4096x1024: kernel times of both
+      # forms at the small backwards, then the in-grid kernel's warp states and scheduler
+      # statistics at 4096x1024 beside the default kernel's
+      small=4096x1024,128x4096,4096x4096,8192x2048
+      for cfg in default in_grid; do
+        knob=()
+        [ "$cfg" = in_grid ] && knob=(NK_TUNE_BWD_REDUCE_IN_GRID=1)
+        run "ncu_reduce_$cfg" env "${knob[@]}" ncu --kernel-name regex:'rms_norm_bwd|reduce' \
+          --csv --metrics gpu__time_duration.sum,launch__grid_size,launch__registers_per_thread \
+          "$BUILD/tools/normkit" bench --bwd-only --reps 2 --shapes "$small"
+        run "ncu_states_$cfg" env "${knob[@]}" ncu --kernel-name regex:'rms_norm_bwd' \
+          --launch-count 1 --section WarpStateStats --section SchedulerStats --section LaunchStats \
+          "$BUILD/tools/normkit" bench --bwd-only --reps 1 --shapes 4096x1024
+      done ;;
     probe)  # knob A/Bs in one run: `normkit bench $PROBE_ARGS` over PROBE_SHAPES (default: the
       # sweep) under each of PROBE_CONFIGS (knobs joined by commas; "none": the defaults)
       shape_args=()

@@ -183,9 +183,9 @@ struct KernelFacts {
   // and with it from quant_block_e4m3_residual_min_columns columns; 2 always, 0 never (the
   // runtime-format kernel). Measured (eighteenth session, H100, twice each in one call): 0.89-0.96x
   // the time over the sweep without the residual (8192 x 8192 85.5 -> 79.9 us, 32768 x 8192
-  // 307.8 -> 286.8); with it 0.94-0.95x from 12288 columns (256 x 65536, 1024 x 32768,
-  // 2048 x 16384; 4096 x 12288 0.98x), 0.99-1.00x at 8192, 1.01-1.03x at 7168 columns and fewer
-  // (16384 x 4096 1.03x: the kernel's spills sit on the residual's path).
+  // 307.8 -> 286.8); with it 0.94-0.96x from 16384 columns (256 x 65536, 1024 x 32768,
+  // 2048 x 16384), 0.98-1.00x at 8192-12288, 1.01-1.03x at 7168 columns and fewer (16384 x 4096
+  // 1.03x: the kernel's spills sit on the residual's path).
   int quant_block_e4m3 = 1;
   // The fewest columns from which BLOCK's e4m3 kernel takes rows with the fused residual under
   // quant_block_e4m3 1 (NK_TUNE_QUANT_BLOCK_E4M3_RESIDUAL_MIN_COLUMNS; figures above).

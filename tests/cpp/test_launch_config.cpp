@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <initializer_list>
 #include <tuple>
+#include <utility>
 
 #include "cuda/grid_reduce_columns.h"
 #include "cuda/launch_config.h"
@@ -670,6 +672,28 @@ LaunchConfig pinned_block_plan(int64_t rows, int64_t hidden, int scale_block, bo
       normkit::cuda::quant_e4m3_kernels(true, scale_block, mxfp8, false, hidden, f));
   return c;
 }
+
+// BLOCK's or MXFP8's pinned plans at these shapes (4 vectors per thread) take the e4m3 kernel
+// under `on`, in whole groups of a block's lanes per row chunk, and the runtime-format kernel
+// under `off` or with quant_fixed_format 0.
+void expect_e4m3_kernel_only_where_on(std::initializer_list<std::pair<int64_t, int64_t>> shapes,
+                                      int scale_block, bool mxfp8, const KernelFacts& on,
+                                      const KernelFacts& off) {
+  KernelFacts runtime_format = on;
+  runtime_format.quant_fixed_format = 0;
+  for (const auto& [rows, hidden] : shapes) {
+    const LaunchConfig c = pinned_block_plan(rows, hidden, scale_block, mxfp8, on);
+    EXPECT_TRUE(c.pinned_registers) << c.describe();
+    EXPECT_TRUE(c.full_items) << c.describe();
+    EXPECT_TRUE(c.fixed_format) << c.describe();
+    EXPECT_EQ(c.threads_per_row % (scale_block / c.vec), 0) << c.describe();
+    EXPECT_NE(c.describe().find(" e4m3-variant"), std::string::npos) << c.describe();
+    const LaunchConfig d = pinned_block_plan(rows, hidden, scale_block, mxfp8, off);
+    EXPECT_FALSE(d.fixed_format) << d.describe();
+    const LaunchConfig e = pinned_block_plan(rows, hidden, scale_block, mxfp8, runtime_format);
+    EXPECT_FALSE(e.fixed_format) << e.describe();
+  }
+}
 }  // namespace
 
 // BLOCK's e4m3 kernel (128-column blocks) as quant_block_e4m3 says (by default without the fused
@@ -709,21 +733,9 @@ TEST(LaunchConfig, BlockTakesItsE4m3KernelAsItsKnobSays) {
   residual_from_1024.quant_block_e4m3_residual_min_columns = 1024;
   EXPECT_TRUE(e4m3(true, 128, true, 1024, residual_from_1024));
   EXPECT_FALSE(e4m3(true, 128, true, 896, residual_from_1024));
-  // The per-block sweep's plans (8192 x 8192, 4096 x 4096: 4 vectors per thread) take it.
-  for (const auto& [rows, hidden] :
-       {std::pair<int64_t, int64_t>{8192, 8192}, {4096, 4096}, {1024, 32768}}) {
-    const LaunchConfig c = pinned_block_plan(rows, hidden, 128, false, on);
-    EXPECT_TRUE(c.pinned_registers) << c.describe();
-    EXPECT_TRUE(c.full_items) << c.describe();
-    EXPECT_TRUE(c.fixed_format) << c.describe();
-    EXPECT_NE(c.describe().find(" e4m3-variant"), std::string::npos) << c.describe();
-    const LaunchConfig d = pinned_block_plan(rows, hidden, 128, false, off);
-    EXPECT_FALSE(d.fixed_format) << d.describe();
-    KernelFacts runtime_format = on;
-    runtime_format.quant_fixed_format = 0;
-    const LaunchConfig e = pinned_block_plan(rows, hidden, 128, false, runtime_format);
-    EXPECT_FALSE(e.fixed_format) << e.describe();
-  }
+  // The per-block sweep's plans (8192 x 8192, 4096 x 4096, the wide rows) take it.
+  expect_e4m3_kernel_only_where_on({{8192, 8192}, {4096, 4096}, {1024, 32768}}, 128, false, on,
+                                   off);
 }
 
 // MXFP8's e4m3 kernel (32-column blocks) under quant_mxfp8_e4m3 (the default; with the fused
@@ -734,9 +746,9 @@ TEST(LaunchConfig, Mxfp8TakesItsE4m3KernelUnderItsKnob) {
   auto e4m3 = [](bool dynamic, int block, bool mxfp8, bool residual, const KernelFacts& f) {
     return normkit::cuda::quant_e4m3_kernels(dynamic, block, mxfp8, residual, 4096, f);
   };
-  KernelFacts f;
-  f.quant_mxfp8_e4m3 = 0;
-  EXPECT_FALSE(e4m3(true, 32, true, false, f));
+  KernelFacts off;
+  off.quant_mxfp8_e4m3 = 0;
+  EXPECT_FALSE(e4m3(true, 32, true, false, off));
   KernelFacts on;  // the default
   EXPECT_EQ(on.quant_mxfp8_e4m3, 1);
   on.quant_block_e4m3 = 0;
@@ -746,25 +758,10 @@ TEST(LaunchConfig, Mxfp8TakesItsE4m3KernelUnderItsKnob) {
   EXPECT_FALSE(e4m3(true, 128, false, false, on));  // BLOCK of 128: quant_block_e4m3's
   EXPECT_TRUE(e4m3(true, 0, false, false, on));     // TOKEN
   EXPECT_FALSE(e4m3(false, 0, false, false, on));   // TENSOR
-  // The MXFP8 sweep's plans (8192 x 4096, 8192 x 8192 and the wide rows: 4 vectors per thread)
-  // take it; without the knob or with quant_fixed_format 0 they keep the runtime-format kernel.
-  for (const auto& [rows, hidden] : {std::pair<int64_t, int64_t>{8192, 4096},
-                                     {8192, 8192},
-                                     {4096, 4096},
-                                     {1024, 32768}}) {
-    const LaunchConfig c = pinned_block_plan(rows, hidden, 32, true, on);
-    EXPECT_TRUE(c.pinned_registers) << c.describe();
-    EXPECT_TRUE(c.full_items) << c.describe();
-    EXPECT_TRUE(c.fixed_format) << c.describe();
-    EXPECT_EQ(c.threads_per_row % 4, 0) << c.describe();  // whole 4-lane blocks per row chunk
-    EXPECT_NE(c.describe().find(" e4m3-variant"), std::string::npos) << c.describe();
-    const LaunchConfig d = pinned_block_plan(rows, hidden, 32, true, f);
-    EXPECT_FALSE(d.fixed_format) << d.describe();
-    KernelFacts runtime_format = on;
-    runtime_format.quant_fixed_format = 0;
-    const LaunchConfig e = pinned_block_plan(rows, hidden, 32, true, runtime_format);
-    EXPECT_FALSE(e.fixed_format) << e.describe();
-  }
+  // The MXFP8 sweep's plans (8192 x 4096, 8192 x 8192 and the wide rows) take it; without the
+  // knob or with quant_fixed_format 0 they keep the runtime-format kernel.
+  expect_e4m3_kernel_only_where_on({{8192, 4096}, {8192, 8192}, {4096, 4096}, {1024, 32768}}, 32,
+                                   true, on, off);
 }
 
 TEST(LaunchConfig, PinnedQuantRegistersTakeTheFewestWholeWarpsAtSetting4) {

@@ -166,13 +166,13 @@ LaunchConfig plan(int64_t rows, int64_t hidden, int vec, const KernelFacts& f, i
 // split rows of up to kClusterDeferMaxItems, which complete one row late). About `items_target`
 // vectors per thread, T a multiple of 32 up to 512 (the row sum is per warp, then over warps, so
 // rows such as 7168 columns, 896 vectors, get 448 threads x 2 and leave no thread idle); row
-// groups up to 256 threads per CTA while the stages of two CTAs fit one SM; up to
+// groups up to max(256, cta_threads) threads per CTA while the stages of two CTAs fit one SM; up to
 // `ctas_per_sm` CTAs per SM and `max_grid` CTAs or clusters (persistent: rows are assigned
 // statically).
 LaunchConfig plan_pipelined(int64_t rows, int64_t hidden, int vec, const KernelFacts& f,
                             int64_t staged_bytes_per_col, int items_target, int ctas_per_sm,
                             int64_t max_grid, bool allow_cluster, int64_t split_above,
-                            int cluster_threads) {
+                            int cluster_threads, int cta_threads = 256) {
   LaunchConfig none;
   none.grid = 0;
   if (staged_bytes_per_col <= 0 || hidden % vec != 0) return none;
@@ -218,7 +218,9 @@ LaunchConfig plan_pipelined(int64_t rows, int64_t hidden, int vec, const KernelF
                          : kPipelineStages;
   const int64_t group_bytes = stages * c.cols_per_cta * staged_bytes_per_col;
   if (group_bytes > f.smem_per_block) return none;
-  int groups = cluster > 1 ? 1 : std::max(1, 256 / threads);
+  int groups = cluster > 1 ? 1 : std::max(1, std::max(cta_threads, 256) / threads);
+  // CTAs larger than 256 threads keep at least one CTA per SM where there are rows for it.
+  while (groups > std::max(1, 256 / threads) && ceil_div(rows, groups) < f.sm_count) groups /= 2;
   while (groups > 1 && (2 * groups * group_bytes > f.smem_per_sm || groups > rows)) groups /= 2;
   c.rows_per_block = groups;
   c.smem_bytes = groups * group_bytes;
@@ -508,7 +510,8 @@ LaunchConfig plan_bwd(int64_t rows, int64_t hidden, int vec, const KernelFacts& 
                                   facts.bwd_split_vectors,
                                   ceil_div(hidden, vec) > facts.bwd_cluster_threads_max_vectors
                                       ? kPipelineMaxThreads
-                                      : facts.bwd_cluster_threads);
+                                      : facts.bwd_cluster_threads,
+                                  facts.bwd_cta_threads);
   if (c.grid > 0) {
     c.slots = c.grid / c.cluster_size;
   } else {

@@ -37,6 +37,12 @@ struct KernelFacts {
   // Tuning knobs (NK_TUNE_BWD_CTAS_PER_SM, NK_TUNE_BWD_ITEMS override them for sweeps).
   int bwd_ctas_per_sm = 2;
   int bwd_items_target = 0;  // 0: the measured default
+  // Pipelined backward of unsplit rows: threads per CTA that its row groups fill (256 or 512;
+  // NK_TUNE_BWD_CTA_THREADS). 512 keeps the threads per SM (two CTAs of 256 at ~101
+  // registers, or one of 512: the launcher caps the grid to the CTAs resident at once) but
+  // halves the CTAs and so the slots of partial sums that the reduction reads; CTAs of more
+  // than 256 threads give way to at least one CTA per SM where the rows allow.
+  int bwd_cta_threads = 256;
   // The registers backward's most vectors per thread for 1-element vectors (misaligned rows of
   // 16-bit data: 2-byte accesses) where bwd_items_max(1) = 8 would need a cluster of more than
   // max_cluster CTAs (non-portable sizes, fewer of them resident) or the two-pass streaming

@@ -30,6 +30,7 @@ inline const KernelFacts& tuned_defaults() {
     KernelFacts k;
     k.bwd_ctas_per_sm = tuning_knob("NK_TUNE_BWD_CTAS_PER_SM", k.bwd_ctas_per_sm, 1, 8);
     k.bwd_items_target = tuning_knob("NK_TUNE_BWD_ITEMS", k.bwd_items_target, 0, kPipelineItems);
+    k.bwd_cta_threads = tuning_knob("NK_TUNE_BWD_CTA_THREADS", k.bwd_cta_threads, 256, 512);
     k.bwd_narrow_items = tuning_knob("NK_TUNE_BWD_NARROW_ITEMS", k.bwd_narrow_items,
                                      bwd_items_max(1), kBwdNarrowItemsWide);
     k.bwd_reduce_in_grid = tuning_knob("NK_TUNE_BWD_REDUCE_IN_GRID", k.bwd_reduce_in_grid, 0, 1);

@@ -233,6 +233,24 @@ TEST(LaunchConfig, PipelinesTheBackwardOfAlignedRowsThatFitSharedMemory) {
   EXPECT_NE(normkit::cuda::plan_bwd(16384, 4096, 8, f, 0).plan, RowPlan::kPipelined);
 }
 
+TEST(LaunchConfig, BackwardCtaThreadsFillLargerCtasWithRowGroups) {
+  KernelFacts f;
+  const LaunchConfig narrow = normkit::cuda::plan_bwd(4096, 1024, 8, f, 4);
+  ASSERT_EQ(narrow.plan, RowPlan::kPipelined) << narrow.describe();
+  EXPECT_EQ(narrow.threads_per_row * narrow.rows_per_block, 256) << narrow.describe();
+  f.bwd_cta_threads = 512;
+  const LaunchConfig wide = normkit::cuda::plan_bwd(4096, 1024, 8, f, 4);
+  ASSERT_EQ(wide.plan, RowPlan::kPipelined) << wide.describe();
+  EXPECT_EQ(wide.threads_per_row * wide.rows_per_block, 512) << wide.describe();
+  EXPECT_EQ(wide.smem_bytes, 2 * narrow.smem_bytes);
+  // Few rows keep a CTA per SM rather than filling larger CTAs.
+  const LaunchConfig few = normkit::cuda::plan_bwd(128, 4096, 8, f, 4);
+  EXPECT_EQ(few.rows_per_block, 1) << few.describe();
+  EXPECT_EQ(few.grid, 128);
+  // Rows of 512 threads are one group either way.
+  EXPECT_EQ(normkit::cuda::plan_bwd(8192, 8192, 8, f, 4).rows_per_block, 1);
+}
+
 TEST(LaunchConfig, EvictFirstReadsUpToTheThresholdWhereTheKernelHonorsThem) {
   KernelFacts f;
   f.evict_first_max_mib = 32;

@@ -307,15 +307,21 @@ bool chunks_exact(const LaunchConfig& c, int64_t rows, int64_t hidden) {
 namespace {
 
 // The plain forward's facts for rows of 16-byte vectors (8 elements) that one CTA cannot hold
-// (past 32768 bf16 columns) but a cluster of CTAs of facts.fwd_wide_row_threads threads holds at
-// kSmallItems vectors each: those CTAs for the split (KernelFacts::fwd_wide_row_threads).
+// (past 32768 bf16 columns) but a cluster of up to max(fwd_max_cluster,
+// fwd_wide_row_max_cluster) CTAs of facts.fwd_wide_row_threads threads holds at kSmallItems
+// vectors each: those CTAs for the split, as many as the row needs
+// (KernelFacts::fwd_wide_row_threads, fwd_wide_row_max_cluster).
 KernelFacts wide_row_facts(int64_t hidden, int vec, const KernelFacts& facts) {
   KernelFacts f = facts;
   const int64_t nvec = ceil_div(hidden, vec);
   const int threads = facts.fwd_wide_row_threads;
-  if (threads > 0 && vec == 8 && nvec > int64_t(kFwdMaxThreadsPerRow) * fwd_items_max(vec) &&
-      ceil_div(nvec, int64_t(threads) * kSmallItems) <= facts.fwd_max_cluster) {
+  if (threads <= 0 || vec != 8 || nvec <= int64_t(kFwdMaxThreadsPerRow) * fwd_items_max(vec)) {
+    return f;
+  }
+  const int64_t ctas = ceil_div(nvec, int64_t(threads) * kSmallItems);
+  if (ctas <= std::max(facts.fwd_max_cluster, facts.fwd_wide_row_max_cluster)) {
     f.fwd_cluster_threads = threads;
+    f.fwd_max_cluster = std::max<int>(facts.fwd_max_cluster, static_cast<int>(ctas));
   }
   return f;
 }

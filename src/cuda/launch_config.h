@@ -111,6 +111,10 @@ struct KernelFacts {
   // 65536 32.2-32.4 -> 31.3-31.4 us (eight CTAs of 256 threads against four of 512), where the
   // same 256-thread CTAs for rows one CTA holds were slower (1024 x 32768 51.5 -> 53.7-54.2).
   int fwd_wide_row_threads = 256;
+  // The most CTAs of fwd_wide_row_threads such a row may take (NK_TUNE_FWD_WIDE_ROW_MAX_CLUSTER;
+  // past 8 a non-portable size; at most fwd_max_cluster where that is larger): rows of up to
+  // 131072 bf16 columns on 256-thread CTAs rather than clusters of 512-thread ones.
+  int fwd_wide_row_max_cluster = 8;
   // Forward rows of 8- or 16-byte vectors that need more than fwd_max_cluster CTAs at the small
   // register budget take clusters of up to this many (non-portable past 8), else the streaming
   // kernel (NK_TUNE_FWD_WIDE_ROW_CLUSTER; 0: streaming). Measured (docs/notes.md v16): 512 x

@@ -78,6 +78,8 @@ inline const KernelFacts& tuned_defaults() {
     k.quant_full_items = tuning_knob("NK_TUNE_QUANT_FULL_ITEMS", k.quant_full_items, 0, 1);
     k.fwd_wide_row_threads =
         tuning_knob("NK_TUNE_FWD_WIDE_ROW_THREADS", k.fwd_wide_row_threads, 0, 512);
+    k.fwd_wide_row_max_cluster =
+        tuning_knob("NK_TUNE_FWD_WIDE_ROW_MAX_CLUSTER", k.fwd_wide_row_max_cluster, 1, 16);
     k.quant_fixed_format =
         tuning_knob("NK_TUNE_QUANT_FIXED_FORMAT", k.quant_fixed_format, 0, 1);
     k.quant_block_e4m3 = tuning_knob("NK_TUNE_QUANT_BLOCK_E4M3", k.quant_block_e4m3, 0, 2);

@@ -137,6 +137,11 @@ INSTANTIATE_TEST_SUITE_P(AllBackends, FwdLargeShapes,
                                                               RowsHidden{100, 8192},
                                                               RowsHidden{300, 32768},
                                                               RowsHidden{37, 65536},
+                                                              // wide rows on clusters of 9-16
+                                                              // CTAs of 256 threads
+                                                              // (fwd_wide_row_max_cluster 16)
+                                                              RowsHidden{5, 131072},
+                                                              RowsHidden{9, 100000},
                                                               // one CTA per row, 8 vectors
                                                               // per thread (rows >= 4 x SMs)
                                                               RowsHidden{531, 32768})),

@@ -233,6 +233,28 @@ TEST(LaunchConfig, PipelinesTheBackwardOfAlignedRowsThatFitSharedMemory) {
   EXPECT_NE(normkit::cuda::plan_bwd(16384, 4096, 8, f, 0).plan, RowPlan::kPipelined);
 }
 
+TEST(LaunchConfig, WideForwardRowsTakeUpToTheirMaxClusterOf256ThreadCtas) {
+  KernelFacts f;
+  const LaunchConfig before = normkit::cuda::plan_fwd(1024, 131072, 8, f, 2);
+  EXPECT_EQ(before.cluster_size, 8) << before.describe();
+  EXPECT_EQ(before.threads_per_row, 512);
+  f.fwd_wide_row_max_cluster = 16;
+  const LaunchConfig wide = normkit::cuda::plan_fwd(1024, 131072, 8, f, 2);
+  EXPECT_EQ(wide.plan, RowPlan::kCluster) << wide.describe();
+  EXPECT_EQ(wide.cluster_size, 16) << wide.describe();
+  EXPECT_EQ(wide.threads_per_row * wide.items * wide.vec * wide.cluster_size, 131072);
+  EXPECT_TRUE(wide.exact);
+  // As many CTAs as the row needs: 100000 columns, 12500 vectors, on 13.
+  EXPECT_EQ(normkit::cuda::plan_fwd(1024, 100000, 8, f, 2).cluster_size, 13);
+  // Rows that 8 such CTAs hold, and rows past 16 of them, keep their plans.
+  const LaunchConfig narrow = normkit::cuda::plan_fwd(256, 65536, 8, f, 2);
+  EXPECT_EQ(narrow.cluster_size, 8);
+  EXPECT_EQ(narrow.threads_per_row, 256);
+  const LaunchConfig widest = normkit::cuda::plan_fwd(512, 262144, 8, f, 2);
+  EXPECT_EQ(widest.cluster_size, 16);
+  EXPECT_EQ(widest.threads_per_row, 512);
+}
+
 TEST(LaunchConfig, BackwardCtaThreadsFillLargerCtasWithRowGroups) {
   KernelFacts f;
   const LaunchConfig narrow = normkit::cuda::plan_bwd(4096, 1024, 8, f, 4);

@@ -41,7 +41,9 @@ struct KernelFacts {
   // NK_TUNE_BWD_CTA_THREADS). 512 keeps the threads per SM (two CTAs of 256 at ~101
   // registers, or one of 512: the launcher caps the grid to the CTAs resident at once) but
   // halves the CTAs and so the slots of partial sums that the reduction reads; CTAs of more
-  // than 256 threads give way to at least one CTA per SM where the rows allow.
+  // than 256 threads give way to at least one CTA per SM where the rows allow. Measured
+  // (nineteenth session, H200, twice each in one call), 512 against 256: 8192 x 2048 0.97x the
+  // time, but 4096 x 4096 1.13x, 8192 x 4096 1.08x, 16384 x 4096 1.04x, 4096 x 1024 1.01x: 256.
   int bwd_cta_threads = 256;
   // The registers backward's most vectors per thread for 1-element vectors (misaligned rows of
   // 16-bit data: 2-byte accesses) where bwd_items_max(1) = 8 would need a cluster of more than
@@ -112,9 +114,13 @@ struct KernelFacts {
   // same 256-thread CTAs for rows one CTA holds were slower (1024 x 32768 51.5 -> 53.7-54.2).
   int fwd_wide_row_threads = 256;
   // The most CTAs of fwd_wide_row_threads such a row may take (NK_TUNE_FWD_WIDE_ROW_MAX_CLUSTER;
-  // past 8 a non-portable size; at most fwd_max_cluster where that is larger): rows of up to
-  // 131072 bf16 columns on 256-thread CTAs rather than clusters of 512-thread ones.
-  int fwd_wide_row_max_cluster = 8;
+  // past 8 a non-portable size; fwd_max_cluster where that is larger): rows of up to 131072
+  // bf16 columns on as many 256-thread CTAs as they need rather than clusters of 512-thread ones.
+  // Measured (nineteenth session, H100, twice each in one call), 16 against 8: 1024 x 131072
+  // 214.1 -> 210.8 us (85.9% of copy), 2048 x 131072 419.4 -> 413.1, 512 x 100000 110.3 ->
+  // 107.0, 64 x 131072 21.1 -> 20.6, 1 x 131072 7.33 -> 7.05; 256 x 65536 (8 CTAs either way)
+  // level.
+  int fwd_wide_row_max_cluster = 16;
   // Forward rows of 8- or 16-byte vectors that need more than fwd_max_cluster CTAs at the small
   // register budget take clusters of up to this many (non-portable past 8), else the streaming
   // kernel (NK_TUNE_FWD_WIDE_ROW_CLUSTER; 0: streaming). Measured (docs/notes.md v16): 512 x

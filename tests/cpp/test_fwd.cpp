@@ -139,7 +139,7 @@ INSTANTIATE_TEST_SUITE_P(AllBackends, FwdLargeShapes,
                                                               RowsHidden{37, 65536},
                                                               // wide rows on clusters of 9-16
                                                               // CTAs of 256 threads
-                                                              // (fwd_wide_row_max_cluster 16)
+                                                              // (fwd_wide_row_max_cluster)
                                                               RowsHidden{5, 131072},
                                                               RowsHidden{9, 100000},
                                                               // one CTA per row, 8 vectors

@@ -235,6 +235,7 @@ TEST(LaunchConfig, PipelinesTheBackwardOfAlignedRowsThatFitSharedMemory) {
 
 TEST(LaunchConfig, WideForwardRowsTakeUpToTheirMaxClusterOf256ThreadCtas) {
   KernelFacts f;
+  f.fwd_wide_row_max_cluster = 8;  // the former plans: clusters of 512-thread CTAs
   const LaunchConfig before = normkit::cuda::plan_fwd(1024, 131072, 8, f, 2);
   EXPECT_EQ(before.cluster_size, 8) << before.describe();
   EXPECT_EQ(before.threads_per_row, 512);
@@ -1088,10 +1089,11 @@ TEST(LaunchConfig, PersistentFusedTransposeFitsTwoTilesPerCta) {
 
 // The plain forward's rows that one CTA cannot hold split over 256-thread CTAs
 // (KernelFacts::fwd_wide_row_threads): the plan measured as NK_TUNE_FWD_CLUSTER_THREADS=256
-// (256 x 65536: eight CTAs of 256 x 4 vectors); rows one CTA holds, and rows past 8 such CTAs,
-// keep their plans.
+// (256 x 65536: eight CTAs of 256 x 4 vectors); rows one CTA holds, and rows past 8 such CTAs
+// (with fwd_wide_row_max_cluster 8), keep their plans.
 TEST(LaunchConfig, PlainForwardOfWideRowsOn256ThreadClusters) {
   KernelFacts f;
+  f.fwd_wide_row_max_cluster = 8;
   KernelFacts before = f;
   before.fwd_wide_row_threads = 0;
   KernelFacts measured = before;

@@ -336,8 +336,8 @@ LaunchConfig plan_fwd(int64_t rows, int64_t hidden, int vec, const KernelFacts& 
   // Rows it gives one CTA of more than kFwdHeavyItems vectors per thread (float32 rows of 16K-32K
   // columns: 64 registers of x) go to the pipelined clusters (v23: 1024 x 32768 float32 127 ->
   // 107 us; bf16 rows, at most 8 vectors per thread, measured slower there: v19).
-  const LaunchConfig registers =
-      plan_fwd_registers(rows, hidden, vec, wide_row_facts(hidden, vec, facts));
+  const KernelFacts wide = wide_row_facts(hidden, vec, facts);
+  const LaunchConfig registers = plan_fwd_registers(rows, hidden, vec, wide);
   const bool split = registers.cluster_size > 1 ||
                      ceil_div(hidden, vec) > int64_t(kPipelineMaxThreads) * kPipelineItems;
   const bool heavy = registers.cluster_size == 1 && registers.items > kFwdHeavyItems;
@@ -353,6 +353,14 @@ LaunchConfig plan_fwd(int64_t rows, int64_t hidden, int vec, const KernelFacts& 
   }
   LaunchConfig c = registers;
   fewest_whole_warps(c, rows, hidden, facts);
+  // (KernelFacts::fwd_wide_row_large_items: 16-byte vectors on clusters past fwd_max_cluster
+  // CTAs, or past the wide-row rule's.)
+  if (facts.fwd_wide_row_large_items && vec == 8 && c.plan == RowPlan::kCluster &&
+      c.cluster_size > wide.fwd_max_cluster && c.threads_per_row % 64 == 0 &&
+      2 * c.items <= fwd_items_max(vec)) {
+    c.threads_per_row /= 2;
+    c.items *= 2;
+  }
   c.exact = facts.fwd_exact && chunks_exact(c, rows, hidden);
   return c;
 }

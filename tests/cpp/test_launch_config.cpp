@@ -256,6 +256,26 @@ TEST(LaunchConfig, WideForwardRowsTakeUpToTheirMaxClusterOf256ThreadCtas) {
   EXPECT_EQ(widest.threads_per_row, 512);
 }
 
+TEST(LaunchConfig, WidestForwardRowsMayTakeHalfTheThreadsAtTwiceTheItems) {
+  KernelFacts f;
+  const LaunchConfig before = normkit::cuda::plan_fwd(512, 262144, 8, f, 2);
+  ASSERT_EQ(before.cluster_size, 16) << before.describe();
+  f.fwd_wide_row_large_items = 1;
+  const LaunchConfig c = normkit::cuda::plan_fwd(512, 262144, 8, f, 2);
+  EXPECT_EQ(c.cluster_size, 16) << c.describe();
+  EXPECT_EQ(c.threads_per_row, before.threads_per_row / 2);
+  EXPECT_EQ(c.items, 2 * before.items);
+  EXPECT_EQ(c.cols_per_cta, before.cols_per_cta);
+  EXPECT_TRUE(c.exact);
+  // Clusters within fwd_max_cluster, or at the wide-row rule's 256 threads, keep their plans.
+  for (const auto& [rows, hidden] :
+       {std::pair<int64_t, int64_t>{1024, 131072}, {256, 65536}, {1024, 32768}}) {
+    KernelFacts plain;
+    EXPECT_EQ(normkit::cuda::plan_fwd(rows, hidden, 8, f, 2).describe(),
+              normkit::cuda::plan_fwd(rows, hidden, 8, plain, 2).describe());
+  }
+}
+
 TEST(LaunchConfig, BackwardCtaThreadsFillLargerCtasWithRowGroups) {
   KernelFacts f;
   const LaunchConfig narrow = normkit::cuda::plan_bwd(4096, 1024, 8, f, 4);

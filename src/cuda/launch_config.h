@@ -127,11 +127,15 @@ struct KernelFacts {
   // 262144 in 245 us on 16 CTAs against 284 streaming, once the cluster sum stopped waiting on
   // a cluster barrier.
   int fwd_wide_row_cluster = 16;
-  // 1: those clusters (past fwd_max_cluster CTAs: rows past 131072 bf16 columns) take CTAs of
-  // half the threads at twice the vectors per thread (512 x 262144: 16 CTAs of 256 threads x 8
-  // vectors rather than 512 x 4), the large register budget, so that more of a cluster's CTAs
-  // share an SM (NK_TUNE_FWD_WIDE_ROW_LARGE_ITEMS; 0 by default until measured).
-  int fwd_wide_row_large_items = 0;
+  // 1 (the default): those clusters of 16-byte vectors (past fwd_max_cluster CTAs and the
+  // wide-row rule's: rows past 131072 bf16 columns) take CTAs of half the threads at twice the
+  // vectors per thread (512 x 262144: 16 CTAs of 256 threads x 8 vectors rather than 512 x 4),
+  // the large register budget, so that more of a cluster's CTAs share an SM; 0: the former
+  // plans (NK_TUNE_FWD_WIDE_ROW_LARGE_ITEMS). Measured (nineteenth session, H100, twice each in
+  // one call), 1 against 0: 512 x 262144 230.8 -> 195.3 us (78% -> 92.6% of copy), 300 x 262144
+  // 138.7 -> 120.0, 512 x 200000 239.4 -> 203.1, 64 x 262144 36.9 -> 34.3; 1024 x 131072 (not
+  // such a cluster) level.
+  int fwd_wide_row_large_items = 1;
   // Rows of 4- to 16-byte vectors that one CTA holds at the large register budget (more than
   // kSmallItems vectors per thread: bf16 rows of 16K-32K columns) get one CTA per row when there
   // are 4 x SMs rows or more (measured v14: 1024 x 32768 59 against 67 us on clusters of two);

@@ -247,10 +247,12 @@ TEST(LaunchConfig, WideForwardRowsTakeUpToTheirMaxClusterOf256ThreadCtas) {
   EXPECT_TRUE(wide.exact);
   // As many CTAs as the row needs: 100000 columns, 12500 vectors, on 13.
   EXPECT_EQ(normkit::cuda::plan_fwd(1024, 100000, 8, f, 2).cluster_size, 13);
-  // Rows that 8 such CTAs hold, and rows past 16 of them, keep their plans.
+  // Rows that 8 such CTAs hold, and rows past 16 of them, keep their plans (the latter as
+  // fwd_wide_row_large_items says: WidestForwardRowsMayTakeHalfTheThreadsAtTwiceTheItems).
   const LaunchConfig narrow = normkit::cuda::plan_fwd(256, 65536, 8, f, 2);
   EXPECT_EQ(narrow.cluster_size, 8);
   EXPECT_EQ(narrow.threads_per_row, 256);
+  f.fwd_wide_row_large_items = 0;
   const LaunchConfig widest = normkit::cuda::plan_fwd(512, 262144, 8, f, 2);
   EXPECT_EQ(widest.cluster_size, 16);
   EXPECT_EQ(widest.threads_per_row, 512);
@@ -258,8 +260,10 @@ TEST(LaunchConfig, WideForwardRowsTakeUpToTheirMaxClusterOf256ThreadCtas) {
 
 TEST(LaunchConfig, WidestForwardRowsMayTakeHalfTheThreadsAtTwiceTheItems) {
   KernelFacts f;
+  f.fwd_wide_row_large_items = 0;  // the former plans: 512 threads x 4 vectors
   const LaunchConfig before = normkit::cuda::plan_fwd(512, 262144, 8, f, 2);
   ASSERT_EQ(before.cluster_size, 16) << before.describe();
+  EXPECT_EQ(before.threads_per_row, 512);
   f.fwd_wide_row_large_items = 1;
   const LaunchConfig c = normkit::cuda::plan_fwd(512, 262144, 8, f, 2);
   EXPECT_EQ(c.cluster_size, 16) << c.describe();
@@ -271,6 +275,7 @@ TEST(LaunchConfig, WidestForwardRowsMayTakeHalfTheThreadsAtTwiceTheItems) {
   for (const auto& [rows, hidden] :
        {std::pair<int64_t, int64_t>{1024, 131072}, {256, 65536}, {1024, 32768}}) {
     KernelFacts plain;
+    plain.fwd_wide_row_large_items = 0;
     EXPECT_EQ(normkit::cuda::plan_fwd(rows, hidden, 8, f, 2).describe(),
               normkit::cuda::plan_fwd(rows, hidden, 8, plain, 2).describe());
   }

@@ -43,7 +43,8 @@ struct KernelFacts {
   // halves the CTAs and so the slots of partial sums that the reduction reads; CTAs of more
   // than 256 threads give way to at least one CTA per SM where the rows allow. Measured
   // (nineteenth session, H200, twice each in one call), 512 against 256: 8192 x 2048 0.97x the
-  // time, but 4096 x 4096 1.13x, 8192 x 4096 1.08x, 16384 x 4096 1.04x, 4096 x 1024 1.01x: 256.
+  // time, but 4096 x 4096 1.13x, 8192 x 4096 1.08x, 16384 x 4096 1.04x, 4096 x 1024 1.01x; on
+  // the H100 8192 x 2048, 16384 x 2048, 32768 x 2048 1.00-1.01x, 8192 x 3072 1.04x: 256.
   int bwd_cta_threads = 256;
   // The registers backward's most vectors per thread for 1-element vectors (misaligned rows of
   // 16-bit data: 2-byte accesses) where bwd_items_max(1) = 8 would need a cluster of more than

@@ -287,22 +287,15 @@ for step in "${steps[@]}"; do
     modes)  # A/B over the plain forward and the quantized modes in one run (mode_runs) of
       # AB_MODES under AB_CONFIGS
       mode_runs "${AB_MODES:-plain tensor token block mxfp8 transposed}" "${AB_CONFIGS:-none}" ;;
-    pending)  # prepared for the nineteenth session (docs/notes.md, eighteenth session's Next,
-      # item 3), ~1 minute: where the in-grid dweight reduction (NK_TUNE_BWD_REDUCE_IN_GRID=1)
-      # spends the 5.8 us it added to the backward's kernel at 4096x1024: kernel times of both
-      # forms at the small backwards, then the in-grid kernel's warp states and scheduler
-      # statistics at 4096x1024 beside the default kernel's
-      small=4096x1024,128x4096,4096x4096,8192x2048
-      for cfg in default in_grid; do
-        knob=()
-        [ "$cfg" = in_grid ] && knob=(NK_TUNE_BWD_REDUCE_IN_GRID=1)
-        run "ncu_reduce_$cfg" env "${knob[@]}" ncu --kernel-name regex:'rms_norm_bwd|reduce' \
-          --csv --metrics gpu__time_duration.sum,launch__grid_size,launch__registers_per_thread \
-          "$BUILD/tools/normkit" bench --bwd-only --reps 2 --shapes "$small"
-        run "ncu_states_$cfg" env "${knob[@]}" ncu --kernel-name regex:'rms_norm_bwd' \
-          --launch-count 1 --section WarpStateStats --section SchedulerStats --section LaunchStats \
-          "$BUILD/tools/normkit" bench --bwd-only --reps 1 --shapes 4096x1024
-      done ;;
+    pending)  # prepared for the twentieth session (docs/notes.md, nineteenth session's Next),
+      # ~1 minute after build: the wide-row rule's clusters (rows of 32K-131K bf16 columns) on
+      # CTAs of half the threads at twice the vectors (NK_TUNE_FWD_WIDE_ROW_LARGE_ITEMS=2),
+      # its ctest entry, then an A/B against the default (1) at the shapes it changes, twice
+      run ctest_pending ctest --test-dir "$BUILD" --output-on-failure \
+        -R 'fwd_wide_row_large_items_2|LaunchConfig|FwdLargeShapes'
+      knob_runs bench_pending 300 \
+        "none NK_TUNE_FWD_WIDE_ROW_LARGE_ITEMS=2 none NK_TUNE_FWD_WIDE_ROW_LARGE_ITEMS=2" \
+        --fwd-only --shapes 1024x131072,2048x131072,1024x98304,256x65536,1024x65536,512x100000,64x131072,1x131072,512x262144 ;;
     probe)  # knob A/Bs in one run: `normkit bench $PROBE_ARGS` over PROBE_SHAPES (default: the
       # sweep) under each of PROBE_CONFIGS (knobs joined by commas; "none": the defaults)
       shape_args=()

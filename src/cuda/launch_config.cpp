@@ -354,10 +354,13 @@ LaunchConfig plan_fwd(int64_t rows, int64_t hidden, int vec, const KernelFacts& 
   LaunchConfig c = registers;
   fewest_whole_warps(c, rows, hidden, facts);
   // (KernelFacts::fwd_wide_row_large_items: 16-byte vectors on clusters past fwd_max_cluster
-  // CTAs, or past the wide-row rule's.)
-  if (facts.fwd_wide_row_large_items && vec == 8 && c.plan == RowPlan::kCluster &&
-      c.cluster_size > wide.fwd_max_cluster && c.threads_per_row % 64 == 0 &&
-      2 * c.items <= fwd_items_max(vec)) {
+  // CTAs, or past the wide-row rule's; with 2 also the wide-row rule's own, rows past 32768
+  // columns.)
+  const bool wide_cluster = vec == 8 && c.plan == RowPlan::kCluster &&
+                            ceil_div(hidden, vec) > int64_t(kFwdMaxThreadsPerRow) * fwd_items_max(vec);
+  if (wide_cluster && c.threads_per_row % 64 == 0 && 2 * c.items <= fwd_items_max(vec) &&
+      (facts.fwd_wide_row_large_items >= 2 ||
+       (facts.fwd_wide_row_large_items == 1 && c.cluster_size > wide.fwd_max_cluster))) {
     c.threads_per_row /= 2;
     c.items *= 2;
   }

@@ -135,7 +135,8 @@ struct KernelFacts {
   // plans (NK_TUNE_FWD_WIDE_ROW_LARGE_ITEMS). Measured (nineteenth session, H100, twice each in
   // one call), 1 against 0: 512 x 262144 230.8 -> 195.3 us (78% -> 92.6% of copy), 300 x 262144
   // 138.7 -> 120.0, 512 x 200000 239.4 -> 203.1, 64 x 262144 36.9 -> 34.3; 1024 x 131072 (not
-  // such a cluster) level.
+  // such a cluster) level. 2 (prepared, not measured): also the wide-row rule's clusters (rows
+  // of 32K-131K columns: 1024 x 131072 on 16 CTAs of 128 threads x 8 vectors, 256 x 65536 on 8).
   int fwd_wide_row_large_items = 1;
   // Rows of 4- to 16-byte vectors that one CTA holds at the large register budget (more than
   // kSmallItems vectors per thread: bf16 rows of 16K-32K columns) get one CTA per row when there

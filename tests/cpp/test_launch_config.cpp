@@ -271,13 +271,25 @@ TEST(LaunchConfig, WidestForwardRowsMayTakeHalfTheThreadsAtTwiceTheItems) {
   EXPECT_EQ(c.items, 2 * before.items);
   EXPECT_EQ(c.cols_per_cta, before.cols_per_cta);
   EXPECT_TRUE(c.exact);
-  // Clusters within fwd_max_cluster, or at the wide-row rule's 256 threads, keep their plans.
+  // Clusters within fwd_max_cluster, or at the wide-row rule's 256 threads, keep their plans;
+  // with 2 the latter take the large budget too.
   for (const auto& [rows, hidden] :
        {std::pair<int64_t, int64_t>{1024, 131072}, {256, 65536}, {1024, 32768}}) {
     KernelFacts plain;
     plain.fwd_wide_row_large_items = 0;
-    EXPECT_EQ(normkit::cuda::plan_fwd(rows, hidden, 8, f, 2).describe(),
-              normkit::cuda::plan_fwd(rows, hidden, 8, plain, 2).describe());
+    const LaunchConfig small = normkit::cuda::plan_fwd(rows, hidden, 8, plain, 2);
+    EXPECT_EQ(normkit::cuda::plan_fwd(rows, hidden, 8, f, 2).describe(), small.describe());
+    KernelFacts every = f;
+    every.fwd_wide_row_large_items = 2;
+    const LaunchConfig large = normkit::cuda::plan_fwd(rows, hidden, 8, every, 2);
+    if (hidden > 32768) {
+      EXPECT_EQ(large.threads_per_row, small.threads_per_row / 2) << large.describe();
+      EXPECT_EQ(large.items, 2 * small.items);
+      EXPECT_EQ(large.cluster_size, small.cluster_size);
+      EXPECT_EQ(large.exact, small.exact);
+    } else {
+      EXPECT_EQ(large.describe(), small.describe());  // one CTA per row: not a cluster
+    }
   }
 }
 

@@ -306,6 +306,11 @@ bool chunks_exact(const LaunchConfig& c, int64_t rows, int64_t hidden) {
 
 namespace {
 
+// Rows of 16-byte vectors (8 elements) that one CTA cannot hold: past 32768 bf16 columns.
+bool wider_than_one_cta(int64_t hidden, int vec) {
+  return vec == 8 && ceil_div(hidden, vec) > int64_t(kFwdMaxThreadsPerRow) * fwd_items_max(vec);
+}
+
 // The plain forward's facts for rows of 16-byte vectors (8 elements) that one CTA cannot hold
 // (past 32768 bf16 columns) but a cluster of up to max(fwd_max_cluster,
 // fwd_wide_row_max_cluster) CTAs of facts.fwd_wide_row_threads threads holds at kSmallItems
@@ -313,17 +318,30 @@ namespace {
 // (KernelFacts::fwd_wide_row_threads, fwd_wide_row_max_cluster).
 KernelFacts wide_row_facts(int64_t hidden, int vec, const KernelFacts& facts) {
   KernelFacts f = facts;
-  const int64_t nvec = ceil_div(hidden, vec);
   const int threads = facts.fwd_wide_row_threads;
-  if (threads <= 0 || vec != 8 || nvec <= int64_t(kFwdMaxThreadsPerRow) * fwd_items_max(vec)) {
-    return f;
-  }
-  const int64_t ctas = ceil_div(nvec, int64_t(threads) * kSmallItems);
+  if (threads <= 0 || !wider_than_one_cta(hidden, vec)) return f;
+  const int64_t ctas = ceil_div(ceil_div(hidden, vec), int64_t(threads) * kSmallItems);
   if (ctas <= std::max(facts.fwd_max_cluster, facts.fwd_wide_row_max_cluster)) {
     f.fwd_cluster_threads = threads;
     f.fwd_max_cluster = std::max<int>(facts.fwd_max_cluster, static_cast<int>(ctas));
   }
   return f;
+}
+
+// KernelFacts::fwd_wide_row_large_items: c's cluster CTAs (rows wider than one CTA) at half the
+// threads and twice the vectors per thread, the columns per CTA unchanged; setting 1 only where
+// the cluster is past `wide_max_cluster` CTAs (wide_row_facts' fwd_max_cluster), 2 everywhere.
+void halve_wide_cluster_ctas(LaunchConfig& c, int64_t hidden, int vec, int wide_max_cluster,
+                             const KernelFacts& facts) {
+  const int setting = facts.fwd_wide_row_large_items;
+  if (c.plan != RowPlan::kCluster || !wider_than_one_cta(hidden, vec) ||
+      c.threads_per_row % 64 != 0 || 2 * c.items > fwd_items_max(vec)) {
+    return;
+  }
+  if (setting >= 2 || (setting == 1 && c.cluster_size > wide_max_cluster)) {
+    c.threads_per_row /= 2;
+    c.items *= 2;
+  }
 }
 
 }  // namespace
@@ -353,17 +371,7 @@ LaunchConfig plan_fwd(int64_t rows, int64_t hidden, int vec, const KernelFacts& 
   }
   LaunchConfig c = registers;
   fewest_whole_warps(c, rows, hidden, facts);
-  // (KernelFacts::fwd_wide_row_large_items: 16-byte vectors on clusters past fwd_max_cluster
-  // CTAs, or past the wide-row rule's; with 2 also the wide-row rule's own, rows past 32768
-  // columns.)
-  const bool wide_cluster = vec == 8 && c.plan == RowPlan::kCluster &&
-                            ceil_div(hidden, vec) > int64_t(kFwdMaxThreadsPerRow) * fwd_items_max(vec);
-  if (wide_cluster && c.threads_per_row % 64 == 0 && 2 * c.items <= fwd_items_max(vec) &&
-      (facts.fwd_wide_row_large_items >= 2 ||
-       (facts.fwd_wide_row_large_items == 1 && c.cluster_size > wide.fwd_max_cluster))) {
-    c.threads_per_row /= 2;
-    c.items *= 2;
-  }
+  halve_wide_cluster_ctas(c, hidden, vec, wide.fwd_max_cluster, facts);
   c.exact = facts.fwd_exact && chunks_exact(c, rows, hidden);
   return c;
 }

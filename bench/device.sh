@@ -3,7 +3,7 @@
 # `normkit check`, `normkit bench`, the Python tests and benchmarks; logs (as logs.tar.gz) and
 # the JSON results go to $OUT (or ./device-out).
 # Usage: bench/device.sh [steps...]   steps: build test check bench quant install python compare
-# binding narrow pending train dtypes huge columns ncu_quant ncu_quant_source quant_bench exact
+# binding narrow pending reload train dtypes huge columns ncu_quant ncu_quant_source quant_bench exact
 # items fused tickets wide modes bwd_probe probe inductor dram aftermath sanitize profile
 # (default: build test check bench)
 # BUILD=dir names the build tree (default build-device). (A tree built on the CPU machine cannot
@@ -296,6 +296,15 @@ for step in "${steps[@]}"; do
       knob_runs bench_pending 300 \
         "none NK_TUNE_FWD_WIDE_ROW_LARGE_ITEMS=2 none NK_TUNE_FWD_WIDE_ROW_LARGE_ITEMS=2" \
         --fwd-only --shapes 1024x131072,2048x131072,1024x98304,256x65536,1024x65536,512x100000,64x131072,1x131072,512x262144 ;;
+    reload)  # the 4-vector backward clusters (rows past 131072 bf16 columns) reading the
+      # pending row again from L2, two rows in flight (NK_TUNE_BWD_RELOAD_PENDING=1): its ctest
+      # entry, then an A/B against the default at the shapes it changes (1024x131072 unchanged:
+      # the control), twice; ~2 minutes after build
+      run ctest_reload ctest --test-dir "$BUILD" --output-on-failure \
+        -R 'bwd_reload_pending|LaunchConfig|BwdLarge'
+      knob_runs bench_reload 300 \
+        "none NK_TUNE_BWD_RELOAD_PENDING=1 none NK_TUNE_BWD_RELOAD_PENDING=1" \
+        --bwd-only --shapes 512x262144,300x262144,64x262144,512x200000,256x180000,1024x131072 ;;
     probe)  # knob A/Bs in one run: `normkit bench $PROBE_ARGS` over PROBE_SHAPES (default: the
       # sweep) under each of PROBE_CONFIGS (knobs joined by commas; "none": the defaults)
       shape_args=()

@@ -258,6 +258,7 @@ std::string LaunchConfig::describe() const {
   if (tile_buffers == 2) s += " persistent, 2 tiles";
   if (quant_weight_first != 0) s += " weight-first=" + std::to_string(quant_weight_first);
   if (slots) s += " slots=" + std::to_string(slots);
+  if (reload_pending) s += " reload-pending";
   if (reduce_in_grid) s += " reduce-in-grid";
   if (evict_first_reads) s += " evict-first";
   if (evict_last_reads) s += " evict-last";
@@ -552,6 +553,8 @@ LaunchConfig plan_bwd(int64_t rows, int64_t hidden, int vec, const KernelFacts& 
   c.reduce_in_grid = facts.bwd_reduce_in_grid && c.slots > 1 && c.plan != RowPlan::kStreaming;
   c.reduce_kernel = facts.bwd_reduce_kernel;
   c.early_dependent = facts.bwd_early_dependent != 0;
+  c.reload_pending = facts.bwd_reload_pending != 0 && c.plan == RowPlan::kPipelined &&
+                     c.cluster_size > 1 && c.items > kClusterDeferMaxItems;
   return c;
 }
 

@@ -95,6 +95,12 @@ struct KernelFacts {
   int fwd_cluster_threads = 512;
   int bwd_cluster_threads = 256;
   int64_t bwd_cluster_threads_max_vectors = 4096;
+  // Backward rows split over a cluster at kPipelineItems vectors per thread (past 131072 16-bit
+  // columns: 16 CTAs of 512 threads, 64 KB of x and dy per CTA and stage, so 3 stages): 1 reads
+  // a row's x and dy again from L2 when it completes one row late, so that its stage takes a
+  // second row in flight instead of holding it (NK_TUNE_BWD_RELOAD_PENDING; 0: one row in
+  // flight, the former plans).
+  int bwd_reload_pending = 0;
   // The forwards' CTAs of several short rows: as many rows as take up to this many threads, in
   // the plain forward (NK_TUNE_FWD_CTA_THREADS) and the quantized one (NK_TUNE_QUANT_CTA_THREADS).
   // Measured (fifteenth session, H100, twice each in one call), 128 against 256 (rows of 2048 and
@@ -366,6 +372,9 @@ struct LaunchConfig {
   bool reduce_in_grid = false;
   int reduce_kernel = 0;
   bool early_dependent = false;
+  // Backward pipelined clusters of more than kClusterDeferMaxItems vectors per thread:
+  // KernelFacts::bwd_reload_pending.
+  bool reload_pending = false;
   // Inputs read once go through L2 as evict-first or evict-last (KernelFacts::
   // evict_first_max_mib, evict_last_min_mib; apply_read_policy).
   bool evict_first_reads = false;

@@ -160,6 +160,27 @@ TEST_P(BwdLargeSplitRows, DeferredRowsWithResidualInPlace) {
       test_bwd_case(GetParam(), c, rng);
     }
   }
+  // Rows of 262144 columns (16 CTAs of 4 vectors per thread; under NK_TUNE_BWD_RELOAD_PENDING
+  // the pending row read again from L2): several rows per cluster, with and without dbias.
+  for (const int64_t rows : {int64_t{5}, int64_t{40}}) {
+    BwdCase c;
+    c.rows = rows;
+    c.hidden = 262144;
+    c.x = c.dy = NK_BFLOAT16;
+    c.w = NK_BFLOAT16;
+    c.dweight = true;
+    c.dbias = rows == 40;
+    c.zero_centered = rows == 5;
+    test_bwd_case(GetParam(), c, rng);
+  }
+  // 200000 columns: 13 CTAs of 4 vectors per thread, the last one's columns partly past the row.
+  BwdCase c;
+  c.rows = 23;
+  c.hidden = 200000;
+  c.x = c.dy = NK_BFLOAT16;
+  c.w = NK_FLOAT32;
+  c.dweight = c.dbias = c.zero_centered = true;
+  test_bwd_case(GetParam(), c, rng);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllBackends, BwdLargeSplitRows, ::testing::ValuesIn(all_backends()),

@@ -427,6 +427,17 @@ TEST(LaunchConfig, SplitsWideBackwardRowsOverPipelinedClusters) {
   const LaunchConfig wide = normkit::cuda::plan_bwd(1024, 131072, 8, f, 4);
   EXPECT_EQ(wide.cluster_size, 16) << wide.describe();
   EXPECT_EQ(wide.items, 2);
+  // Reading the pending row again applies to the 4-vector clusters only (the 2-vector ones
+  // have a fourth stage for it), and the stages stay as they were.
+  KernelFacts reload = f;
+  reload.bwd_reload_pending = 1;
+  const LaunchConfig huge_reloading = normkit::cuda::plan_bwd(512, 262144, 8, reload, 4);
+  EXPECT_TRUE(huge_reloading.reload_pending) << huge_reloading.describe();
+  EXPECT_EQ(huge_reloading.smem_bytes, huge.smem_bytes);
+  EXPECT_EQ(huge_reloading.grid, huge.grid);
+  EXPECT_FALSE(huge.reload_pending);
+  EXPECT_FALSE(normkit::cuda::plan_bwd(1024, 131072, 8, reload, 4).reload_pending);
+  EXPECT_FALSE(normkit::cuda::plan_bwd(4096, 4096, 8, reload, 4).reload_pending);
   KernelFacts no_clusters = f;
   no_clusters.cluster_launch = false;
   EXPECT_NE(normkit::cuda::plan_bwd(1024, 32768, 8, no_clusters, 4).plan, RowPlan::kPipelined);

@@ -287,15 +287,12 @@ for step in "${steps[@]}"; do
     modes)  # A/B over the plain forward and the quantized modes in one run (mode_runs) of
       # AB_MODES under AB_CONFIGS
       mode_runs "${AB_MODES:-plain tensor token block mxfp8 transposed}" "${AB_CONFIGS:-none}" ;;
-    pending)  # prepared for the twentieth session (docs/notes.md, nineteenth session's Next),
-      # ~1 minute after build: the wide-row rule's clusters (rows of 32K-131K bf16 columns) on
-      # CTAs of half the threads at twice the vectors (NK_TUNE_FWD_WIDE_ROW_LARGE_ITEMS=2),
-      # its ctest entry, then an A/B against the default (1) at the shapes it changes, twice
-      run ctest_pending ctest --test-dir "$BUILD" --output-on-failure \
-        -R 'fwd_wide_row_large_items_2|LaunchConfig|FwdLargeShapes'
+    pending)  # prepared for the twentieth session's second call: the wide-row forward's CTAs
+      # at half the threads (NK_TUNE_FWD_WIDE_ROW_LARGE_ITEMS, now 2: where the launch has a CTA
+      # per SM) against 1 (never) and 3 (everywhere) at few-row shapes around that rule, twice
       knob_runs bench_pending 300 \
-        "none NK_TUNE_FWD_WIDE_ROW_LARGE_ITEMS=2 none NK_TUNE_FWD_WIDE_ROW_LARGE_ITEMS=2" \
-        --fwd-only --shapes 1024x131072,2048x131072,1024x98304,256x65536,1024x65536,512x100000,64x131072,1x131072,512x262144 ;;
+        "none NK_TUNE_FWD_WIDE_ROW_LARGE_ITEMS=1 NK_TUNE_FWD_WIDE_ROW_LARGE_ITEMS=3 none NK_TUNE_FWD_WIDE_ROW_LARGE_ITEMS=1 NK_TUNE_FWD_WIDE_ROW_LARGE_ITEMS=3" \
+        --fwd-only --shapes 1x131072,4x131072,8x131072,9x131072,16x131072,32x131072,8x65536,17x65536,32x65536,12x98304 ;;
     reload)  # the 4-vector backward clusters (rows past 131072 bf16 columns) reading the
       # pending row again from L2, two rows in flight (NK_TUNE_BWD_RELOAD_PENDING=1): its ctest
       # entry, then an A/B against the default at the shapes it changes (1024x131072 unchanged:

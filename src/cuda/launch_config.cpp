@@ -331,7 +331,8 @@ KernelFacts wide_row_facts(int64_t hidden, int vec, const KernelFacts& facts) {
 
 // KernelFacts::fwd_wide_row_large_items: c's cluster CTAs (rows wider than one CTA) at half the
 // threads and twice the vectors per thread, the columns per CTA unchanged; setting 1 only where
-// the cluster is past `wide_max_cluster` CTAs (wide_row_facts' fwd_max_cluster), 2 everywhere.
+// the cluster is past `wide_max_cluster` CTAs (wide_row_facts' fwd_max_cluster), 2 also where
+// the launch has a CTA for every SM, 3 everywhere.
 void halve_wide_cluster_ctas(LaunchConfig& c, int64_t hidden, int vec, int wide_max_cluster,
                              const KernelFacts& facts) {
   const int setting = facts.fwd_wide_row_large_items;
@@ -339,7 +340,9 @@ void halve_wide_cluster_ctas(LaunchConfig& c, int64_t hidden, int vec, int wide_
       c.threads_per_row % 64 != 0 || 2 * c.items > fwd_items_max(vec)) {
     return;
   }
-  if (setting >= 2 || (setting == 1 && c.cluster_size > wide_max_cluster)) {
+  const bool past_wide_rule = c.cluster_size > wide_max_cluster;
+  if (setting >= 3 || (setting == 2 && (past_wide_rule || c.grid >= facts.sm_count)) ||
+      (setting == 1 && past_wide_rule)) {
     c.threads_per_row /= 2;
     c.items *= 2;
   }

@@ -134,16 +134,20 @@ struct KernelFacts {
   // 262144 in 245 us on 16 CTAs against 284 streaming, once the cluster sum stopped waiting on
   // a cluster barrier.
   int fwd_wide_row_cluster = 16;
-  // 1 (the default): those clusters of 16-byte vectors (past fwd_max_cluster CTAs and the
-  // wide-row rule's: rows past 131072 bf16 columns) take CTAs of half the threads at twice the
-  // vectors per thread (512 x 262144: 16 CTAs of 256 threads x 8 vectors rather than 512 x 4),
-  // the large register budget, so that more of a cluster's CTAs share an SM; 0: the former
-  // plans (NK_TUNE_FWD_WIDE_ROW_LARGE_ITEMS). Measured (nineteenth session, H100, twice each in
-  // one call), 1 against 0: 512 x 262144 230.8 -> 195.3 us (78% -> 92.6% of copy), 300 x 262144
-  // 138.7 -> 120.0, 512 x 200000 239.4 -> 203.1, 64 x 262144 36.9 -> 34.3; 1024 x 131072 (not
-  // such a cluster) level. 2 (prepared, not measured): also the wide-row rule's clusters (rows
-  // of 32K-131K columns: 1024 x 131072 on 16 CTAs of 128 threads x 8 vectors, 256 x 65536 on 8).
-  int fwd_wide_row_large_items = 1;
+  // Clusters of 16-byte vectors on CTAs of half the threads at twice the vectors per thread
+  // (the large register budget), so that more of a cluster's CTAs share an SM
+  // (NK_TUNE_FWD_WIDE_ROW_LARGE_ITEMS). 1: those past fwd_max_cluster CTAs and the wide-row
+  // rule's (rows past 131072 bf16 columns: 512 x 262144 on 16 CTAs of 256 threads x 8 vectors
+  // rather than 512 x 4); 2 (the default): also the wide-row rule's own clusters (rows of
+  // 32K-131K columns: 1024 x 131072 on 16 CTAs of 128 threads x 8 vectors) where the launch has
+  // at least a CTA per SM; 3: those everywhere; 0: the former plans. Measured (H100, twice each
+  // in one call), 1 against 0 (nineteenth session): 512 x 262144 230.8 -> 195.3 us (78% ->
+  // 92.6% of copy), 300 x 262144 138.7 -> 120.0, 512 x 200000 239.4 -> 203.1, 64 x 262144 36.9
+  // -> 34.3; 3 against 1 (twentieth): 1024 x 131072 210.8 -> 196.8 (85.8% -> 92%), 2048 x
+  // 131072 413 -> 380, 1024 x 98304 162.0 -> 145.5, 1024 x 65536 102.7 -> 96.6, 512 x 100000
+  // 106.7 -> 90.4, 64 x 131072 20.6 -> 20.3, 256 x 65536 level, but 1 x 131072 (16 CTAs) 7.5 ->
+  // 8.5: hence 2.
+  int fwd_wide_row_large_items = 2;
   // Rows of 4- to 16-byte vectors that one CTA holds at the large register budget (more than
   // kSmallItems vectors per thread: bf16 rows of 16K-32K columns) get one CTA per row when there
   // are 4 x SMs rows or more (measured v14: 1024 x 32768 59 against 67 us on clusters of two);

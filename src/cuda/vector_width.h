@@ -56,7 +56,7 @@ inline const KernelFacts& tuned_defaults() {
     k.fwd_wide_row_cluster =
         tuning_knob("NK_TUNE_FWD_WIDE_ROW_CLUSTER", k.fwd_wide_row_cluster, 0, 16);
     k.fwd_wide_row_large_items =
-        tuning_knob("NK_TUNE_FWD_WIDE_ROW_LARGE_ITEMS", k.fwd_wide_row_large_items, 0, 2);
+        tuning_knob("NK_TUNE_FWD_WIDE_ROW_LARGE_ITEMS", k.fwd_wide_row_large_items, 0, 3);
     k.fwd_split_wide_rows = tuning_knob("NK_TUNE_FWD_SPLIT_WIDE_ROWS", k.fwd_split_wide_rows, 0, 1);
     k.bwd_cluster_threads =
         tuning_knob("NK_TUNE_BWD_CLUSTER_THREADS", k.bwd_cluster_threads, 32, 512);

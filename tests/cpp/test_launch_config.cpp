@@ -235,6 +235,7 @@ TEST(LaunchConfig, PipelinesTheBackwardOfAlignedRowsThatFitSharedMemory) {
 
 TEST(LaunchConfig, WideForwardRowsTakeUpToTheirMaxClusterOf256ThreadCtas) {
   KernelFacts f;
+  f.fwd_wide_row_large_items = 1;  // the wide-row rule's CTAs as it makes them
   f.fwd_wide_row_max_cluster = 8;  // the former plans: clusters of 512-thread CTAs
   const LaunchConfig before = normkit::cuda::plan_fwd(1024, 131072, 8, f, 2);
   EXPECT_EQ(before.cluster_size, 8) << before.describe();
@@ -272,7 +273,8 @@ TEST(LaunchConfig, WidestForwardRowsMayTakeHalfTheThreadsAtTwiceTheItems) {
   EXPECT_EQ(c.cols_per_cta, before.cols_per_cta);
   EXPECT_TRUE(c.exact);
   // Clusters within fwd_max_cluster, or at the wide-row rule's 256 threads, keep their plans;
-  // with 2 the latter take the large budget too.
+  // with 2 the latter take the large budget too where the launch has a CTA for every SM, with
+  // 3 everywhere.
   for (const auto& [rows, hidden] :
        {std::pair<int64_t, int64_t>{1024, 131072}, {256, 65536}, {1024, 32768}}) {
     KernelFacts plain;
@@ -291,6 +293,21 @@ TEST(LaunchConfig, WidestForwardRowsMayTakeHalfTheThreadsAtTwiceTheItems) {
       EXPECT_EQ(large.describe(), small.describe());  // one CTA per row: not a cluster
     }
   }
+  KernelFacts fill = f, every = f;
+  fill.fwd_wide_row_large_items = 2;
+  every.fwd_wide_row_large_items = 3;
+  const LaunchConfig one_row = normkit::cuda::plan_fwd(1, 131072, 8, f, 2);
+  ASSERT_EQ(one_row.grid, 16) << one_row.describe();
+  EXPECT_EQ(normkit::cuda::plan_fwd(1, 131072, 8, fill, 2).describe(), one_row.describe());
+  const LaunchConfig one_row_large = normkit::cuda::plan_fwd(1, 131072, 8, every, 2);
+  EXPECT_EQ(one_row_large.threads_per_row, one_row.threads_per_row / 2);
+  EXPECT_EQ(one_row_large.items, 2 * one_row.items);
+  // 9 rows of 16 CTAs: 144, a CTA for every SM.
+  const LaunchConfig nine = normkit::cuda::plan_fwd(9, 131072, 8, fill, 2);
+  EXPECT_EQ(nine.threads_per_row, one_row.threads_per_row / 2) << nine.describe();
+  EXPECT_EQ(normkit::cuda::plan_fwd(8, 131072, 8, fill, 2).threads_per_row,
+            one_row.threads_per_row);
+  EXPECT_EQ(KernelFacts{}.fwd_wide_row_large_items, 2);
 }
 
 TEST(LaunchConfig, BackwardCtaThreadsFillLargerCtasWithRowGroups) {
@@ -1142,6 +1159,7 @@ TEST(LaunchConfig, PersistentFusedTransposeFitsTwoTilesPerCta) {
 TEST(LaunchConfig, PlainForwardOfWideRowsOn256ThreadClusters) {
   KernelFacts f;
   f.fwd_wide_row_max_cluster = 8;
+  f.fwd_wide_row_large_items = 1;  // (2 halves these CTAs: WidestForwardRowsMay...)
   KernelFacts before = f;
   before.fwd_wide_row_threads = 0;
   KernelFacts measured = before;

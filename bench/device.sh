@@ -3,7 +3,7 @@
 # `normkit check`, `normkit bench`, the Python tests and benchmarks; logs (as logs.tar.gz) and
 # the JSON results go to $OUT (or ./device-out).
 # Usage: bench/device.sh [steps...]   steps: build test check bench quant install python compare
-# binding narrow pending reload train dtypes huge columns ncu_quant ncu_quant_source quant_bench exact
+# binding narrow pending train dtypes huge columns ncu_quant ncu_quant_source quant_bench exact
 # items fused tickets wide modes bwd_probe probe inductor dram aftermath sanitize profile
 # (default: build test check bench)
 # BUILD=dir names the build tree (default build-device). (A tree built on the CPU machine cannot
@@ -287,21 +287,12 @@ for step in "${steps[@]}"; do
     modes)  # A/B over the plain forward and the quantized modes in one run (mode_runs) of
       # AB_MODES under AB_CONFIGS
       mode_runs "${AB_MODES:-plain tensor token block mxfp8 transposed}" "${AB_CONFIGS:-none}" ;;
-    pending)  # prepared for the twentieth session's second call: the wide-row forward's CTAs
-      # at half the threads (NK_TUNE_FWD_WIDE_ROW_LARGE_ITEMS, now 2: where the launch has a CTA
-      # per SM) against 1 (never) and 3 (everywhere) at few-row shapes around that rule, twice
+    pending)  # prepared for the twentieth session's third call: the wide-row forward's CTAs at
+      # half the threads (NK_TUNE_FWD_WIDE_ROW_LARGE_ITEMS, now 2: where the launch has three CTAs
+      # per SM) against 1 (never) and 3 (everywhere) at row counts around that rule, twice
       knob_runs bench_pending 300 \
         "none NK_TUNE_FWD_WIDE_ROW_LARGE_ITEMS=1 NK_TUNE_FWD_WIDE_ROW_LARGE_ITEMS=3 none NK_TUNE_FWD_WIDE_ROW_LARGE_ITEMS=1 NK_TUNE_FWD_WIDE_ROW_LARGE_ITEMS=3" \
-        --fwd-only --shapes 1x131072,4x131072,8x131072,9x131072,16x131072,32x131072,8x65536,17x65536,32x65536,12x98304 ;;
-    reload)  # the 4-vector backward clusters (rows past 131072 bf16 columns) reading the
-      # pending row again from L2, two rows in flight (NK_TUNE_BWD_RELOAD_PENDING=1): its ctest
-      # entry, then an A/B against the default at the shapes it changes (1024x131072 unchanged:
-      # the control), twice; ~2 minutes after build
-      run ctest_reload ctest --test-dir "$BUILD" --output-on-failure \
-        -R 'bwd_reload_pending|LaunchConfig|BwdLarge'
-      knob_runs bench_reload 300 \
-        "none NK_TUNE_BWD_RELOAD_PENDING=1 none NK_TUNE_BWD_RELOAD_PENDING=1" \
-        --bwd-only --shapes 512x262144,300x262144,64x262144,512x200000,256x180000,1024x131072 ;;
+        --fwd-only --shapes 16x131072,20x131072,24x131072,25x131072,28x131072,32x131072,40x65536,48x65536,49x65536,64x65536,33x98304,48x98304 ;;
     probe)  # knob A/Bs in one run: `normkit bench $PROBE_ARGS` over PROBE_SHAPES (default: the
       # sweep) under each of PROBE_CONFIGS (knobs joined by commas; "none": the defaults)
       shape_args=()

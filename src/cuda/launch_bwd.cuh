@@ -107,17 +107,12 @@ void launch_bwd(const nk_rms_norm_bwd_args& a, const LaunchConfig& planned, cuda
         static_assert(kSmall == kClusterDeferMaxItems, "the planner gives these cluster plans 4 stages");
         const bool dbias = p.want_dbias(), small = cfg.items <= kSmall;
         constexpr int kLarge = kPipelineItems;
-        // (Split rows of the large budget read the pending row again with cfg.reload_pending.)
-        const bool reload = cfg.reload_pending && cfg.cluster_size > 1 && !small;
         auto kernel =
             cfg.cluster_size > 1
                 ? (small ? (dbias ? rms_norm_bwd_pipelined<XT, WT, DYT, VEC, kSmall, true, true>
                                   : rms_norm_bwd_pipelined<XT, WT, DYT, VEC, kSmall, false, true>)
-                   : reload
-                       ? (dbias ? rms_norm_bwd_pipelined<XT, WT, DYT, VEC, kLarge, true, true, true>
-                                : rms_norm_bwd_pipelined<XT, WT, DYT, VEC, kLarge, false, true, true>)
-                       : (dbias ? rms_norm_bwd_pipelined<XT, WT, DYT, VEC, kLarge, true, true>
-                                : rms_norm_bwd_pipelined<XT, WT, DYT, VEC, kLarge, false, true>))
+                         : (dbias ? rms_norm_bwd_pipelined<XT, WT, DYT, VEC, kLarge, true, true>
+                                  : rms_norm_bwd_pipelined<XT, WT, DYT, VEC, kLarge, false, true>))
             : small ? (dbias ? rms_norm_bwd_pipelined<XT, WT, DYT, VEC, kSmall, true, false>
                              : rms_norm_bwd_pipelined<XT, WT, DYT, VEC, kSmall, false, false>)
                     : (dbias ? rms_norm_bwd_pipelined<XT, WT, DYT, VEC, kLarge, true, false>

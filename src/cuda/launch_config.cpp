@@ -258,7 +258,6 @@ std::string LaunchConfig::describe() const {
   if (tile_buffers == 2) s += " persistent, 2 tiles";
   if (quant_weight_first != 0) s += " weight-first=" + std::to_string(quant_weight_first);
   if (slots) s += " slots=" + std::to_string(slots);
-  if (reload_pending) s += " reload-pending";
   if (reduce_in_grid) s += " reduce-in-grid";
   if (evict_first_reads) s += " evict-first";
   if (evict_last_reads) s += " evict-last";
@@ -332,7 +331,7 @@ KernelFacts wide_row_facts(int64_t hidden, int vec, const KernelFacts& facts) {
 // KernelFacts::fwd_wide_row_large_items: c's cluster CTAs (rows wider than one CTA) at half the
 // threads and twice the vectors per thread, the columns per CTA unchanged; setting 1 only where
 // the cluster is past `wide_max_cluster` CTAs (wide_row_facts' fwd_max_cluster), 2 also where
-// the launch has a CTA for every SM, 3 everywhere.
+// the launch has three CTAs for every SM, 3 everywhere.
 void halve_wide_cluster_ctas(LaunchConfig& c, int64_t hidden, int vec, int wide_max_cluster,
                              const KernelFacts& facts) {
   const int setting = facts.fwd_wide_row_large_items;
@@ -341,7 +340,7 @@ void halve_wide_cluster_ctas(LaunchConfig& c, int64_t hidden, int vec, int wide_
     return;
   }
   const bool past_wide_rule = c.cluster_size > wide_max_cluster;
-  if (setting >= 3 || (setting == 2 && (past_wide_rule || c.grid >= facts.sm_count)) ||
+  if (setting >= 3 || (setting == 2 && (past_wide_rule || c.grid >= 3 * int64_t(facts.sm_count))) ||
       (setting == 1 && past_wide_rule)) {
     c.threads_per_row /= 2;
     c.items *= 2;
@@ -556,8 +555,6 @@ LaunchConfig plan_bwd(int64_t rows, int64_t hidden, int vec, const KernelFacts& 
   c.reduce_in_grid = facts.bwd_reduce_in_grid && c.slots > 1 && c.plan != RowPlan::kStreaming;
   c.reduce_kernel = facts.bwd_reduce_kernel;
   c.early_dependent = facts.bwd_early_dependent != 0;
-  c.reload_pending = facts.bwd_reload_pending != 0 && c.plan == RowPlan::kPipelined &&
-                     c.cluster_size > 1 && c.items > kClusterDeferMaxItems;
   return c;
 }
 

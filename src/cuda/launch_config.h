@@ -95,12 +95,6 @@ struct KernelFacts {
   int fwd_cluster_threads = 512;
   int bwd_cluster_threads = 256;
   int64_t bwd_cluster_threads_max_vectors = 4096;
-  // Backward rows split over a cluster at kPipelineItems vectors per thread (past 131072 16-bit
-  // columns: 16 CTAs of 512 threads, 64 KB of x and dy per CTA and stage, so 3 stages): 1 reads
-  // a row's x and dy again from L2 when it completes one row late, so that its stage takes a
-  // second row in flight instead of holding it (NK_TUNE_BWD_RELOAD_PENDING; 0: one row in
-  // flight, the former plans).
-  int bwd_reload_pending = 0;
   // The forwards' CTAs of several short rows: as many rows as take up to this many threads, in
   // the plain forward (NK_TUNE_FWD_CTA_THREADS) and the quantized one (NK_TUNE_QUANT_CTA_THREADS).
   // Measured (fifteenth session, H100, twice each in one call), 128 against 256 (rows of 2048 and
@@ -140,13 +134,14 @@ struct KernelFacts {
   // rule's (rows past 131072 bf16 columns: 512 x 262144 on 16 CTAs of 256 threads x 8 vectors
   // rather than 512 x 4); 2 (the default): also the wide-row rule's own clusters (rows of
   // 32K-131K columns: 1024 x 131072 on 16 CTAs of 128 threads x 8 vectors) where the launch has
-  // at least a CTA per SM; 3: those everywhere; 0: the former plans. Measured (H100, twice each
-  // in one call), 1 against 0 (nineteenth session): 512 x 262144 230.8 -> 195.3 us (78% ->
+  // at least three CTAs per SM; 3: those everywhere; 0: the former plans. Measured (H100, twice
+  // each in one call), 1 against 0 (nineteenth session): 512 x 262144 230.8 -> 195.3 us (78% ->
   // 92.6% of copy), 300 x 262144 138.7 -> 120.0, 512 x 200000 239.4 -> 203.1, 64 x 262144 36.9
   // -> 34.3; 3 against 1 (twentieth): 1024 x 131072 210.8 -> 196.8 (85.8% -> 92%), 2048 x
   // 131072 413 -> 380, 1024 x 98304 162.0 -> 145.5, 1024 x 65536 102.7 -> 96.6, 512 x 100000
-  // 106.7 -> 90.4, 64 x 131072 20.6 -> 20.3, 256 x 65536 level, but 1 x 131072 (16 CTAs) 7.5 ->
-  // 8.5: hence 2.
+  // 106.7 -> 90.4, 32 x 131072 (512 CTAs) 12.5 -> 11.2, 64 x 131072 20.6 -> 20.3, 256 x 65536
+  // level, but launches of 256 CTAs or fewer 1.15-1.17x slower (16 x 131072 8.3 -> 9.9, 32 x
+  // 65536 8.1 -> 9.8, 1 x 131072 7.5 -> 8.6): hence 2.
   int fwd_wide_row_large_items = 2;
   // Rows of 4- to 16-byte vectors that one CTA holds at the large register budget (more than
   // kSmallItems vectors per thread: bf16 rows of 16K-32K columns) get one CTA per row when there
@@ -376,9 +371,6 @@ struct LaunchConfig {
   bool reduce_in_grid = false;
   int reduce_kernel = 0;
   bool early_dependent = false;
-  // Backward pipelined clusters of more than kClusterDeferMaxItems vectors per thread:
-  // KernelFacts::bwd_reload_pending.
-  bool reload_pending = false;
   // Inputs read once go through L2 as evict-first or evict-last (KernelFacts::
   // evict_first_max_mib, evict_last_min_mib; apply_read_policy).
   bool evict_first_reads = false;

@@ -35,17 +35,12 @@ namespace normkit::cuda {
 // completes the row before, whose sum had that much time to arrive. The pending row keeps its
 // stage: rows of up to kClusterDeferMaxItems vectors per thread have kClusterPipelineStages
 // stages (two rows in flight, the current row, the pending one); longer ones keep
-// kPipelineStages and one row in flight (a row of 16384 columns is 64 KB of x and dy per CTA),
-// or with RELOAD two rows in flight: the pending row's x and dy (and dresidual_out) are read
-// again from global memory (L2, where the row was read two rows before) when it completes, so
-// its stage is free for the next row.
-template <typename XT, typename WT, typename DYT, int VEC, int IMAX, bool DBIAS, bool CLUSTER,
-          bool RELOAD = false>
+// kPipelineStages and one row in flight (a row of 16384 columns is 64 KB of x and dy per CTA).
+template <typename XT, typename WT, typename DYT, int VEC, int IMAX, bool DBIAS, bool CLUSTER>
 __global__ void __launch_bounds__(512) rms_norm_bwd_pipelined(BwdParams p) {
-  static_assert(!RELOAD || CLUSTER, "only split rows have a pending row");
   if (p.early_dependent) allow_dependent_launch();
   // Rows in flight ahead of the current one.
-  constexpr int kAhead = CLUSTER && IMAX > kClusterDeferMaxItems && !RELOAD ? 1 : 2;
+  constexpr int kAhead = CLUSTER && IMAX > kClusterDeferMaxItems ? 1 : 2;
   extern __shared__ __align__(16) unsigned char block_smem[];
   __shared__ float scratch[2 * kMaxWarps];
   __shared__ ClusterRowSums cluster_sums;  // with CLUSTER (then one row group per CTA)
@@ -125,17 +120,6 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_pipelined(BwdParams p) {
       dys[i].load(st.at<DYT>(s, 1) + stage_col[i]);
     }
   };
-  // This thread's x and dy of `row`, read again from global memory (RELOAD).
-  auto reload_row = [&](int64_t row, Lanes<XT, VEC>(&xs)[IMAX], Lanes<DYT, VEC>(&dys)[IMAX]) {
-    const XT* x = static_cast<const XT*>(p.x) + row * p.x_stride;
-    const DYT* dy = static_cast<const DYT*>(p.dy) + row * p.dy_stride;
-#pragma unroll
-    for (int i = 0; i < IMAX; ++i) {
-      if (!active[i]) continue;
-      xs[i].load(x + col[i]);
-      dys[i].load(dy + col[i]);
-    }
-  };
   // dot = sum(dy * w * xhat) over this thread's columns of the row in stage s, xhat = x *
   // rstd; adds dy * xhat (and dy) to the dweight (dbias) sums. xs and dys receive the row.
   auto row_dot = [&](int s, float rstd, Lanes<XT, VEC>(&xs)[IMAX], Lanes<DYT, VEC>(&dys)[IMAX]) {
@@ -174,11 +158,7 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_pipelined(BwdParams p) {
       }
       if (with_dres) {
         Lanes<XT, VEC> d;
-        if constexpr (RELOAD) {  // (the stage may hold a later row by now)
-          d.load(static_cast<const XT*>(p.dresidual_out) + row * p.dresidual_out_stride + col[i]);
-        } else {
-          d.load(st.at<XT>(s, 2) + stage_col[i]);
-        }
+        d.load(st.at<XT>(s, 2) + stage_col[i]);
 #pragma unroll
         for (int k = 0; k < VEC; ++k) dx[k] += to_float(d.get(k));
       }
@@ -188,11 +168,8 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_pipelined(BwdParams p) {
 
   int stage = 0, parity = 0;
   if constexpr (CLUSTER) {
-    // The rows in flight, the current one, and the pending one unless RELOAD.
-    constexpr int kStages = kAhead + (RELOAD ? 1 : 2);
-    static_assert(kStages == (IMAX > kClusterDeferMaxItems ? kPipelineStages
-                                                           : kClusterPipelineStages),
-                  "as the planner sizes them");
+    constexpr int kStages = kAhead + 2;  // the rows in flight, the current one, the pending one
+    static_assert(kAhead == 1 || kStages == kClusterPipelineStages, "as the planner sizes them");
     cluster_row_sums_init(cluster_sums);
     unsigned sum_phases = 0;
     // Row k is in stage k % kStages and cluster sum slot k % kClusterRowSlots; it completes in
@@ -200,13 +177,12 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_pipelined(BwdParams p) {
     float rstd_pending = 0.0f;
     int64_t pending = -1;
     int k = 0;
-    // Completes the pending row k - 1 (its x and dy reloaded from its stage, or with RELOAD
-    // from L2 while its sum arrives: registers for two rows would spill).
+    // Completes the pending row k - 1 (its x and dy reloaded from its stage: registers for two
+    // rows would spill).
     auto complete_pending = [&](Lanes<XT, VEC>(&xs)[IMAX], Lanes<DYT, VEC>(&dys)[IMAX]) {
       const int s = (stage + kStages - 1) % kStages;
-      if constexpr (RELOAD) reload_row(pending, xs, dys);
       const float dot = cluster_row_wait(cluster_sums, (k - 1) % kClusterRowSlots, sum_phases);
-      if constexpr (!RELOAD) load_row(s, xs, dys);
+      load_row(s, xs, dys);
       store_row_dx(pending, s, rstd_pending, dot, xs, dys);
     };
     for (; row < shape.rows; row += step, ++k) {

@@ -63,8 +63,6 @@ inline const KernelFacts& tuned_defaults() {
     k.bwd_cluster_threads_max_vectors = tuning_knob(
         "NK_TUNE_BWD_CLUSTER_THREADS_MAX_VECTORS",
         static_cast<int>(k.bwd_cluster_threads_max_vectors), 0, 1 << 30);
-    k.bwd_reload_pending =
-        tuning_knob("NK_TUNE_BWD_RELOAD_PENDING", k.bwd_reload_pending, 0, 1);
     k.bwd_split_vectors =
         tuning_knob("NK_TUNE_BWD_SPLIT_VECTORS", k.bwd_split_vectors, 32, 1 << 20);
     k.fwd_realign = tuning_knob("NK_TUNE_FWD_REALIGN", k.fwd_realign, 0, 1);

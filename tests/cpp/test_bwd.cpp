@@ -160,8 +160,8 @@ TEST_P(BwdLargeSplitRows, DeferredRowsWithResidualInPlace) {
       test_bwd_case(GetParam(), c, rng);
     }
   }
-  // Rows of 262144 columns (16 CTAs of 4 vectors per thread; under NK_TUNE_BWD_RELOAD_PENDING
-  // the pending row read again from L2): several rows per cluster, with and without dbias.
+  // Rows of 262144 columns (16 CTAs of 4 vectors per thread, one row in flight): several rows
+  // per cluster, with and without dbias.
   for (const int64_t rows : {int64_t{5}, int64_t{40}}) {
     BwdCase c;
     c.rows = rows;

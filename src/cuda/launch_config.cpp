@@ -331,7 +331,7 @@ KernelFacts wide_row_facts(int64_t hidden, int vec, const KernelFacts& facts) {
 // KernelFacts::fwd_wide_row_large_items: c's cluster CTAs (rows wider than one CTA) at half the
 // threads and twice the vectors per thread, the columns per CTA unchanged; setting 1 only where
 // the cluster is past `wide_max_cluster` CTAs (wide_row_facts' fwd_max_cluster), 2 also where
-// the launch has three CTAs for every SM, 3 everywhere.
+// the launch has more than 3.5 CTAs for every SM, 3 everywhere.
 void halve_wide_cluster_ctas(LaunchConfig& c, int64_t hidden, int vec, int wide_max_cluster,
                              const KernelFacts& facts) {
   const int setting = facts.fwd_wide_row_large_items;
@@ -340,7 +340,7 @@ void halve_wide_cluster_ctas(LaunchConfig& c, int64_t hidden, int vec, int wide_
     return;
   }
   const bool past_wide_rule = c.cluster_size > wide_max_cluster;
-  if (setting >= 3 || (setting == 2 && (past_wide_rule || c.grid >= 3 * int64_t(facts.sm_count))) ||
+  if (setting >= 3 || (setting == 2 && (past_wide_rule || 2 * c.grid > 7 * int64_t(facts.sm_count))) ||
       (setting == 1 && past_wide_rule)) {
     c.threads_per_row /= 2;
     c.items *= 2;

@@ -273,8 +273,8 @@ TEST(LaunchConfig, WidestForwardRowsMayTakeHalfTheThreadsAtTwiceTheItems) {
   EXPECT_EQ(c.cols_per_cta, before.cols_per_cta);
   EXPECT_TRUE(c.exact);
   // Clusters within fwd_max_cluster, or at the wide-row rule's 256 threads, keep their plans;
-  // with 2 the latter take the large budget too where the launch has three CTAs for every SM,
-  // with 3 everywhere.
+  // with 2 the latter take the large budget too where the launch has more than 3.5 CTAs for
+  // every SM, with 3 everywhere.
   for (const auto& [rows, hidden] :
        {std::pair<int64_t, int64_t>{1024, 131072}, {256, 65536}, {1024, 32768}}) {
     KernelFacts plain;
@@ -302,10 +302,10 @@ TEST(LaunchConfig, WidestForwardRowsMayTakeHalfTheThreadsAtTwiceTheItems) {
   const LaunchConfig one_row_large = normkit::cuda::plan_fwd(1, 131072, 8, every, 2);
   EXPECT_EQ(one_row_large.threads_per_row, one_row.threads_per_row / 2);
   EXPECT_EQ(one_row_large.items, 2 * one_row.items);
-  // 25 rows of 16 CTAs: 400, three CTAs for every SM; 24 rows: 384.
-  const LaunchConfig filled = normkit::cuda::plan_fwd(25, 131072, 8, fill, 2);
+  // 32 rows of 16 CTAs: 512, more than 3.5 CTAs for every SM; 28 rows: 448.
+  const LaunchConfig filled = normkit::cuda::plan_fwd(32, 131072, 8, fill, 2);
   EXPECT_EQ(filled.threads_per_row, one_row.threads_per_row / 2) << filled.describe();
-  EXPECT_EQ(normkit::cuda::plan_fwd(24, 131072, 8, fill, 2).threads_per_row,
+  EXPECT_EQ(normkit::cuda::plan_fwd(28, 131072, 8, fill, 2).threads_per_row,
             one_row.threads_per_row);
   EXPECT_EQ(KernelFacts{}.fwd_wide_row_large_items, 2);
 }

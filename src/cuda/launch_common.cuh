@@ -183,6 +183,16 @@ LaunchConfig fit_resident_ctas(LaunchConfig cfg, Kernel kernel, const char* what
   return cfg;
 }
 
+// The error for clusters of `cluster` CTAs that no GPC of the device can hold.
+inline Error cluster_does_not_fit(const char* what, int cluster, int64_t threads,
+                                  size_t dynamic_smem) {
+  return Error(NK_ERROR_UNSUPPORTED, std::string(what) + ": this device cannot run a cluster of " +
+                                         std::to_string(cluster) + " CTAs of " +
+                                         std::to_string(threads) + " threads with " +
+                                         std::to_string(dynamic_smem) +
+                                         " bytes of dynamic shared memory each");
+}
+
 // A persistent plan's grid (and slots) capped to the clusters the device runs at once.
 template <typename Kernel>
 LaunchConfig fit_resident_clusters(LaunchConfig cfg, Kernel kernel, const char* what) {
@@ -191,10 +201,8 @@ LaunchConfig fit_resident_clusters(LaunchConfig cfg, Kernel kernel, const char* 
       max_active_clusters(kernel, dim3(cfg.threads_per_row, cfg.rows_per_block),
                           static_cast<size_t>(cfg.smem_bytes), cfg.cluster_size, what);
   if (clusters == 0) {  // no GPC can hold one such cluster: a launch would only fail later
-    throw Error(NK_ERROR_UNSUPPORTED,
-                std::string(what) + ": this device cannot run a cluster of " +
-                    std::to_string(cfg.cluster_size) + " CTAs with " +
-                    std::to_string(cfg.smem_bytes) + " bytes of shared memory each");
+    throw cluster_does_not_fit(what, cfg.cluster_size, cfg.threads_per_row * cfg.rows_per_block,
+                               static_cast<size_t>(cfg.smem_bytes));
   }
   if (cfg.grid / cfg.cluster_size > clusters) {
     cfg.grid = int64_t(clusters) * cfg.cluster_size;
@@ -241,11 +249,32 @@ cudaError_t launch_status(void (*kernel)(KernelArgs...), dim3 grid, dim3 block,
   return cudaLaunchKernelEx(&config, kernel, args...);
 }
 
+// A launch of clusters that no GPC of the device can hold (non-portable sizes past 8 CTAs, or
+// CTAs that each need an SM's shared memory on a device with few SMs per GPC) fails with a CUDA
+// error that does not say so: the error then names the cluster (the check costs nothing on the
+// launches that succeed).
+template <typename... KernelArgs>
+void explain_cluster_failure(void (*kernel)(KernelArgs...), dim3 block, int cluster,
+                             size_t dynamic_smem, const char* what) {
+  int clusters = -1;
+  try {
+    clusters = max_active_clusters(kernel, block, dynamic_smem, cluster, what);
+  } catch (const Error&) {
+    return;  // (the launch's own error follows)
+  }
+  if (clusters == 0) throw cluster_does_not_fit(what, cluster, block.x * block.y, dynamic_smem);
+}
+
 template <typename... KernelArgs, typename... Args>
 void launch(void (*kernel)(KernelArgs...), dim3 grid, dim3 block, LaunchOptions options,
             cudaStream_t stream, const char* what, size_t dynamic_smem, Args... args) {
-  check_cuda(launch_status(kernel, grid, block, options, stream, what, dynamic_smem, args...),
-             "kernel launch", what);
+  const cudaError_t status =
+      launch_status(kernel, grid, block, options, stream, what, dynamic_smem, args...);
+  if (status != cudaSuccess && options.cluster > 1) {
+    cudaGetLastError();  // (a launch-configuration error is not sticky)
+    explain_cluster_failure(kernel, block, options.cluster, dynamic_smem, what);
+  }
+  check_cuda(status, "kernel launch", what);
 }
 
 // A cooperative launch (options.cooperative) where the device accepts one of this shape:

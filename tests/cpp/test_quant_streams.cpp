@@ -5,6 +5,7 @@
 // reference by test_quant_fwd.cpp.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <thread>
 #include <vector>
 
@@ -25,7 +26,8 @@ void expect_cuda(cudaError_t status, const char* what) {
   ASSERT_EQ(status, cudaSuccess) << what << ": " << cudaGetErrorString(status);
 }
 
-// One launch's outputs, poisoned before it.
+// One launch's outputs, poisoned before it (amax too: the kernels' last CTA writes it from
+// the stream's amax cell, and a launch that left it alone must not pass).
 struct Outputs {
   Buffer y, y_t, amax;
   Outputs()
@@ -35,6 +37,7 @@ struct Outputs {
     std::vector<uint8_t> poisoned(static_cast<size_t>(kRows * kHidden), 0x7f);
     y.upload(poisoned);
     y_t.upload(poisoned);
+    amax.upload(poisoned.data(), sizeof(float));
   }
 };
 
@@ -47,6 +50,11 @@ class QuantStreams : public ::testing::Test {
     fill_normal(wm, rng_, 1.0, 0.1);
     x_ = Buffer(NK_BACKEND_CUDA, xm.bytes.size());
     x_.upload(xm.bytes);
+    // Rows of near-constant magnitude (RMSNorm scales each row to rms 1): amax far below x_'s.
+    Matrix flat(NK_BFLOAT16, kRows, kHidden);
+    fill_normal(flat, rng_, 1.0, 0.01);
+    flat_x_ = Buffer(NK_BACKEND_CUDA, flat.bytes.size());
+    flat_x_.upload(flat.bytes);
     w_ = Buffer(NK_BACKEND_CUDA, wm.bytes.size());
     w_.upload(wm.bytes);
     const float scale = 2.0f;
@@ -57,12 +65,15 @@ class QuantStreams : public ::testing::Test {
     x_stride_ = xm.stride;
   }
 
-  nk_status launch(Outputs& o, cudaStream_t stream) const {
+  // y_t: with y transposed (the ticketed grid), else y alone (the registers kernel). x: x_, or
+  // another buffer of x_'s layout.
+  nk_status launch(Outputs& o, cudaStream_t stream, bool y_t = true,
+                   const Buffer* x = nullptr) const {
     nk_rms_norm_fwd_args a;
     nk_rms_norm_fwd_args_init(&a);
     a.rows = kRows;
     a.hidden = kHidden;
-    a.x = x_.data() + x_offset_;
+    a.x = (x ? *x : x_).data() + x_offset_;
     a.x_dtype = NK_BFLOAT16;
     a.x_row_stride = x_stride_;
     a.weight = w_.data() + w_offset_;
@@ -73,8 +84,15 @@ class QuantStreams : public ::testing::Test {
     a.quant = NK_QUANT_TENSOR;
     a.scale = reinterpret_cast<const float*>(scale_.data());
     a.amax = reinterpret_cast<float*>(o.amax.data());
-    a.y_t = o.y_t.data();
+    a.y_t = y_t ? o.y_t.data() : nullptr;
     return nk_rms_norm_fwd(&a, NK_BACKEND_CUDA, stream);
+  }
+
+  static float amax_of(const Outputs& o) {
+    float v = 0.0f;
+    const std::vector<uint8_t> bytes = o.amax.to_host();
+    std::memcpy(&v, bytes.data(), sizeof(v));
+    return v;
   }
 
   static void expect_same(const Outputs& got, const Outputs& want, const char* what) {
@@ -85,7 +103,7 @@ class QuantStreams : public ::testing::Test {
   }
 
   Rng rng_;
-  Buffer x_, w_, scale_;
+  Buffer x_, flat_x_, w_, scale_;
   size_t x_offset_ = 0, w_offset_ = 0;
   int64_t x_stride_ = 0;
 };
@@ -138,6 +156,30 @@ TEST_F(QuantStreams, FourStreamsAtOnceGiveTheBitsOfOneLaunch) {
     expect_same(per_thread[i], one, "cudaStreamPerThread");
   }
   for (cudaStream_t s : streams) cudaStreamDestroy(s);
+#endif
+}
+
+// Launches in a row on one stream, each with its own amax (the stream's amax cell is zeroed
+// again by every launch's last CTA): x's rows then near-constant rows, whose amax is far
+// smaller, then x again; through the ticketed grid and the registers kernel.
+TEST_F(QuantStreams, EachLaunchOnAStreamGetsItsOwnAmax) {
+#ifdef NK_WITH_CUDA
+  NK_SEED_TRACE(rng_);
+  for (const bool y_t : {true, false}) {
+    SCOPED_TRACE(y_t ? "with y_t" : "y alone");
+    Outputs first, flat, again;
+    ASSERT_EQ(launch(first, nullptr, y_t), NK_SUCCESS) << nk_last_error();
+    ASSERT_EQ(launch(flat, nullptr, y_t, &flat_x_), NK_SUCCESS) << nk_last_error();
+    ASSERT_EQ(launch(again, nullptr, y_t), NK_SUCCESS) << nk_last_error();
+    expect_cuda(cudaDeviceSynchronize(), "three launches");
+    const float big = amax_of(first), small = amax_of(flat);
+    // x's: the largest of 8M normal values (~5.3) times a weight near 1; the flat rows': about
+    // the largest weight (1 + 0.1 x ~3.8), neither x's amax nor the poison.
+    EXPECT_GT(big, 3.0f);
+    EXPECT_GT(small, 1.0f);
+    EXPECT_LT(small, 2.0f);
+    EXPECT_EQ(amax_of(again), big);
+  }
 #endif
 }
 

@@ -27,12 +27,7 @@ struct QuantParams {
   const float* scale = nullptr;  // TENSOR: [1]
   float scale_ub = 0.0f;       // TOKEN/BLOCK: upper bound on a scale (0 = none)
   void* scales = nullptr;      // TOKEN [rows] / BLOCK [rows, hidden/block] float32; MXFP8 bytes
-  // Optional [1]: max |y| before scaling. Zeroed before the launch, or with amax_cell the
-  // kernel's CTAs meet in amax_cell ([0] the max's bits, [1] calls so far: zero before the
-  // launch, left zero after it) and the last of amax_calls calls writes amax.
-  float* amax = nullptr;
-  unsigned* amax_cell = nullptr;
-  unsigned amax_calls = 0;
+  float* amax = nullptr;       // optional [1], zeroed before the launch
   // The registers kernels: amax per warp (warp_amax_to_global), else per CTA (the default;
   // LaunchConfig::amax_per_warp).
   bool amax_per_warp = false;

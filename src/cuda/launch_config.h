@@ -189,12 +189,6 @@ struct KernelFacts {
   // at 4096 x 1024), but 1024 x 32768 0.95x and 32768 x 8192 0.98x: the first wave's warps all
   // update the one word (their amax_seen reads 0).
   int quant_amax_per_warp = 0;
-  // 1: the quantized forward's amax meets in a zeroed cell per stream that its last CTA copies
-  // to amax and zeroes again (QuantParams::amax_cell), instead of a cudaMemsetAsync of amax
-  // before the kernel (0; also under graph capture and with quant_amax_per_warp)
-  // (NK_TUNE_QUANT_AMAX_CELL). Not yet measured: the memset measured ~1.5 us of the quantized
-  // forward's fixed cost (eleventh session: 1 x 4096 per-tensor 7.1 against the plain 5.5).
-  int quant_amax_cell = 1;
   // Quantized forward, pinned plans of exactly kSmallItems vectors per thread (every sweep
   // shape): 1 (the default) launches kernels compiled for that count, so that no per-item test
   // of the runtime count is left (LaunchConfig::full_items); 0 the kernels of up to kSmallItems

@@ -9,14 +9,7 @@
 
 namespace normkit::cuda {
 
-// The count of amax calls (QuantParams::amax_calls) that `grid` CTAs make, one each.
-inline unsigned amax_calls_of(int64_t grid) {
-  if (grid > 0xffffffffll) throw Error(NK_ERROR_UNSUPPORTED, "quantized forward: grid too large");
-  return static_cast<unsigned>(grid);
-}
-
-// amax_cell: as launch_fwd_quant_for's (launchers.h); each launcher sets amax_calls.
-inline QuantParams quant_params(const nk_rms_norm_fwd_args& a, unsigned* amax_cell) {
+inline QuantParams quant_params(const nk_rms_norm_fwd_args& a) {
   QuantParams q;
   switch (a.y_dtype) {
     case NK_FLOAT8_E4M3: q.format = QuantFormat::kE4M3; break;
@@ -34,16 +27,14 @@ inline QuantParams quant_params(const nk_rms_norm_fwd_args& a, unsigned* amax_ce
   q.scale_ub = a.scale_ub;
   q.scales = a.scales;
   q.amax = a.amax;
-  q.amax_cell = a.amax ? amax_cell : nullptr;
   return q;
 }
 
 // The kernels' parameters with the quantized output and y_t (the one-grid and one-kernel
 // transposed forwards).
-inline FwdParams fwd_params_with_y_t(const nk_rms_norm_fwd_args& a, const LaunchConfig& cfg,
-                                     unsigned* amax_cell) {
+inline FwdParams fwd_params_with_y_t(const nk_rms_norm_fwd_args& a, const LaunchConfig& cfg) {
   FwdParams p = fwd_params(a, cfg);
-  p.quant = quant_params(a, amax_cell);
+  p.quant = quant_params(a);
   p.quant.y_t = static_cast<uint8_t*>(a.y_t);
   p.quant.y_t_stride = a.y_t_row_stride;
   return p;
@@ -92,10 +83,8 @@ auto pinned_quant_kernel(const FwdParams& p, const LaunchConfig& cfg) {
                            : pinned_quant_kernel_for<XT, WT, MODE, VEC, false>(p, cfg);
 }
 
-// p.quant.amax_cell, where set, counts one amax call per CTA of these grids (cta_amax_to_global).
 template <typename XT, typename WT, int MODE>
-void launch_fwd_quant_mode(FwdParams p, const LaunchConfig& cfg, cudaStream_t stream) {
-  p.quant.amax_calls = amax_calls_of(cfg.grid);
+void launch_fwd_quant_mode(const FwdParams& p, const LaunchConfig& cfg, cudaStream_t stream) {
   if constexpr (MODE == NK_QUANT_BLOCK || MODE == NK_QUANT_MXFP8) {
     if (cfg.vec == 0) {  // rows too misaligned for the shuffle layout (plan_fwd_quant)
       const size_t smem = static_cast<size_t>(p.shape.hidden / p.quant.block) * sizeof(unsigned);
@@ -173,9 +162,9 @@ void launch_fwd_quant_mode(FwdParams p, const LaunchConfig& cfg, cudaStream_t st
 
 template <typename XT, typename WT>
 void launch_fwd_quant_for(const nk_rms_norm_fwd_args& a, const LaunchConfig& cfg,
-                          cudaStream_t stream, unsigned* amax_cell) {
+                          cudaStream_t stream) {
   FwdParams p = fwd_params(a, cfg);
-  p.quant = quant_params(a, amax_cell);
+  p.quant = quant_params(a);
   p.quant.amax_per_warp = cfg.amax_per_warp;
   switch (a.quant) {
     case NK_QUANT_TENSOR: return launch_fwd_quant_mode<XT, WT, NK_QUANT_TENSOR>(p, cfg, stream);
@@ -190,14 +179,13 @@ void launch_fwd_quant_for(const nk_rms_norm_fwd_args& a, const LaunchConfig& cfg
 
 template <typename XT, typename WT>
 bool launch_fwd_quant_ticketed_for(const nk_rms_norm_fwd_args& a, const LaunchConfig& cfg,
-                                   int lag_percent, int slices_per_piece, cudaStream_t stream,
-                                   unsigned* amax_cell) {
+                                   int lag_percent, int slices_per_piece, cudaStream_t stream) {
   if constexpr (sizeof(XT) == 2 && sizeof(WT) == 2) {
     if (!cfg.pinned_registers || cfg.cluster_size != 1 || cfg.vec != 8) {
       throw Error(NK_ERROR_INTERNAL, "rms_norm_fwd quantized + transposed (one grid): unexpected "
                                      "plan " + cfg.describe());
     }
-    FwdParams p = fwd_params_with_y_t(a, cfg, amax_cell);
+    const FwdParams p = fwd_params_with_y_t(a, cfg);
     const bool add = p.weight && p.zero_centered;  // weight_add(p) is not -0.0
     const int slices = slices_per_piece == 2 ? 2 : 1;
     auto kernel = add ? (slices == 2 ? rms_norm_fwd_quant_ticketed<XT, WT, true, 2>
@@ -215,7 +203,6 @@ bool launch_fwd_quant_ticketed_for(const nk_rms_norm_fwd_args& a, const LaunchCo
     if (tp.tickets.grid == 0) return false;
     tp.band_done = band_counters(tp.tickets.bands, stream);
     if (!tp.band_done) return false;
-    p.quant.amax_calls = amax_calls_of(tp.tickets.forward_units);  // (one per forward unit)
     launch(kernel, static_cast<int64_t>(tp.tickets.grid), block, {}, stream, what, smem, p, tp);
     return true;
   } else {
@@ -225,13 +212,13 @@ bool launch_fwd_quant_ticketed_for(const nk_rms_norm_fwd_args& a, const LaunchCo
 
 template <typename XT, typename WT>
 void launch_fwd_quant_transposed_for(const nk_rms_norm_fwd_args& a, const LaunchConfig& cfg,
-                                     cudaStream_t stream, unsigned* amax_cell) {
+                                     cudaStream_t stream) {
   constexpr int VEC = static_cast<int>(16 / sizeof(XT));
   if (cfg.vec != VEC || cfg.items > kSmallItems || a.quant != NK_QUANT_TENSOR) {
     throw Error(NK_ERROR_INTERNAL, "rms_norm_fwd quantized + transposed: unexpected plan " +
                                        cfg.describe());
   }
-  FwdParams p = fwd_params_with_y_t(a, cfg, amax_cell);
+  const FwdParams p = fwd_params_with_y_t(a, cfg);
   // 2 vectors per thread or fewer: a smaller register budget (90 against 121 at 16 bits).
   // Setting 2 (tile_buffers 2): the persistent kernel, on the clusters the device holds at once.
   const bool persistent = cfg.tile_buffers == 2;
@@ -260,7 +247,6 @@ void launch_fwd_quant_transposed_for(const nk_rms_norm_fwd_args& a, const Launch
                                : pick(std::integral_constant<int, kSmallItems>{});
   const char* what = "rms_norm_fwd quantized + transposed";
   const LaunchConfig fit = persistent ? fit_resident_clusters(cfg, kernel, what) : cfg;
-  p.quant.amax_calls = amax_calls_of(fit.grid);
   launch(kernel, fit.grid, dim3(fit.threads_per_row), {fit.cluster_size}, stream, what,
          static_cast<size_t>(fit.smem_bytes), p);
 }

@@ -18,17 +18,15 @@ void launch_fwd_for_x(const nk_rms_norm_fwd_args& args, const LaunchConfig& cfg,
 
 // The forward with a quantized output (args.quant != NK_QUANT_NONE), without y_t; WT is the
 // weight's type.
-// amax_cell: the stream's amax cell (amax_cell below), or null where amax was zeroed (or is
-// not wanted); the same in the launchers that follow.
 template <typename XT, typename WT>
 void launch_fwd_quant_for(const nk_rms_norm_fwd_args& args, const LaunchConfig& cfg,
-                          cudaStream_t stream, unsigned* amax_cell);
+                          cudaStream_t stream);
 
 // The per-tensor quantized forward with y_t in one kernel, for a plan of
 // plan_fwd_quant_transposed (16-byte vectors of x).
 template <typename XT, typename WT>
 void launch_fwd_quant_transposed_for(const nk_rms_norm_fwd_args& args, const LaunchConfig& cfg,
-                                     cudaStream_t stream, unsigned* amax_cell);
+                                     cudaStream_t stream);
 
 // The per-tensor quantized forward with y_t as one ticketed grid (rms_norm_fwd_quant_ticketed)
 // over a pinned plan of plan_fwd_quant, `lag_percent` and `slices_per_piece` as
@@ -37,19 +35,13 @@ void launch_fwd_quant_transposed_for(const nk_rms_norm_fwd_args& args, const Lau
 // caller then takes the two-kernel path.
 template <typename XT, typename WT>
 bool launch_fwd_quant_ticketed_for(const nk_rms_norm_fwd_args& args, const LaunchConfig& cfg,
-                                   int lag_percent, int slices_per_piece, cudaStream_t stream,
-                                   unsigned* amax_cell);
+                                   int lag_percent, int slices_per_piece, cudaStream_t stream);
 
 // `bands` zeroed counters for the ticketed grid on `stream` (one array per device and stream,
 // and per host thread for cudaStreamPerThread: launches on one stream run in order, so they may
 // share it; the kernels leave it zeroed). Null while the stream is being captured into a graph:
 // graphs get the two-kernel path.
 unsigned* band_counters(int64_t bands, cudaStream_t stream);
-
-// The stream's amax cell (QuantParams::amax_cell: two zeroed counters that the quantized
-// kernels leave zeroed; one per device and stream, as band_counters), so that no memset runs
-// before the launch. Null while the stream is being captured: graphs zero amax first.
-unsigned* amax_cell(cudaStream_t stream);
 
 // Elements per scale of the block modes, else 0 (validation resolved the C API's 0 already).
 inline int64_t quant_block_size(const nk_rms_norm_fwd_args& a) {

@@ -79,14 +79,10 @@ __device__ __forceinline__ void store_quantized(uint8_t* p, int64_t n, const flo
   }
 }
 
-// Adds this CTA's largest |v| to the global amax (q.amax, not null). Float bit patterns of
-// non-negative values order like unsigned integers, so an integer atomicMax is exact (and
-// order-independent, so deterministic). Without q.amax_cell, amax was zeroed before the launch;
-// with it, the max goes to the cell, and the call that arrives last (of q.amax_calls: one per
-// CTA, or per forward unit of the ticketed grid) writes amax and zeroes the cell for the
-// stream's next launch, so that no memset runs before the kernel. Every thread of the CTA calls
-// this, once.
-__device__ __forceinline__ void cta_amax_to_global(float v, float* scratch, const QuantParams& q) {
+// Adds this CTA's largest |v| to the global amax. Float bit patterns of non-negative values
+// order like unsigned integers, so an integer atomicMax is exact (and order-independent, so
+// deterministic); amax was zeroed before the launch. Every thread of the CTA calls this.
+__device__ __forceinline__ void cta_amax_to_global(float v, float* scratch, float* amax) {
   const int lane = (threadIdx.y * blockDim.x + threadIdx.x) % 32;
   const int warp = (threadIdx.y * blockDim.x + threadIdx.x) / 32;
   const int warps = (blockDim.x * blockDim.y + 31) / 32;
@@ -99,17 +95,7 @@ __device__ __forceinline__ void cta_amax_to_global(float v, float* scratch, cons
   if (warp == 0 && lane == 0) {
     float m = 0.0f;
     for (int w = 0; w < warps; ++w) m = fmaxf(m, scratch[w]);
-    if (q.amax_cell == nullptr) {
-      atomicMax(reinterpret_cast<unsigned*>(q.amax), __float_as_uint(m));
-      return;
-    }
-    atomicMax(q.amax_cell, __float_as_uint(m));
-    __threadfence();  // this max lands before this call is counted
-    if (atomicAdd(q.amax_cell + 1, 1u) == q.amax_calls - 1) {
-      __threadfence();  // every other call's max has landed
-      *q.amax = __uint_as_float(atomicExch(q.amax_cell, 0u));
-      atomicExch(q.amax_cell + 1, 0u);
-    }
+    atomicMax(reinterpret_cast<unsigned*>(amax), __float_as_uint(m));
   }
 }
 

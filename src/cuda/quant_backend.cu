@@ -74,10 +74,9 @@ LaunchConfig quant_config(const nk_rms_norm_fwd_args& a, const KernelFacts& fact
                                a.x_dtype, a.residual != nullptr, facts);
 }
 
-void launch_quant(const nk_rms_norm_fwd_args& a, const LaunchConfig& cfg, cudaStream_t stream,
-                  unsigned* amax_cell) {
+void launch_quant(const nk_rms_norm_fwd_args& a, const LaunchConfig& cfg, cudaStream_t stream) {
   dispatch_x_and_weight(a, [&](auto x, auto w) {
-    launch_fwd_quant_for<decltype(x), decltype(w)>(a, cfg, stream, amax_cell);
+    launch_fwd_quant_for<decltype(x), decltype(w)>(a, cfg, stream);
   });
 }
 
@@ -130,63 +129,40 @@ void launch_transpose(const nk_rms_norm_fwd_args& a, cudaStream_t stream) {
 
 }  // namespace
 
-namespace {
-
-// Zeroed arrays of unsigned counters that kernels leave zeroed, one per device and stream (and
-// per host thread for cudaStreamPerThread): launches on one stream run in order, so they may
-// share it. Grown (never shrunk) to the count asked for; null while the stream is being captured
-// into a graph (a captured launch would keep this stream's array, and replays of two such graphs
-// on two streams at once would share it: one launch's reset would strand the other's counts).
-class StreamCounters {
- public:
-  explicit StreamCounters(const char* what) : what_(what) {}
-
-  unsigned* get(int64_t count, cudaStream_t stream) {
-    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-    check_cuda(cudaStreamIsCapturing(stream, &capture), "cudaStreamIsCapturing", what_);
-    if (capture != cudaStreamCaptureStatusNone) return nullptr;
-    // cudaStreamPerThread names another stream in every host thread: the thread is in the key.
-    const std::thread::id thread =
-        stream == cudaStreamPerThread ? std::this_thread::get_id() : std::thread::id();
-    int device = 0;
-    check_cuda(cudaGetDevice(&device), "cudaGetDevice", what_);
-    std::lock_guard<std::mutex> lock(mutex_);
-    Array& c = arrays_[{device, stream, thread}];
-    if (c.count >= count) return c.ptr;
-    const int64_t grown = std::max<int64_t>({count, 2 * c.count, 1024});
-    unsigned* fresh = nullptr;
-    check_cuda(cudaMalloc(&fresh, static_cast<size_t>(grown) * sizeof(unsigned)), "cudaMalloc",
-               what_);
-    check_cuda(cudaMemsetAsync(fresh, 0, static_cast<size_t>(grown) * sizeof(unsigned), stream),
-               "cudaMemsetAsync", what_);
-    if (c.ptr) {  // earlier launches on this stream may still use the old array
-      check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize", what_);
-      check_cuda(cudaFree(c.ptr), "cudaFree", what_);
-    }
-    c = {fresh, grown};
-    return fresh;
-  }
-
- private:
-  struct Array {
+unsigned* band_counters(int64_t bands, cudaStream_t stream) {
+  struct Counters {
     unsigned* ptr = nullptr;
     int64_t count = 0;
   };
-  const char* what_;
-  std::mutex mutex_;
-  std::map<std::tuple<int, cudaStream_t, std::thread::id>, Array> arrays_;
-};
-
-}  // namespace
-
-unsigned* band_counters(int64_t bands, cudaStream_t stream) {
-  static StreamCounters counters("band counters of the quantized forward");
-  return counters.get(bands, stream);
-}
-
-unsigned* amax_cell(cudaStream_t stream) {
-  static StreamCounters cells("amax cell of the quantized forward");
-  return cells.get(2, stream);
+  const char* what = "band counters of the quantized forward";
+  // Not into graphs: a captured launch would keep this stream's array, and replays of two such
+  // graphs on two streams at once would share it (one launch's reset would strand the other's
+  // waits).
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  check_cuda(cudaStreamIsCapturing(stream, &capture), "cudaStreamIsCapturing", what);
+  if (capture != cudaStreamCaptureStatusNone) return nullptr;
+  // cudaStreamPerThread names another stream in every host thread: the thread is part of its key.
+  const std::thread::id thread =
+      stream == cudaStreamPerThread ? std::this_thread::get_id() : std::thread::id();
+  static std::mutex mutex;
+  static std::map<std::tuple<int, cudaStream_t, std::thread::id>, Counters> arrays;
+  int device = 0;
+  check_cuda(cudaGetDevice(&device), "cudaGetDevice", what);
+  std::lock_guard<std::mutex> lock(mutex);
+  Counters& c = arrays[{device, stream, thread}];
+  if (c.count >= bands) return c.ptr;
+  const int64_t count = std::max<int64_t>({bands, 2 * c.count, 1024});
+  unsigned* fresh = nullptr;
+  check_cuda(cudaMalloc(&fresh, static_cast<size_t>(count) * sizeof(unsigned)), "cudaMalloc",
+             what);
+  check_cuda(cudaMemsetAsync(fresh, 0, static_cast<size_t>(count) * sizeof(unsigned), stream),
+             "cudaMemsetAsync", what);
+  if (c.ptr) {  // earlier launches on this stream may still use the old array
+    check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize", what);
+    check_cuda(cudaFree(c.ptr), "cudaFree", what);
+  }
+  c = {fresh, count};
+  return fresh;
 }
 
 namespace {
@@ -232,22 +208,17 @@ std::string explain_fwd_quant_transposed(int64_t rows, int64_t hidden, nk_dtype 
 void rms_norm_fwd_quant(const nk_rms_norm_fwd_args& a, void* stream) {
   const auto s = static_cast<cudaStream_t>(stream);
   try {
+    if (a.amax) check_cuda(cudaMemsetAsync(a.amax, 0, sizeof(float), s), "cudaMemsetAsync(amax)");
     const KernelFacts device_facts = kernel_facts(current_device_facts());
     const KernelFacts facts =
         a.y_t ? facts_with_transposed_output(device_facts) : device_facts;
     const LaunchConfig cfg = quant_config(a, facts);
-    // amax: through the stream's cell (KernelFacts::quant_amax_cell), else zeroed here (per-warp
-    // amax, graphs).
-    unsigned* cell = a.amax && facts.quant_amax_cell && !cfg.amax_per_warp ? amax_cell(s) : nullptr;
-    if (a.amax && !cell) {
-      check_cuda(cudaMemsetAsync(a.amax, 0, sizeof(float), s), "cudaMemsetAsync(amax)");
-    }
     // y_t comes only with NK_QUANT_TENSOR (validated).
     if (a.y_t) {
       const LaunchConfig fused = fused_transposed_config(a, facts);
       if (fused.grid > 0) {
         dispatch_x_and_weight(a, [&](auto x, auto w) {
-          launch_fwd_quant_transposed_for<decltype(x), decltype(w)>(a, fused, s, cell);
+          launch_fwd_quant_transposed_for<decltype(x), decltype(w)>(a, fused, s);
         });
         return;
       }
@@ -255,12 +226,12 @@ void rms_norm_fwd_quant(const nk_rms_norm_fwd_args& a, void* stream) {
         bool launched = false;
         dispatch_x_and_weight(a, [&](auto x, auto w) {
           launched = launch_fwd_quant_ticketed_for<decltype(x), decltype(w)>(
-              a, cfg, facts.quant_ticket_lag_percent, facts.quant_ticket_slices, s, cell);
+              a, cfg, facts.quant_ticket_lag_percent, facts.quant_ticket_slices, s);
         });
         if (launched) return;
       }
     }
-    launch_quant(a, a.y_t ? keep_y_for_transpose(cfg, facts) : cfg, s, cell);
+    launch_quant(a, a.y_t ? keep_y_for_transpose(cfg, facts) : cfg, s);
     // The transpose reads y back. Chunks of rows small enough for y to stay in L2 were slower
     // (launch gaps; docs/notes.md, q2).
     if (a.y_t) launch_transpose(a, s);

@@ -318,7 +318,7 @@ __device__ __forceinline__ void fwd_quant_registers_row(const FwdParams& p,
     if (p.quant.amax_per_warp) {
       warp_amax_to_global(amax, amax_before, p.quant.amax);
     } else {
-      cta_amax_to_global(amax, scratch, p.quant);
+      cta_amax_to_global(amax, scratch, p.quant.amax);
     }
   }
 }
@@ -429,7 +429,7 @@ __device__ __forceinline__ void fwd_quant_token_folded_row(const FwdParams& p) {
     if (p.quant.amax_per_warp) {
       warp_amax_to_global(c.valid ? row_amax : 0.0f, amax_before, p.quant.amax);
     } else {
-      cta_amax_to_global(c.valid ? row_amax : 0.0f, scratch, p.quant);
+      cta_amax_to_global(c.valid ? row_amax : 0.0f, scratch, p.quant.amax);
     }
   }
 }
@@ -510,7 +510,7 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_quant_streaming(FwdParams p)
     if constexpr (MODE != NK_QUANT_TOKEN) amax = fmaxf(amax, max_abs<VEC>(v));
     quantize_vector<MODE, VEC>(p, row, col, shape.hidden - col, col < shape.hidden, v, factor);
   }
-  if (p.quant.amax) cta_amax_to_global(amax, scratch, p.quant);
+  if (p.quant.amax) cta_amax_to_global(amax, scratch, p.quant.amax);
 }
 
 // BLOCK and MXFP8 when the rows are not aligned for vectors of block / 32 elements (so a block
@@ -569,7 +569,7 @@ __global__ void __launch_bounds__(256) rms_norm_fwd_quant_blocks_unaligned(FwdPa
     }
     store_quantized<1>(static_cast<uint8_t*>(p.y) + row * p.y_stride + col, 1, &v, factor, q.format);
   }
-  if (q.amax) cta_amax_to_global(amax, scratch, q);
+  if (q.amax) cta_amax_to_global(amax, scratch, q.amax);
 }
 
 }  // namespace normkit::cuda

@@ -229,7 +229,7 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_quant_transposed(FwdParams p
       static_cast<int>(min(static_cast<int64_t>(kTransposedRun), shape.rows - run_row0)));
   // No CTA leaves (its shared memory with it) while another still reads its tile.
   if constexpr (CLUSTER > 1) cooperative_groups::this_cluster().sync();
-  if (p.quant.amax) cta_amax_to_global(amax, scratch, p.quant);
+  if (p.quant.amax) cta_amax_to_global(amax, scratch, p.quant.amax);
 }
 
 // The persistent form: grid = the clusters the device holds at once (at most one per run),
@@ -313,7 +313,7 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_quant_transposed_persistent(
   store_run_of(my_runs - 1);
   cluster_arrive();
   cluster_wait();
-  if (p.quant.amax) cta_amax_to_global(amax, scratch, p.quant);
+  if (p.quant.amax) cta_amax_to_global(amax, scratch, p.quant.amax);
 }
 
 }  // namespace normkit::cuda

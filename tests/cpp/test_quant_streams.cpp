@@ -26,8 +26,8 @@ void expect_cuda(cudaError_t status, const char* what) {
   ASSERT_EQ(status, cudaSuccess) << what << ": " << cudaGetErrorString(status);
 }
 
-// One launch's outputs, poisoned before it (amax too: the kernels' last CTA writes it from
-// the stream's amax cell, and a launch that left it alone must not pass).
+// One launch's outputs, poisoned before it (amax too: a launch that left it alone must not
+// pass).
 struct Outputs {
   Buffer y, y_t, amax;
   Outputs()
@@ -159,9 +159,9 @@ TEST_F(QuantStreams, FourStreamsAtOnceGiveTheBitsOfOneLaunch) {
 #endif
 }
 
-// Launches in a row on one stream, each with its own amax (the stream's amax cell is zeroed
-// again by every launch's last CTA): x's rows then near-constant rows, whose amax is far
-// smaller, then x again; through the ticketed grid and the registers kernel.
+// Launches in a row on one stream, each with its own amax (zeroed before each launch): x's rows
+// then near-constant rows, whose amax is far smaller, then x again; through the ticketed grid
+// and the registers kernel.
 TEST_F(QuantStreams, EachLaunchOnAStreamGetsItsOwnAmax) {
 #ifdef NK_WITH_CUDA
   NK_SEED_TRACE(rng_);

@@ -189,13 +189,6 @@ struct KernelFacts {
   // at 4096 x 1024), but 1024 x 32768 0.95x and 32768 x 8192 0.98x: the first wave's warps all
   // update the one word (their amax_seen reads 0).
   int quant_amax_per_warp = 0;
-  // 1: amax zeroed by a one-thread kernel that lets the quantized forward launch at once as its
-  // programmatic dependent (the forward waits for it only before its amax atomics), instead of
-  // a cudaMemsetAsync that the forward's launch waits behind (0; also with quant_amax_per_warp,
-  // whose kernels read amax at their start) (NK_TUNE_QUANT_AMAX_EARLY). Not yet measured. (A
-  // per-stream cell that the last CTA copied out, with no zeroing launch at all, measured
-  // 1.03-1.14x slower: each CTA's fence and returning atomic; twentieth session.)
-  int quant_amax_early = 1;
   // Quantized forward, pinned plans of exactly kSmallItems vectors per thread (every sweep
   // shape): 1 (the default) launches kernels compiled for that count, so that no per-item test
   // of the runtime count is left (LaunchConfig::full_items); 0 the kernels of up to kSmallItems
@@ -378,9 +371,6 @@ struct LaunchConfig {
   bool reduce_in_grid = false;
   int reduce_kernel = 0;
   bool early_dependent = false;
-  // The quantized forward launched as the programmatic dependent of the kernel that zeroes amax
-  // (KernelFacts::quant_amax_early; set by the launcher, not the planner).
-  bool after_amax_zeroing = false;
   // Inputs read once go through L2 as evict-first or evict-last (KernelFacts::
   // evict_first_max_mib, evict_last_min_mib; apply_read_policy).
   bool evict_first_reads = false;

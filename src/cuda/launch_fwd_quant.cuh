@@ -89,8 +89,7 @@ void launch_fwd_quant_mode(const FwdParams& p, const LaunchConfig& cfg, cudaStre
     if (cfg.vec == 0) {  // rows too misaligned for the shuffle layout (plan_fwd_quant)
       const size_t smem = static_cast<size_t>(p.shape.hidden / p.quant.block) * sizeof(unsigned);
       launch(rms_norm_fwd_quant_blocks_unaligned<XT, WT, MODE>, cfg.grid,
-             dim3(cfg.threads_per_row), {1, cfg.after_amax_zeroing}, stream,
-             "rms_norm_fwd quantized (unaligned blocks)",
+             dim3(cfg.threads_per_row), {}, stream, "rms_norm_fwd quantized (unaligned blocks)",
              smem, p);
       return;
     }
@@ -99,8 +98,7 @@ void launch_fwd_quant_mode(const FwdParams& p, const LaunchConfig& cfg, cudaStre
     constexpr int VEC = decltype(vec_constant)::value;
     if (cfg.plan == RowPlan::kStreaming) {
       launch(rms_norm_fwd_quant_streaming<XT, WT, MODE, VEC>, cfg.grid,
-             dim3(cfg.threads_per_row), {1, cfg.after_amax_zeroing}, stream,
-             "rms_norm_fwd quantized (streaming)", 0, p);
+             dim3(cfg.threads_per_row), {}, stream, "rms_norm_fwd quantized (streaming)", 0, p);
     } else {
       // Two register budgets, as the unquantized forward: rows of at most kSmallItems vectors
       // per thread get the smaller one, and so more CTAs per SM.
@@ -156,9 +154,8 @@ void launch_fwd_quant_mode(const FwdParams& p, const LaunchConfig& cfg, cudaStre
           kernel = pinned_quant_kernel<XT, WT, MODE, VEC>(p, cfg);
         }
       }
-      launch(kernel, cfg.grid, dim3(cfg.threads_per_row, cfg.rows_per_block),
-             {cfg.cluster_size, cfg.after_amax_zeroing}, stream,
-             "rms_norm_fwd quantized (registers)", 0, p);
+      launch(kernel, cfg.grid, dim3(cfg.threads_per_row, cfg.rows_per_block), {cfg.cluster_size},
+             stream, "rms_norm_fwd quantized (registers)", 0, p);
     }
   });
 }
@@ -206,8 +203,7 @@ bool launch_fwd_quant_ticketed_for(const nk_rms_norm_fwd_args& a, const LaunchCo
     if (tp.tickets.grid == 0) return false;
     tp.band_done = band_counters(tp.tickets.bands, stream);
     if (!tp.band_done) return false;
-    launch(kernel, static_cast<int64_t>(tp.tickets.grid), block, {1, cfg.after_amax_zeroing},
-           stream, what, smem, p, tp);
+    launch(kernel, static_cast<int64_t>(tp.tickets.grid), block, {}, stream, what, smem, p, tp);
     return true;
   } else {
     return false;
@@ -251,8 +247,8 @@ void launch_fwd_quant_transposed_for(const nk_rms_norm_fwd_args& a, const Launch
                                : pick(std::integral_constant<int, kSmallItems>{});
   const char* what = "rms_norm_fwd quantized + transposed";
   const LaunchConfig fit = persistent ? fit_resident_clusters(cfg, kernel, what) : cfg;
-  launch(kernel, fit.grid, dim3(fit.threads_per_row), {fit.cluster_size, fit.after_amax_zeroing},
-         stream, what, static_cast<size_t>(fit.smem_bytes), p);
+  launch(kernel, fit.grid, dim3(fit.threads_per_row), {fit.cluster_size}, stream, what,
+         static_cast<size_t>(fit.smem_bytes), p);
 }
 
 }  // namespace normkit::cuda

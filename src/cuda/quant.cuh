@@ -79,19 +79,9 @@ __device__ __forceinline__ void store_quantized(uint8_t* p, int64_t n, const flo
   }
 }
 
-// Before a kernel's first write of amax: where the launcher zeroed amax in a kernel of its own
-// and launched this one as its programmatic dependent (LaunchConfig::after_amax_zeroing), this
-// kernel started before that zeroing completed, and waits for it here; otherwise a no-op.
-__device__ __forceinline__ void amax_zeroed() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  cudaGridDependencySynchronize();
-#endif
-}
-
 // Adds this CTA's largest |v| to the global amax. Float bit patterns of non-negative values
 // order like unsigned integers, so an integer atomicMax is exact (and order-independent, so
-// deterministic); amax was zeroed before the launch (or before amax_zeroed() returns). Every
-// thread of the CTA calls this.
+// deterministic); amax was zeroed before the launch. Every thread of the CTA calls this.
 __device__ __forceinline__ void cta_amax_to_global(float v, float* scratch, float* amax) {
   const int lane = (threadIdx.y * blockDim.x + threadIdx.x) % 32;
   const int warp = (threadIdx.y * blockDim.x + threadIdx.x) / 32;
@@ -105,7 +95,6 @@ __device__ __forceinline__ void cta_amax_to_global(float v, float* scratch, floa
   if (warp == 0 && lane == 0) {
     float m = 0.0f;
     for (int w = 0; w < warps; ++w) m = fmaxf(m, scratch[w]);
-    amax_zeroed();
     atomicMax(reinterpret_cast<unsigned*>(amax), __float_as_uint(m));
   }
 }

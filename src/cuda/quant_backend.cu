@@ -20,15 +20,6 @@
 namespace normkit::cuda {
 namespace {
 
-// Zeroes amax and lets the quantized forward, launched next as its programmatic dependent,
-// start at once (the forward waits for this grid only before its amax atomics: amax_zeroed).
-__global__ void zero_amax(float* amax) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  cudaTriggerProgrammaticLaunchCompletion();
-#endif
-  *amax = 0.0f;
-}
-
 // Vector width: x's natural width at most (y's one-byte codes would allow 16).
 int quant_vector_width(const nk_rms_norm_fwd_args& a) {
   const size_t xs = nk_dtype_size(a.x_dtype), ws = nk_dtype_size(a.weight_dtype);
@@ -217,23 +208,14 @@ std::string explain_fwd_quant_transposed(int64_t rows, int64_t hidden, nk_dtype 
 void rms_norm_fwd_quant(const nk_rms_norm_fwd_args& a, void* stream) {
   const auto s = static_cast<cudaStream_t>(stream);
   try {
+    if (a.amax) check_cuda(cudaMemsetAsync(a.amax, 0, sizeof(float), s), "cudaMemsetAsync(amax)");
     const KernelFacts device_facts = kernel_facts(current_device_facts());
     const KernelFacts facts =
         a.y_t ? facts_with_transposed_output(device_facts) : device_facts;
-    LaunchConfig cfg = quant_config(a, facts);
-    // amax is zeroed before the forward's CTAs add to it: by a kernel whose programmatic
-    // dependent the forward is (KernelFacts::quant_amax_early), else by a memset.
-    const bool early = a.amax && facts.quant_amax_early && !cfg.amax_per_warp;
-    if (early) {
-      launch(zero_amax, int64_t{1}, dim3(1), {}, s, "amax zeroing", 0, a.amax);
-      cfg.after_amax_zeroing = true;
-    } else if (a.amax) {
-      check_cuda(cudaMemsetAsync(a.amax, 0, sizeof(float), s), "cudaMemsetAsync(amax)");
-    }
+    const LaunchConfig cfg = quant_config(a, facts);
     // y_t comes only with NK_QUANT_TENSOR (validated).
     if (a.y_t) {
-      LaunchConfig fused = fused_transposed_config(a, facts);
-      fused.after_amax_zeroing = early;
+      const LaunchConfig fused = fused_transposed_config(a, facts);
       if (fused.grid > 0) {
         dispatch_x_and_weight(a, [&](auto x, auto w) {
           launch_fwd_quant_transposed_for<decltype(x), decltype(w)>(a, fused, s);

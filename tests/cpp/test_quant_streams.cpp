@@ -159,8 +159,7 @@ TEST_F(QuantStreams, FourStreamsAtOnceGiveTheBitsOfOneLaunch) {
 #endif
 }
 
-// Launches in a row on one stream, each with its own amax (zeroed before each launch, by a
-// kernel that the forward follows as a programmatic dependent, or a memset): x's rows
+// Launches in a row on one stream, each with its own amax (zeroed before each launch): x's rows
 // then near-constant rows, whose amax is far smaller, then x again; through the ticketed grid
 // and the registers kernel.
 TEST_F(QuantStreams, EachLaunchOnAStreamGetsItsOwnAmax) {

@@ -340,7 +340,8 @@ void halve_wide_cluster_ctas(LaunchConfig& c, int64_t hidden, int vec, int wide_
     return;
   }
   const bool past_wide_rule = c.cluster_size > wide_max_cluster;
-  if (setting >= 3 || (setting == 2 && (past_wide_rule || 2 * c.grid > 7 * int64_t(facts.sm_count))) ||
+  const bool filled = 2 * c.grid > 7 * int64_t(facts.sm_count);  // > 3.5 CTAs per SM
+  if (setting >= 3 || (setting == 2 && (past_wide_rule || filled)) ||
       (setting == 1 && past_wide_rule)) {
     c.threads_per_row /= 2;
     c.items *= 2;

@@ -134,14 +134,16 @@ struct KernelFacts {
   // rule's (rows past 131072 bf16 columns: 512 x 262144 on 16 CTAs of 256 threads x 8 vectors
   // rather than 512 x 4); 2 (the default): also the wide-row rule's own clusters (rows of
   // 32K-131K columns: 1024 x 131072 on 16 CTAs of 128 threads x 8 vectors) where the launch has
-  // at least three CTAs per SM; 3: those everywhere; 0: the former plans. Measured (H100, twice
+  // more than 3.5 CTAs per SM; 3: those everywhere; 0: the former plans. Measured (H100, twice
   // each in one call), 1 against 0 (nineteenth session): 512 x 262144 230.8 -> 195.3 us (78% ->
   // 92.6% of copy), 300 x 262144 138.7 -> 120.0, 512 x 200000 239.4 -> 203.1, 64 x 262144 36.9
   // -> 34.3; 3 against 1 (twentieth): 1024 x 131072 210.8 -> 196.8 (85.8% -> 92%), 2048 x
   // 131072 413 -> 380, 1024 x 98304 162.0 -> 145.5, 1024 x 65536 102.7 -> 96.6, 512 x 100000
   // 106.7 -> 90.4, 32 x 131072 (512 CTAs) 12.5 -> 11.2, 64 x 131072 20.6 -> 20.3, 256 x 65536
-  // level, but launches of 256 CTAs or fewer 1.15-1.17x slower (16 x 131072 8.3 -> 9.9, 32 x
-  // 65536 8.1 -> 9.8, 1 x 131072 7.5 -> 8.6): hence 2.
+  // level, but launches of up to 448 CTAs 1.10-1.17x slower (16 x 131072 8.5 -> 9.9, 28 x
+  // 131072 9.8 -> 11.1, 1 x 131072 7.5 -> 8.6): hence 2, whose threshold sits where the
+  // 256-thread plans pass a wave of resident clusters (131072 columns: 9.8 us at 448 CTAs, 12.3
+  // at 464; 58 x 65536 and 38 x 98304 straddle it the wrong way by ~1 us).
   int fwd_wide_row_large_items = 2;
   // Rows of 4- to 16-byte vectors that one CTA holds at the large register budget (more than
   // kSmallItems vectors per thread: bf16 rows of 16K-32K columns) get one CTA per row when there

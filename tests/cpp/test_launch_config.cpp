@@ -1148,7 +1148,7 @@ TEST(LaunchConfig, PersistentFusedTransposeFitsTwoTilesPerCta) {
 TEST(LaunchConfig, PlainForwardOfWideRowsOn256ThreadClusters) {
   KernelFacts f;
   f.fwd_wide_row_max_cluster = 8;
-  f.fwd_wide_row_large_items = 1;  // (2 halves these CTAs: WidestForwardRowsMay...)
+  f.fwd_wide_row_large_items = 1;  // (2 halves these CTAs where the launch fills the SMs)
   KernelFacts before = f;
   before.fwd_wide_row_threads = 0;
   KernelFacts measured = before;

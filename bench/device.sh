@@ -287,13 +287,15 @@ for step in "${steps[@]}"; do
     modes)  # A/B over the plain forward and the quantized modes in one run (mode_runs) of
       # AB_MODES under AB_CONFIGS
       mode_runs "${AB_MODES:-plain tensor token block mxfp8 transposed}" "${AB_CONFIGS:-none}" ;;
-    pending)  # the wide-row forward's CTAs at half the threads (NK_TUNE_FWD_WIDE_ROW_LARGE_ITEMS,
-      # 2: where the launch has more than 3.5 CTAs per SM) against 1 (never) and 3 (everywhere)
-      # at row counts around that rule, twice, and its forward tests
-      run ctest_pending ctest --test-dir "$BUILD" --output-on-failure -j8 -R 'Fwd|LaunchConfig'
-      knob_runs bench_pending 300 \
-        "none NK_TUNE_FWD_WIDE_ROW_LARGE_ITEMS=1 NK_TUNE_FWD_WIDE_ROW_LARGE_ITEMS=3 none NK_TUNE_FWD_WIDE_ROW_LARGE_ITEMS=1 NK_TUNE_FWD_WIDE_ROW_LARGE_ITEMS=3" \
-        --fwd-only --shapes 16x131072,28x131072,29x131072,30x131072,32x131072,57x65536,58x65536,64x65536,33x98304,38x98304,39x98304,48x98304,256x65536,1024x131072 ;;
+    pending)  # prepared for the twenty-first session (docs/notes.md, twentieth's Next 2): the
+      # sweep with a same-size copy beside every pass (what the timing method gives a copy of the
+      # same bytes), plain and per-tensor quantized, twice; ~2 minutes after build
+      for rep in a b; do
+        run "bench_same_size_copy_$rep" "$BUILD/tools/normkit" bench --same-size-copy \
+          --json "$LOGS/bench_same_size_copy_$rep.json"
+        run "bench_same_size_copy_tensor_$rep" "$BUILD/tools/normkit" bench --same-size-copy \
+          --quant tensor --json "$LOGS/bench_same_size_copy_tensor_$rep.json"
+      done ;;
     probe)  # knob A/Bs in one run: `normkit bench $PROBE_ARGS` over PROBE_SHAPES (default: the
       # sweep) under each of PROBE_CONFIGS (knobs joined by commas; "none": the defaults)
       shape_args=()

@@ -43,6 +43,7 @@ int run_bench(const BenchOptions& options) {
   config.fwd = !options.bwd_only;
   config.bwd = !options.fwd_only;
   config.reps = options.reps;
+  config.same_size_copy = options.same_size_copy;
   if (!options.quant.empty()) {
     const QuantChoice q = parse_quant(options.quant);
     config.quant = q.mode;
@@ -122,6 +123,13 @@ int run_bench(const BenchOptions& options) {
     try {
       if (row.skipped.empty()) row = runner->run(shapes[i], options.explain);
       row.shape = shapes[i];
+      if (config.same_size_copy && row.skipped.empty()) {
+        for (PassTiming* pass : {&row.fwd, &row.bwd}) {
+          if (!pass->measured) continue;
+          pass->copy_us = runner->time_copy(pass->bytes);
+          pass->copy_measured = true;
+        }
+      }
     } catch (const std::exception& e) {
       row.shape = shapes[i];
       row.error = e.what();

@@ -21,6 +21,7 @@ struct BenchOptions {
   std::string quant;        // empty: unquantized; else a parse_quant() name
   std::string quant_dtype = "e4m3";
   bool transposed = false;  // with quant tensor: also y_t
+  bool same_size_copy = false;  // also time a copy of each pass's bytes, the same way
   std::string command_line;  // recorded in the JSON
 };
 

@@ -85,6 +85,14 @@ class CpuRunner final : public BenchRunner {
     return c;
   }
 
+  TimingStats time_copy(double bytes) override {
+    const size_t half = std::max<size_t>(static_cast<size_t>(bytes / 2), 1);
+    AlignedBytes src(half), dst(half);  // written once on allocation: pages resident
+    auto* s = static_cast<unsigned char*>(src.data());
+    auto* d = static_cast<unsigned char*>(dst.data());
+    return time_calls([&] { parallel_copy(d, s, half); });
+  }
+
   ShapeResult run(const Shape& shape, bool /*explain: CUDA only*/) override {
     const std::string ctx = "shape " + format_shape(shape) + " " + short_name(config_.dtype);
     const size_t n = static_cast<size_t>(shape.elements());

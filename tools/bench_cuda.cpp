@@ -74,6 +74,24 @@ class CudaRunner final : public BenchRunner {
     return c;
   }
 
+  TimingStats time_copy(double bytes) override {
+    // Half the bytes each way, whole 16-byte words (the passes' byte counts are even).
+    const size_t half = std::max<size_t>(static_cast<size_t>(bytes / 2) & ~size_t{15}, 16);
+    const std::string what = "same-size copy of " + format_bytes(2 * half);
+    if (copy_src_.size() < half) {
+      copy_src_ = DeviceBuffer(half, "the same-size copy source", what);
+      copy_dst_ = DeviceBuffer(half, "the same-size copy destination", what);
+      cuda_check(cudaMemsetAsync(copy_src_.get(), 1, half, stream_), "cudaMemsetAsync", what);
+    }
+    return time_calls(
+        [&] {
+          cuda_check(cudaMemcpyAsync(copy_dst_.get(), copy_src_.get(), half,
+                                     cudaMemcpyDeviceToDevice, stream_),
+                     "cudaMemcpyAsync device to device", what);
+        },
+        config_.reps, what);
+  }
+
   ShapeResult run(const Shape& shape, bool explain) override {
     const std::string ctx = "shape " + format_shape(shape) + " " + short_name(config_.dtype);
     const size_t n = static_cast<size_t>(shape.elements());
@@ -264,6 +282,7 @@ class CudaRunner final : public BenchRunner {
   cudaDeviceProp prop_{};
   cudaStream_t stream_ = nullptr;
   DeviceBuffer flush_;
+  DeviceBuffer copy_src_, copy_dst_;  // time_copy's, kept for the next shape
 };
 
 }  // namespace

@@ -42,11 +42,27 @@ PassNumbers derive(const PassTiming& t, const CopyCeiling& copy) {
   return n;
 }
 
-std::string pass_cells(const PassTiming& t, const CopyCeiling& copy) {
-  if (!t.measured) return strprintf("%9s %9s %7s %9s", "-", "-", "-", "-");
-  const PassNumbers n = derive(t, copy);
-  return strprintf("%9.2f %9.1f %6.1f%% %9.2f", t.us.median, n.gbps, n.percent_of_copy,
-                   n.floor_us);
+// The pass's time as a percentage of a same-size copy's (--same-size-copy): 100 = as fast as a
+// copy of its bytes timed the same way.
+double percent_of_same_size_copy(const PassTiming& t) {
+  return t.copy_measured && t.us.median > 0 ? 100.0 * t.copy_us.median / t.us.median : 0;
+}
+
+std::string pass_cells(const PassTiming& t, const CopyCeiling& copy, bool same_size_copy) {
+  std::string cells;
+  if (!t.measured) {
+    cells = strprintf("%9s %9s %7s %9s", "-", "-", "-", "-");
+  } else {
+    const PassNumbers n = derive(t, copy);
+    cells = strprintf("%9.2f %9.1f %6.1f%% %9.2f", t.us.median, n.gbps, n.percent_of_copy,
+                      n.floor_us);
+  }
+  if (same_size_copy) {
+    cells += t.copy_measured ? strprintf(" %9.2f %6.1f%%", t.copy_us.median,
+                                         percent_of_same_size_copy(t))
+                             : strprintf(" %9s %7s", "-", "-");
+  }
+  return cells;
 }
 
 void write_pass(JsonWriter& j, const PassTiming& t, const CopyCeiling& copy) {
@@ -66,6 +82,10 @@ void write_pass(JsonWriter& j, const PassTiming& t, const CopyCeiling& copy) {
   j.field("floor_us", n.floor_us);
   if (t.workspace_bytes) j.field("workspace_bytes", static_cast<int64_t>(t.workspace_bytes));
   if (!t.explain.empty()) j.field("explain", t.explain);
+  if (t.copy_measured) {
+    j.field("same_size_copy_us", t.copy_us.median);
+    j.field("percent_of_same_size_copy", percent_of_same_size_copy(t));
+  }
   j.end_object();
 }
 
@@ -102,13 +122,23 @@ void print_bench_header(std::FILE* out, const BenchReport& r) {
                r.config.fwd ? fwd_bytes_formula(r.config).c_str() : "(not timed)",
                r.config.bwd ? bwd_bytes_formula(r.config).c_str() : "(not timed)");
   std::fprintf(out, "floor:   bytes / copy bandwidth\n");
+  if (r.config.same_size_copy) {
+    std::fprintf(out, "copy us: a copy moving the pass's bytes (half read, half written), timed as "
+                      "the pass is; %% copy = its time / the pass's\n");
+  }
   for (const std::string& note : r.notes) std::fprintf(out, "note:    %s\n", note.c_str());
 }
 
 void print_bench_table_header(std::FILE* out, const BenchConfig& c) {
   std::fprintf(out, "\n%-12s", "shape");
-  if (c.fwd) std::fprintf(out, " %9s %9s %7s %9s", "fwd us", "fwd GB/s", "fwd %", "floor us");
-  if (c.bwd) std::fprintf(out, "   %9s %9s %7s %9s", "bwd us", "bwd GB/s", "bwd %", "floor us");
+  if (c.fwd) {
+    std::fprintf(out, " %9s %9s %7s %9s", "fwd us", "fwd GB/s", "fwd %", "floor us");
+    if (c.same_size_copy) std::fprintf(out, " %9s %7s", "copy us", "% copy");
+  }
+  if (c.bwd) {
+    std::fprintf(out, "   %9s %9s %7s %9s", "bwd us", "bwd GB/s", "bwd %", "floor us");
+    if (c.same_size_copy) std::fprintf(out, " %9s %7s", "copy us", "% copy");
+  }
   std::fprintf(out, "\n");
 }
 
@@ -122,8 +152,9 @@ void print_bench_row(std::FILE* out, const BenchReport& r, const ShapeResult& ro
     std::fprintf(out, " skipped: %s\n", row.skipped.c_str());
     return;
   }
-  if (r.config.fwd) std::fprintf(out, " %s", pass_cells(row.fwd, r.copy).c_str());
-  if (r.config.bwd) std::fprintf(out, "   %s", pass_cells(row.bwd, r.copy).c_str());
+  const bool copies = r.config.same_size_copy;
+  if (r.config.fwd) std::fprintf(out, " %s", pass_cells(row.fwd, r.copy, copies).c_str());
+  if (r.config.bwd) std::fprintf(out, "   %s", pass_cells(row.bwd, r.copy, copies).c_str());
   std::fprintf(out, "\n");
   if (explain) {
     if (!row.fwd.explain.empty()) std::fprintf(out, "    fwd: %s\n", row.fwd.explain.c_str());
@@ -163,6 +194,7 @@ void write_bench_json(std::ostream& file, const std::string& path, const BenchRe
   j.field("forward", r.config.fwd);
   j.field("backward", r.config.bwd);
   j.field("reps", r.config.reps);
+  j.field("same_size_copy", r.config.same_size_copy);
   j.field("fwd_bytes_formula", fwd_bytes_formula(r.config));
   j.field("bwd_bytes_formula", bwd_bytes_formula(r.config));
   j.key("tuning");  // NK_TUNE_* knobs set in the environment

@@ -20,6 +20,8 @@ class BenchRunner {
   virtual std::string device_name() const = 0;
   virtual std::string timing_method() const = 0;  // one line for the header
   virtual CopyCeiling measure_copy() = 0;
+  // A copy moving `bytes` (half read, half written), timed as run() times a call.
+  virtual TimingStats time_copy(double bytes) = 0;
   // Times the forward and/or backward of one shape. Throws std::runtime_error naming what
   // failed (CUDA call or normkit status) with the shape and dtype.
   virtual ShapeResult run(const Shape& shape, bool explain) = 0;

@@ -27,6 +27,9 @@ struct BenchConfig {
   int64_t quant_block = 0;  // block modes: elements per scale
   nk_dtype quant_dtype = NK_FLOAT8_E4M3;
   bool transposed = false;
+  // --same-size-copy: per shape and pass, a device-to-device copy moving the pass's bytes (half
+  // read, half written), timed as the pass is: what the timing method itself gives at that size.
+  bool same_size_copy = false;
 };
 
 // y's dtype: the quantized one with --quant, else dtype.
@@ -66,6 +69,8 @@ struct PassTiming {
   double bytes = 0;
   size_t workspace_bytes = 0;  // backward only
   std::string explain;         // launch configuration (--explain, CUDA only)
+  bool copy_measured = false;  // --same-size-copy
+  TimingStats copy_us;         // a copy of `bytes` (read + written), timed the same way
 };
 
 struct ShapeResult {

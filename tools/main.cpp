@@ -152,6 +152,10 @@ int main(int argc, char** argv) {
   bench_cmd->add_option("--quant-dtype", bench.quant_dtype, "Dtype of the quantized y: e4m3, e5m2 or int8")
       ->check(CLI::IsMember({"e4m3", "e5m2", "int8"}))
       ->capture_default_str();
+  bench_cmd->add_flag("--same-size-copy", bench.same_size_copy,
+                      "Also time, per shape and pass, a copy moving the pass's bytes (half read, "
+                      "half written) the same way: what the timing method itself gives at that "
+                      "size (columns 'copy us' and '% copy', its time over the pass's)");
   bench_cmd->add_flag("--transposed", bench.transposed,
                       "With --quant tensor: also write y transposed ([hidden, rows]), counted in "
                       "the bytes");

@@ -445,11 +445,11 @@ void pin_quant_registers(LaunchConfig& c, int64_t rows, int64_t hidden, const Ke
   c.fixed_format = e4m3_kernels && f.quant_fixed_format != 0 && c.exact;
 }
 
-bool quant_e4m3_kernels(bool dynamic, int scale_block, bool mxfp8, bool with_residual,
-                        int64_t hidden, const KernelFacts& facts) {
-  if (!dynamic) return false;
-  if (mxfp8) return scale_block == kMxfp8Block && facts.quant_mxfp8_e4m3 != 0;
-  if (scale_block == 0) return true;  // TOKEN
+bool quant_e4m3_kernels(nk_quant_mode mode, int scale_block, bool with_residual, int64_t hidden,
+                        const KernelFacts& facts) {
+  if (mode == NK_QUANT_TOKEN) return true;
+  if (mode == NK_QUANT_MXFP8) return scale_block == kMxfp8Block && facts.quant_mxfp8_e4m3 != 0;
+  if (mode != NK_QUANT_BLOCK) return false;  // TENSOR
   if (scale_block != kDefaultQuantBlock || facts.quant_block_e4m3 == 0) return false;
   // (With the residual the kernel's spills cost narrow rows more than its instructions save.)
   return !with_residual || facts.quant_block_e4m3 == 2 ||

@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <string>
 
+#include "normkit/normkit.h"
+
 namespace normkit::cuda {
 
 // How a kernel covers a row.
@@ -474,13 +476,13 @@ LaunchConfig plan_fwd_quant(int64_t rows, int64_t hidden, int vec, int block, bo
 void pin_quant_registers(LaunchConfig& c, int64_t rows, int64_t hidden, const KernelFacts& f,
                          bool full_items_kernels = true, bool e4m3_kernels = false);
 
-// pin_quant_registers's e4m3_kernels for a quantized forward of rows of `hidden` columns
-// (dynamic: not TENSOR; scale_block: BLOCK's block, MXFP8's 32, else 0; mxfp8: MXFP8, whose 32
-// BLOCK's blocks of 32 share; with_residual: the fused residual add): TOKEN's, BLOCK's of
-// 128-column blocks as facts.quant_block_e4m3 and quant_block_e4m3_residual_min_columns say, and
-// MXFP8's with facts.quant_mxfp8_e4m3 (the launcher has no others).
-bool quant_e4m3_kernels(bool dynamic, int scale_block, bool mxfp8, bool with_residual,
-                        int64_t hidden, const KernelFacts& facts);
+// pin_quant_registers's e4m3_kernels for a quantized forward in `mode` of rows of `hidden`
+// columns (scale_block: BLOCK's block, MXFP8's 32, else 0; with_residual: the fused residual
+// add): TOKEN's, BLOCK's of 128-column blocks as facts.quant_block_e4m3 and
+// quant_block_e4m3_residual_min_columns say, and MXFP8's with facts.quant_mxfp8_e4m3 (the
+// launcher has no others).
+bool quant_e4m3_kernels(nk_quant_mode mode, int scale_block, bool with_residual, int64_t hidden,
+                        const KernelFacts& facts);
 
 // The facts that the per-tensor quantized forward plans with when it also writes y_t: facts with
 // quant_cta_threads set to quant_ticket_cta_threads.

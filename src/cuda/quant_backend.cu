@@ -59,8 +59,7 @@ LaunchConfig plan_quant_with_reads(int64_t rows, int64_t hidden, int vec, int sc
   const bool token = mode == NK_QUANT_TOKEN;
   if (pin) {
     pin_quant_registers(c, rows, hidden, facts, !token,
-                        quant_e4m3_kernels(dynamic, scale_block, mode == NK_QUANT_MXFP8,
-                                           with_residual, hidden, facts));
+                        quant_e4m3_kernels(mode, scale_block, with_residual, hidden, facts));
   }
   apply_read_policy(c, fwd_read_once_bytes(rows, hidden, nk_dtype_size(x), with_residual), false,
                     facts);

@@ -764,7 +764,8 @@ LaunchConfig pinned_block_plan(int64_t rows, int64_t hidden, int scale_block, bo
   LaunchConfig c = normkit::cuda::plan_fwd_quant(rows, hidden, 8, scale_block, true, f);
   normkit::cuda::pin_quant_registers(
       c, rows, hidden, f, true,
-      normkit::cuda::quant_e4m3_kernels(true, scale_block, mxfp8, false, hidden, f));
+      normkit::cuda::quant_e4m3_kernels(mxfp8 ? NK_QUANT_MXFP8 : NK_QUANT_BLOCK, scale_block,
+                                        false, hidden, f));
   return c;
 }
 
@@ -796,9 +797,10 @@ void expect_e4m3_kernel_only_where_on(std::initializer_list<std::pair<int64_t, i
 // with quant_fixed_format (whose 0 means the runtime-format kernels); TOKEN's e4m3 kernel as
 // before; never MXFP8 (blocks of 32: its own knob), BLOCK's other widths or TENSOR.
 TEST(LaunchConfig, BlockTakesItsE4m3KernelAsItsKnobSays) {
-  // (dynamic, scale_block, residual, hidden)
+  // (dynamic, scale_block, residual, hidden): TENSOR, TOKEN (block 0) or BLOCK
   auto e4m3 = [](bool dynamic, int block, bool residual, int64_t hidden, const KernelFacts& f) {
-    return normkit::cuda::quant_e4m3_kernels(dynamic, block, false, residual, hidden, f);
+    const nk_quant_mode mode = !dynamic ? NK_QUANT_TENSOR : block ? NK_QUANT_BLOCK : NK_QUANT_TOKEN;
+    return normkit::cuda::quant_e4m3_kernels(mode, block, residual, hidden, f);
   };
   KernelFacts off;
   off.quant_block_e4m3 = 0;
@@ -837,9 +839,14 @@ TEST(LaunchConfig, BlockTakesItsE4m3KernelAsItsKnobSays) {
 // residual too), and only with quant_fixed_format; not BLOCK's blocks of 32 (the same
 // scale_block, BLOCK's rule), nor BLOCK's of 128 when only this knob is on; TOKEN's as before.
 TEST(LaunchConfig, Mxfp8TakesItsE4m3KernelUnderItsKnob) {
-  // (dynamic, scale_block, mxfp8, residual) at 4096 columns
+  // (dynamic, scale_block, mxfp8, residual) at 4096 columns: TENSOR, TOKEN (block 0), BLOCK or
+  // MXFP8
   auto e4m3 = [](bool dynamic, int block, bool mxfp8, bool residual, const KernelFacts& f) {
-    return normkit::cuda::quant_e4m3_kernels(dynamic, block, mxfp8, residual, 4096, f);
+    const nk_quant_mode mode = !dynamic ? NK_QUANT_TENSOR
+                               : mxfp8  ? NK_QUANT_MXFP8
+                               : block  ? NK_QUANT_BLOCK
+                                        : NK_QUANT_TOKEN;
+    return normkit::cuda::quant_e4m3_kernels(mode, block, residual, 4096, f);
   };
   KernelFacts off;
   off.quant_mxfp8_e4m3 = 0;

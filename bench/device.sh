@@ -4,7 +4,7 @@
 # the JSON results go to $OUT (or ./device-out).
 # Usage: bench/device.sh [steps...]   steps: build test check bench quant install python compare
 # binding narrow pending train dtypes huge columns ncu_quant ncu_quant_source quant_bench exact
-# items fused tickets wide modes bwd_probe probe inductor dram aftermath sanitize profile
+# items fused tickets wide modes bwd_probe probe inductor dram aftermath sanitize profile method
 # (default: build test check bench)
 # BUILD=dir names the build tree (default build-device). (A tree built on the CPU machine cannot
 # travel instead: its binaries are over 64 MiB each.) `install` links that tree's libnormkit.a.
@@ -148,6 +148,12 @@ for step in "${steps[@]}"; do
       run profile_columns env NK_TUNE_BWD_COLUMNS_MAX_ELEMENTS=1048576 ncu \
         --kernel-name regex:'rms_norm_bwd' --csv --metrics gpu__time_duration.sum \
         "$BUILD/tools/normkit" bench --reps 2 --bwd-only --shapes 1x4096,128x4096,29x17389,256x2048 ;;
+    method)  # what the timing method gives kernels that only move bytes (bench/method_probe.cu):
+      # memcpy, a copy kernel with and without evict-last loads, an empty kernel; after the
+      # bench's memset flush and after a read flush; ~1 minute, no normkit build needed
+      run method_build nvcc -O3 -arch=sm_90 -std=c++17 bench/method_probe.cu -o "$LOGS/method_probe" &&
+        run method_probe "$LOGS/method_probe"
+      rm -f "$LOGS/method_probe" ;;
     ncu_quant)  # why the quantized forward moves bytes no faster than the plain one (8192x8192)
       for args in "" "--quant tensor" "--quant token" "--quant block"; do
         name=ncu_fwd_$(echo "${args:-plain}" | tr -d ' -')

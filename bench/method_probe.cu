@@ -1,0 +1,221 @@
+// What the benchmark's timing method gives a kernel that only moves bytes: how much of the
+// event time above bytes / copy bandwidth belongs to the method (launch, the flush's
+// aftermath) rather than to normkit's kernels. Standalone (no normkit code), built on the
+// device by `bench/device.sh method`:
+//
+//   nvcc -O3 -arch=sm_90 -std=c++17 bench/method_probe.cu -o method_probe && ./method_probe
+//
+// Per size (bytes read = bytes written = half the total, as a forward of that many bytes):
+// CUDA events around one call after an L2 flush, median of 100, as `normkit bench` times its
+// passes (tools/bench_cuda.cpp), for
+//   memcpy      cudaMemcpyAsync device to device (what `--same-size-copy` times)
+//   kcopy       a grid-stride copy kernel of 16-byte vectors, the grid one wave of full SMs
+//   kcopy-last  the same with its loads marked L2 evict-last (as normkit's forwards read x)
+//   empty       a kernel of one CTA that does nothing
+// each after two flushes: "memset" (cudaMemsetAsync of 100 MiB, the bench's: leaves L2 full of
+// dirty lines) and "read" (a kernel that reads 100 MiB: leaves L2 full of clean lines). The
+// copy kernels also report their own span (first CTA's start to last CTA's end, by
+// %globaltimer), so event time - span = what the launch and its completion cost.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace {
+
+void check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) {
+    std::fprintf(stderr, "method_probe: %s: %s\n", what, cudaGetErrorString(e));
+    std::exit(1);
+  }
+}
+
+__device__ __forceinline__ uint64_t global_ns() {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
+  return t;
+}
+
+// span[0] = min start, span[1] = max end (ns); reset before each call.
+__device__ __forceinline__ void note_start(unsigned long long* span) {
+  if (threadIdx.x == 0) atomicMin(&span[0], static_cast<unsigned long long>(global_ns()));
+}
+__device__ __forceinline__ void note_end(unsigned long long* span) {
+  __syncthreads();
+  if (threadIdx.x == 0) atomicMax(&span[1], static_cast<unsigned long long>(global_ns()));
+}
+
+template <bool kEvictLast>
+__global__ void __launch_bounds__(512) copy16(const uint4* __restrict__ src, uint4* __restrict__ dst,
+                                              size_t n, unsigned long long* span) {
+  note_start(span);
+  uint64_t policy = 0;
+  if (kEvictLast) asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
+  const size_t stride = size_t(gridDim.x) * blockDim.x;
+  size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  // Four vectors in flight per thread.
+  for (; i + 3 * stride < n; i += 4 * stride) {
+    uint4 v[4];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      const uint4* p = src + i + k * stride;
+      if (kEvictLast) {
+        asm volatile("ld.global.L1::no_allocate.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+                     : "=r"(v[k].x), "=r"(v[k].y), "=r"(v[k].z), "=r"(v[k].w)
+                     : "l"(p), "l"(policy));
+      } else {
+        v[k] = *p;
+      }
+    }
+#pragma unroll
+    for (int k = 0; k < 4; ++k) dst[i + k * stride] = v[k];
+  }
+  for (; i < n; i += stride) dst[i] = src[i];
+  note_end(span);
+}
+
+__global__ void read_all(const uint4* __restrict__ src, size_t n, unsigned* sink) {
+  unsigned acc = 0;
+  for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += size_t(gridDim.x) * blockDim.x) {
+    const uint4 v = __ldcg(src + i);
+    acc ^= v.x ^ v.y ^ v.z ^ v.w;
+  }
+  if (acc == 0x9e3779b9u) *sink = acc;  // (never, in practice: keeps the loads)
+}
+
+__global__ void empty_kernel() {}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+struct Probe {
+  cudaStream_t stream{};
+  int sms = 0;
+  void* flush = nullptr;
+  size_t flush_bytes = size_t{100} << 20;
+  unsigned* sink = nullptr;
+  unsigned long long* span = nullptr;
+  bool read_flush = false;
+
+  void flush_l2() {
+    if (read_flush) {
+      read_all<<<sms * 4, 512, 0, stream>>>(static_cast<const uint4*>(flush), flush_bytes / 16, sink);
+    } else {
+      check(cudaMemsetAsync(flush, 0, flush_bytes, stream), "flush memset");
+    }
+  }
+
+  // Median event time (us) and median span (us; 0 where the call notes none). Calls are
+  // enqueued back to back as the bench's are; each gets its own span cells.
+  std::pair<double, double> time(const std::function<void(unsigned long long*)>& call,
+                                 int reps = 100) {
+    for (int i = 0; i < 20; ++i) {
+      flush_l2();
+      call(span);
+    }
+    check(cudaStreamSynchronize(stream), "warm-up");
+    std::vector<unsigned long long> init(2 * reps);
+    for (int i = 0; i < reps; ++i) init[2 * i] = ~0ull, init[2 * i + 1] = 0;
+    check(cudaMemcpy(span, init.data(), init.size() * sizeof(init[0]), cudaMemcpyHostToDevice),
+          "span reset");
+    std::vector<cudaEvent_t> a(reps), b(reps);
+    for (int i = 0; i < reps; ++i) {
+      check(cudaEventCreate(&a[i]), "event");
+      check(cudaEventCreate(&b[i]), "event");
+    }
+    for (int i = 0; i < reps; ++i) {
+      flush_l2();
+      check(cudaEventRecord(a[i], stream), "record");
+      call(span + 2 * i);
+      check(cudaEventRecord(b[i], stream), "record");
+    }
+    check(cudaStreamSynchronize(stream), "timed calls");
+    std::vector<unsigned long long> got(2 * reps);
+    check(cudaMemcpy(got.data(), span, got.size() * sizeof(got[0]), cudaMemcpyDeviceToHost),
+          "span read");
+    std::vector<double> us(reps), spans(reps);
+    for (int i = 0; i < reps; ++i) {
+      float ms = 0;
+      check(cudaEventElapsedTime(&ms, a[i], b[i]), "elapsed");
+      us[i] = ms * 1000.0;
+      const unsigned long long s0 = got[2 * i], s1 = got[2 * i + 1];
+      spans[i] = s0 != ~0ull && s1 > s0 ? (s1 - s0) / 1000.0 : 0.0;
+      cudaEventDestroy(a[i]);
+      cudaEventDestroy(b[i]);
+    }
+    return {median(us), median(spans)};
+  }
+};
+
+}  // namespace
+
+int main() {
+  Probe p;
+  cudaDeviceProp prop{};
+  check(cudaGetDeviceProperties(&prop, 0), "properties");
+  p.sms = prop.multiProcessorCount;
+  check(cudaStreamCreateWithFlags(&p.stream, cudaStreamNonBlocking), "stream");
+  check(cudaMalloc(&p.flush, p.flush_bytes), "flush buffer");
+  check(cudaMalloc(&p.sink, sizeof(unsigned)), "sink");
+  check(cudaMalloc(&p.span, 2 * 100 * sizeof(unsigned long long)), "span");
+  const size_t max_half = size_t{512} << 20;
+  void *src = nullptr, *dst = nullptr;
+  check(cudaMalloc(&src, max_half), "src");
+  check(cudaMalloc(&dst, max_half), "dst");
+  check(cudaMemset(src, 1, max_half), "src init");
+  check(cudaMemset(dst, 0, max_half), "dst init");
+
+  // The copy ceiling as `normkit bench` measures it (512 MiB each way, memset flush).
+  const double ceiling_us =
+      p.time([&](unsigned long long*) { check(cudaMemcpyAsync(dst, src, max_half, cudaMemcpyDeviceToDevice, p.stream), "copy"); }, 20)
+          .first;
+  const double gbps = 2.0 * max_half / (ceiling_us * 1e-6) / 1e9;
+  std::printf("device: %s, %d SMs; copy ceiling %.1f GB/s (memcpy of 2 x 512 MiB, memset flush)\n",
+              prop.name, p.sms, gbps);
+  std::printf("timing: events around one call after an L2 flush, median of 100; span = the kernel's "
+              "first CTA start to last CTA end (%%globaltimer)\n\n");
+
+  // Total bytes (read + written) of sweep passes: 1x4096, 128x4096 and 4096x1024 bf16 forwards,
+  // 4096x4096, 8192x4096, 8192x8192, 32768x8192.
+  const size_t totals[] = {size_t{16} << 10,      size_t{2} << 20,     size_t{16} << 20,
+                           size_t{64} << 20,       size_t{128} << 20,   size_t{256} << 20,
+                           size_t{1024} << 20};
+  const int copy_threads = 512;
+  const int copy_grid = p.sms * (2048 / copy_threads);
+  std::printf("%-10s %-7s %9s %9s %9s %9s %9s %9s %9s\n", "total", "flush", "floor", "memcpy",
+              "kcopy", "span", "kc-last", "span", "empty");
+  for (const size_t total : totals) {
+    const size_t half = total / 2;
+    const size_t n = half / 16;
+    const double floor_us = total / (gbps * 1e3);
+    for (const bool read_flush : {false, true}) {
+      p.read_flush = read_flush;
+      const double memcpy_us =
+          p.time([&](unsigned long long*) { check(cudaMemcpyAsync(dst, src, half, cudaMemcpyDeviceToDevice, p.stream), "copy"); }).first;
+      const int grid = static_cast<int>(std::min<size_t>(copy_grid, (n + copy_threads - 1) / copy_threads));
+      const auto kcopy = p.time([&](unsigned long long* span) {
+        copy16<false><<<grid, copy_threads, 0, p.stream>>>(static_cast<const uint4*>(src),
+                                                            static_cast<uint4*>(dst), n, span);
+      });
+      const auto kcopy_last = p.time([&](unsigned long long* span) {
+        copy16<true><<<grid, copy_threads, 0, p.stream>>>(static_cast<const uint4*>(src),
+                                                           static_cast<uint4*>(dst), n, span);
+      });
+      const double empty_us = p.time([&](unsigned long long*) { empty_kernel<<<1, 32, 0, p.stream>>>(); }).first;
+      check(cudaGetLastError(), "launch");
+      std::printf("%-10.1f %-7s %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f\n", total / 1048576.0,
+                  read_flush ? "read" : "memset", floor_us, memcpy_us, kcopy.first, kcopy.second,
+                  kcopy_last.first, kcopy_last.second, empty_us);
+    }
+  }
+  std::printf("\n(total in MiB; every time in us)\n");
+  return 0;
+}

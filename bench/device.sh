@@ -5,6 +5,7 @@
 # Usage: bench/device.sh [steps...]   steps: build test check bench quant install python compare
 # binding narrow pending train dtypes huge columns ncu_quant ncu_quant_source quant_bench exact
 # items fused tickets wide modes bwd_probe probe inductor dram aftermath sanitize profile method
+# ncu_method
 # (default: build test check bench)
 # BUILD=dir names the build tree (default build-device). (A tree built on the CPU machine cannot
 # travel instead: its binaries are over 64 MiB each.) `install` links that tree's libnormkit.a.
@@ -154,6 +155,18 @@ for step in "${steps[@]}"; do
       run method_build nvcc -O3 -arch=sm_90 -std=c++17 bench/method_probe.cu -o "$LOGS/method_probe" &&
         run method_probe "$LOGS/method_probe"
       rm -f "$LOGS/method_probe" ;;
+    ncu_method)  # the kernels' own time in the L2 state the bench leaves (its memset flush, no
+      # ncu cache control, the card's clocks), plain and per-tensor, at NCU_SHAPES: against
+      # bench/method_probe.cu's copy-kernel spans after the same flush
+      for quant in "" tensor; do
+        qargs=()
+        [ -n "$quant" ] && qargs=(--fwd-only --quant "$quant")
+        run "ncu_method${quant:+_$quant}" ncu --cache-control none --clock-control none \
+          --kernel-name regex:'rms_norm|reduce' --csv \
+          --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum \
+          "$BUILD/tools/normkit" bench --reps 3 "${qargs[@]}" \
+          --shapes "${NCU_SHAPES:-4096x4096,8192x2048,8192x4096,1024x32768,2048x16384,8192x8192,4096x1024}"
+      done ;;
     ncu_quant)  # why the quantized forward moves bytes no faster than the plain one (8192x8192)
       for args in "" "--quant tensor" "--quant token" "--quant block"; do
         name=ncu_fwd_$(echo "${args:-plain}" | tr -d ' -')

@@ -11,6 +11,7 @@
 //   memcpy      cudaMemcpyAsync device to device (what `--same-size-copy` times)
 //   kcopy       a grid-stride copy kernel of 16-byte vectors, the grid one wave of full SMs
 //   kcopy-last  the same with its loads marked L2 evict-last (as normkit's forwards read x)
+//   kcopy8      the plain one with 8 vectors in flight per thread instead of 4
 //   empty       a kernel of one CTA that does nothing
 // each after two flushes: "memset" (cudaMemsetAsync of 100 MiB, the bench's: leaves L2 full of
 // dirty lines) and "read" (a kernel that reads 100 MiB: leaves L2 full of clean lines). The
@@ -50,7 +51,7 @@ __device__ __forceinline__ void note_end(unsigned long long* span) {
   if (threadIdx.x == 0) atomicMax(&span[1], static_cast<unsigned long long>(global_ns()));
 }
 
-template <bool kEvictLast>
+template <bool kEvictLast, int kUnroll = 4>
 __global__ void __launch_bounds__(512) copy16(const uint4* __restrict__ src, uint4* __restrict__ dst,
                                               size_t n, unsigned long long* span) {
   note_start(span);
@@ -58,11 +59,11 @@ __global__ void __launch_bounds__(512) copy16(const uint4* __restrict__ src, uin
   if (kEvictLast) asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
   const size_t stride = size_t(gridDim.x) * blockDim.x;
   size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  // Four vectors in flight per thread.
-  for (; i + 3 * stride < n; i += 4 * stride) {
-    uint4 v[4];
+  // kUnroll vectors in flight per thread.
+  for (; i + (kUnroll - 1) * stride < n; i += kUnroll * stride) {
+    uint4 v[kUnroll];
 #pragma unroll
-    for (int k = 0; k < 4; ++k) {
+    for (int k = 0; k < kUnroll; ++k) {
       const uint4* p = src + i + k * stride;
       if (kEvictLast) {
         asm volatile("ld.global.L1::no_allocate.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
@@ -73,7 +74,7 @@ __global__ void __launch_bounds__(512) copy16(const uint4* __restrict__ src, uin
       }
     }
 #pragma unroll
-    for (int k = 0; k < 4; ++k) dst[i + k * stride] = v[k];
+    for (int k = 0; k < kUnroll; ++k) dst[i + k * stride] = v[k];
   }
   for (; i < n; i += stride) dst[i] = src[i];
   note_end(span);
@@ -190,8 +191,8 @@ int main() {
                            size_t{1024} << 20};
   const int copy_threads = 512;
   const int copy_grid = p.sms * (2048 / copy_threads);
-  std::printf("%-10s %-7s %9s %9s %9s %9s %9s %9s %9s\n", "total", "flush", "floor", "memcpy",
-              "kcopy", "span", "kc-last", "span", "empty");
+  std::printf("%-10s %-7s %9s %9s %9s %9s %9s %9s %9s %9s %9s\n", "total", "flush", "floor",
+              "memcpy", "kcopy", "span", "kc-last", "span", "kcopy8", "span", "empty");
   for (const size_t total : totals) {
     const size_t half = total / 2;
     const size_t n = half / 16;
@@ -209,11 +210,16 @@ int main() {
         copy16<true><<<grid, copy_threads, 0, p.stream>>>(static_cast<const uint4*>(src),
                                                            static_cast<uint4*>(dst), n, span);
       });
+      const auto kcopy8 = p.time([&](unsigned long long* span) {
+        copy16<false, 8><<<grid, copy_threads, 0, p.stream>>>(static_cast<const uint4*>(src),
+                                                               static_cast<uint4*>(dst), n, span);
+      });
       const double empty_us = p.time([&](unsigned long long*) { empty_kernel<<<1, 32, 0, p.stream>>>(); }).first;
       check(cudaGetLastError(), "launch");
-      std::printf("%-10.1f %-7s %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f\n", total / 1048576.0,
-                  read_flush ? "read" : "memset", floor_us, memcpy_us, kcopy.first, kcopy.second,
-                  kcopy_last.first, kcopy_last.second, empty_us);
+      std::printf("%-10.1f %-7s %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f\n",
+                  total / 1048576.0, read_flush ? "read" : "memset", floor_us, memcpy_us,
+                  kcopy.first, kcopy.second, kcopy_last.first, kcopy_last.second, kcopy8.first,
+                  kcopy8.second, empty_us);
     }
   }
   std::printf("\n(total in MiB; every time in us)\n");

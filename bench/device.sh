@@ -5,7 +5,7 @@
 # Usage: bench/device.sh [steps...]   steps: build test check bench quant install python compare
 # binding narrow pending train dtypes huge columns ncu_quant ncu_quant_source quant_bench exact
 # items fused tickets wide modes bwd_probe probe inductor dram aftermath sanitize profile method
-# ncu_method
+# ncu_method ring
 # (default: build test check bench)
 # BUILD=dir names the build tree (default build-device). (A tree built on the CPU machine cannot
 # travel instead: its binaries are over 64 MiB each.) `install` links that tree's libnormkit.a.
@@ -152,7 +152,7 @@ for step in "${steps[@]}"; do
     method)  # what the timing method gives kernels that only move bytes (bench/method_probe.cu):
       # memcpy, a copy kernel with and without evict-last loads, an empty kernel; after the
       # bench's memset flush and after a read flush; ~1 minute, no normkit build needed
-      run method_build nvcc -O3 -arch=sm_90 -std=c++17 bench/method_probe.cu -o "$LOGS/method_probe" &&
+      run method_build nvcc -O3 -arch=sm_90 -std=c++17 -Ibench bench/method_probe.cu -o "$LOGS/method_probe" &&
         run method_probe "$LOGS/method_probe"
       rm -f "$LOGS/method_probe" ;;
     ncu_method)  # the kernels' own time in the L2 state the bench leaves (its memset flush, no
@@ -167,6 +167,11 @@ for step in "${steps[@]}"; do
           "$BUILD/tools/normkit" bench --reps 3 "${qargs[@]}" \
           --shapes "${NCU_SHAPES:-4096x4096,8192x2048,8192x4096,1024x32768,2048x16384,8192x8192,4096x1024}"
       done ;;
+    ring)  # the prototype forward fed by bulk copies into a deep shared-memory ring
+      # (bench/ring_probe.cu), timed as the bench times; ~1 minute, no normkit build needed
+      run ring_build nvcc -O3 -arch=sm_90 -std=c++17 -Isrc -Ibench bench/ring_probe.cu \
+        -o "$LOGS/ring_probe" && run ring_probe "$LOGS/ring_probe"
+      rm -f "$LOGS/ring_probe" ;;
     ncu_quant)  # why the quantized forward moves bytes no faster than the plain one (8192x8192)
       for args in "" "--quant tensor" "--quant token" "--quant block"; do
         name=ncu_fwd_$(echo "${args:-plain}" | tr -d ' -')

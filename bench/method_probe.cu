@@ -17,39 +17,18 @@
 // dirty lines) and "read" (a kernel that reads 100 MiB: leaves L2 full of clean lines). The
 // copy kernels also report their own span (first CTA's start to last CTA's end, by
 // %globaltimer), so event time - span = what the launch and its completion cost.
-#include <cuda_runtime.h>
-
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
-#include <functional>
-#include <string>
-#include <vector>
+
+#include "probe_timing.cuh"
 
 namespace {
 
-void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) {
-    std::fprintf(stderr, "method_probe: %s: %s\n", what, cudaGetErrorString(e));
-    std::exit(1);
-  }
-}
-
-__device__ __forceinline__ uint64_t global_ns() {
-  uint64_t t;
-  asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
-  return t;
-}
-
-// span[0] = min start, span[1] = max end (ns); reset before each call.
-__device__ __forceinline__ void note_start(unsigned long long* span) {
-  if (threadIdx.x == 0) atomicMin(&span[0], static_cast<unsigned long long>(global_ns()));
-}
-__device__ __forceinline__ void note_end(unsigned long long* span) {
-  __syncthreads();
-  if (threadIdx.x == 0) atomicMax(&span[1], static_cast<unsigned long long>(global_ns()));
-}
+using probe::check;
+using probe::note_end;
+using probe::note_start;
+using probe::empty_kernel;
 
 template <bool kEvictLast, int kUnroll = 4>
 __global__ void __launch_bounds__(512) copy16(const uint4* __restrict__ src, uint4* __restrict__ dst,
@@ -80,93 +59,12 @@ __global__ void __launch_bounds__(512) copy16(const uint4* __restrict__ src, uin
   note_end(span);
 }
 
-__global__ void read_all(const uint4* __restrict__ src, size_t n, unsigned* sink) {
-  unsigned acc = 0;
-  for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
-       i += size_t(gridDim.x) * blockDim.x) {
-    const uint4 v = __ldcg(src + i);
-    acc ^= v.x ^ v.y ^ v.z ^ v.w;
-  }
-  if (acc == 0x9e3779b9u) *sink = acc;  // (never, in practice: keeps the loads)
-}
-
-__global__ void empty_kernel() {}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-struct Probe {
-  cudaStream_t stream{};
-  int sms = 0;
-  void* flush = nullptr;
-  size_t flush_bytes = size_t{100} << 20;
-  unsigned* sink = nullptr;
-  unsigned long long* span = nullptr;
-  bool read_flush = false;
-
-  void flush_l2() {
-    if (read_flush) {
-      read_all<<<sms * 4, 512, 0, stream>>>(static_cast<const uint4*>(flush), flush_bytes / 16, sink);
-    } else {
-      check(cudaMemsetAsync(flush, 0, flush_bytes, stream), "flush memset");
-    }
-  }
-
-  // Median event time (us) and median span (us; 0 where the call notes none). Calls are
-  // enqueued back to back as the bench's are; each gets its own span cells.
-  std::pair<double, double> time(const std::function<void(unsigned long long*)>& call,
-                                 int reps = 100) {
-    for (int i = 0; i < 20; ++i) {
-      flush_l2();
-      call(span);
-    }
-    check(cudaStreamSynchronize(stream), "warm-up");
-    std::vector<unsigned long long> init(2 * reps);
-    for (int i = 0; i < reps; ++i) init[2 * i] = ~0ull, init[2 * i + 1] = 0;
-    check(cudaMemcpy(span, init.data(), init.size() * sizeof(init[0]), cudaMemcpyHostToDevice),
-          "span reset");
-    std::vector<cudaEvent_t> a(reps), b(reps);
-    for (int i = 0; i < reps; ++i) {
-      check(cudaEventCreate(&a[i]), "event");
-      check(cudaEventCreate(&b[i]), "event");
-    }
-    for (int i = 0; i < reps; ++i) {
-      flush_l2();
-      check(cudaEventRecord(a[i], stream), "record");
-      call(span + 2 * i);
-      check(cudaEventRecord(b[i], stream), "record");
-    }
-    check(cudaStreamSynchronize(stream), "timed calls");
-    std::vector<unsigned long long> got(2 * reps);
-    check(cudaMemcpy(got.data(), span, got.size() * sizeof(got[0]), cudaMemcpyDeviceToHost),
-          "span read");
-    std::vector<double> us(reps), spans(reps);
-    for (int i = 0; i < reps; ++i) {
-      float ms = 0;
-      check(cudaEventElapsedTime(&ms, a[i], b[i]), "elapsed");
-      us[i] = ms * 1000.0;
-      const unsigned long long s0 = got[2 * i], s1 = got[2 * i + 1];
-      spans[i] = s0 != ~0ull && s1 > s0 ? (s1 - s0) / 1000.0 : 0.0;
-      cudaEventDestroy(a[i]);
-      cudaEventDestroy(b[i]);
-    }
-    return {median(us), median(spans)};
-  }
-};
-
 }  // namespace
 
 int main() {
-  Probe p;
+  probe::Probe p;
   cudaDeviceProp prop{};
   check(cudaGetDeviceProperties(&prop, 0), "properties");
-  p.sms = prop.multiProcessorCount;
-  check(cudaStreamCreateWithFlags(&p.stream, cudaStreamNonBlocking), "stream");
-  check(cudaMalloc(&p.flush, p.flush_bytes), "flush buffer");
-  check(cudaMalloc(&p.sink, sizeof(unsigned)), "sink");
-  check(cudaMalloc(&p.span, 2 * 100 * sizeof(unsigned long long)), "span");
   const size_t max_half = size_t{512} << 20;
   void *src = nullptr, *dst = nullptr;
   check(cudaMalloc(&src, max_half), "src");

@@ -1,0 +1,242 @@
+// A prototype before any library change: the plain bf16 forward with its rows fed by bulk
+// copies (cp.async.bulk, the TMA) into a deep ring of shared memory, one row per warp at a
+// time, against what the timing method gives a copy (bench/method_probe.cu: a copy kernel with
+// 8 vectors of 16 bytes in flight per thread spans 22.2 us at 64 MiB after the bench's flush,
+// normkit's registers forward of the same bytes 25.8: the forward holds at most ~64 KB per SM
+// in flight, its rows in registers). Here each SM keeps up to ~190 KB of rows in flight.
+// Built and run on the device by `bench/device.sh ring`:
+//
+//   nvcc -O3 -arch=sm_90 -std=c++17 -Isrc bench/ring_probe.cu -o ring_probe && ./ring_probe
+//
+// Per shape and ring layout: event time and span as `normkit bench` times its passes (the
+// memset flush, median of 100), the fraction of copy, and the largest difference from a
+// float64 reference over sampled rows in bf16 units in the last place (must be <= 1).
+#include <cuda_bf16.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <cstdio>
+#include <random>
+#include <vector>
+
+#include "cuda/bulk_copy.cuh"
+#include "probe_timing.cuh"
+
+namespace {
+
+using normkit::cuda::bulk_copy_to_shared;
+using normkit::cuda::mbarrier_arrive_expecting;
+using normkit::cuda::mbarrier_init;
+using normkit::cuda::shared_address;
+using probe::check;
+
+__device__ __forceinline__ void wait_parity(uint64_t* bar, unsigned parity) {
+  asm volatile(
+      "{\n"
+      ".reg .pred done;\n"
+      "RING_WAIT:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra RING_WAIT;\n"
+      "}\n" ::"r"(shared_address(bar)),
+      "r"(parity)
+      : "memory");
+}
+
+// Starts the bulk copy of `row` into a slot (lane 0 of the owning warp), if the row exists.
+__device__ __forceinline__ void fetch_row(const __nv_bfloat16* x, int64_t row, int64_t rows,
+                                          unsigned row_bytes, int hidden, void* slot,
+                                          uint64_t* bar) {
+  if (row >= rows) return;
+  mbarrier_arrive_expecting(bar, row_bytes);
+  bulk_copy_to_shared(slot, x + row * hidden, row_bytes, bar);
+}
+
+__device__ __forceinline__ void unpack(const uint4& q, float (&f)[8]) {
+  const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&q);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const float2 p = __bfloat1622float2(h[i]);
+    f[2 * i] = p.x;
+    f[2 * i + 1] = p.y;
+  }
+}
+
+// Warp w of CTA b takes rows g, g + G, ... (g = b * warps + w, G = all warps), each into the
+// next of its `slots` ring slots; a slot is refilled as soon as its row's y is stored.
+// Shared memory: the weight row, then warps x slots rows, then their mbarriers and the
+// weight's.
+__global__ void __launch_bounds__(1024, 1)
+    ring_fwd(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ w,
+             __nv_bfloat16* __restrict__ y, float* __restrict__ rstd, int64_t rows, int hidden,
+             int slots, float eps, unsigned long long* span) {
+  probe::note_start(span);
+  extern __shared__ __align__(128) unsigned char smem[];
+  const int warps = blockDim.x / 32, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const unsigned row_bytes = static_cast<unsigned>(hidden) * 2;
+  const uint4* w_smem = reinterpret_cast<const uint4*>(smem);
+  unsigned char* ring = smem + row_bytes + size_t(warp) * slots * row_bytes;
+  uint64_t* bars = reinterpret_cast<uint64_t*>(smem + row_bytes + size_t(warps) * slots * row_bytes);
+  uint64_t* my_bars = bars + warp * slots;
+  uint64_t* w_bar = bars + warps * slots;
+  if (threadIdx.x == 0) {
+    for (int i = 0; i <= warps * slots; ++i) mbarrier_init(bars + i, 1);
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    mbarrier_arrive_expecting(w_bar, row_bytes);
+    bulk_copy_to_shared(smem, w, row_bytes, w_bar);
+  }
+  const int64_t first = int64_t(blockIdx.x) * warps + warp;
+  const int64_t step = int64_t(gridDim.x) * warps;
+  if (lane == 0) {
+    for (int k = 0; k < slots; ++k) {
+      fetch_row(x, first + k * step, rows, row_bytes, hidden, ring + size_t(k) * row_bytes,
+                my_bars + k);
+    }
+  }
+  wait_parity(w_bar, 0);
+  const int nvec = hidden / 8;
+  int k = 0;
+  for (int64_t row = first; row < rows; row += step, ++k) {
+    const int s = k % slots;
+    wait_parity(my_bars + s, (k / slots) & 1);
+    const uint4* xs = reinterpret_cast<const uint4*>(ring + size_t(s) * row_bytes);
+    float ss = 0.0f;
+#pragma unroll 4
+    for (int v = lane; v < nvec; v += 32) {
+      float f[8];
+      unpack(xs[v], f);
+#pragma unroll
+      for (int i = 0; i < 8; ++i) ss = fmaf(f[i], f[i], ss);
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+    const float r = rsqrtf(ss / hidden + eps);
+    if (lane == 0) rstd[row] = r;
+    uint4* yr = reinterpret_cast<uint4*>(y + row * hidden);
+#pragma unroll 4
+    for (int v = lane; v < nvec; v += 32) {
+      float f[8], g[8];
+      unpack(xs[v], f);
+      unpack(w_smem[v], g);
+      uint4 out;
+      __nv_bfloat162* o = reinterpret_cast<__nv_bfloat162*>(&out);
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        o[i] = __floats2bfloat162_rn(f[2 * i] * r * g[2 * i], f[2 * i + 1] * r * g[2 * i + 1]);
+      }
+      yr[v] = out;
+    }
+    __syncwarp();  // every lane has read the slot
+    if (lane == 0) {
+      normkit::cuda::fence_proxy_async_shared();  // (the reads before the copy's writes)
+      fetch_row(x, row + int64_t(slots) * step, rows, row_bytes, hidden,
+                ring + size_t(s) * row_bytes, my_bars + s);
+    }
+  }
+  probe::note_end(span);
+}
+
+uint16_t to_bf16_bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return static_cast<uint16_t>((u + 0x7fff + ((u >> 16) & 1)) >> 16);
+}
+double from_bf16_bits(uint16_t b) {
+  const uint32_t u = uint32_t(b) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+}  // namespace
+
+int main() {
+  probe::Probe p;
+  cudaDeviceProp prop{};
+  check(cudaGetDeviceProperties(&prop, 0), "properties");
+  const size_t max_half = size_t{512} << 20;
+  void *src = nullptr, *dst = nullptr;
+  check(cudaMalloc(&src, max_half), "src");
+  check(cudaMalloc(&dst, max_half), "dst");
+  check(cudaMemset(src, 1, max_half), "src init");
+  const double ceiling_us = p.time([&](unsigned long long*) {
+                               check(cudaMemcpyAsync(dst, src, max_half, cudaMemcpyDeviceToDevice,
+                                                     p.stream), "copy");
+                             }, 20).first;
+  const double gbps = 2.0 * max_half / (ceiling_us * 1e-6) / 1e9;
+  std::printf("device: %s, %d SMs; copy %.1f GB/s (memcpy of 2 x 512 MiB, memset flush)\n",
+              prop.name, p.sms, gbps);
+  std::printf("timing: memset flush of 100 MiB, events around one call, median of 100\n\n");
+  std::printf("%-12s %6s %6s %7s %9s %9s %9s %7s %9s\n", "shape", "warps", "slots", "ring KB",
+              "floor us", "event us", "span us", "% copy", "max ulp");
+
+  const int shapes[][2] = {{4096, 4096}, {8192, 2048}, {4096, 1024}, {8192, 4096},
+                           {16384, 4096}, {4096, 12288}, {2048, 16384}, {8192, 8192}};
+  const int smem_max = static_cast<int>(prop.sharedMemPerBlockOptin);
+  check(cudaFuncSetAttribute(ring_fwd, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_max),
+        "smem attribute");
+  std::mt19937 gen(7);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (const auto& shape : shapes) {
+    const int64_t rows = shape[0];
+    const int hidden = shape[1];
+    const size_t n = size_t(rows) * hidden;
+    const unsigned row_bytes = hidden * 2;
+    std::vector<uint16_t> hx(n), hw(hidden);
+    for (auto& v : hx) v = to_bf16_bits(normal(gen));
+    for (auto& v : hw) v = to_bf16_bits(1.0f + 0.1f * normal(gen));
+    __nv_bfloat16 *x, *w, *y;
+    float* rstd;
+    check(cudaMalloc(&x, n * 2), "x");
+    check(cudaMalloc(&y, n * 2), "y");
+    check(cudaMalloc(&w, hidden * 2), "w");
+    check(cudaMalloc(&rstd, rows * 4), "rstd");
+    check(cudaMemcpy(x, hx.data(), n * 2, cudaMemcpyHostToDevice), "x up");
+    check(cudaMemcpy(w, hw.data(), hidden * 2, cudaMemcpyHostToDevice), "w up");
+    const double bytes = 2.0 * n * 2 + hidden * 2;
+    const double floor_us = bytes / (gbps * 1e3);
+    // Layouts: as many ring rows as fit beside the weight and the barriers, over 4-32 warps.
+    const int ring_rows = (smem_max - static_cast<int>(row_bytes) - 8 * 128) / static_cast<int>(row_bytes);
+    for (const int warps : {4, 8, 16, 32}) {
+      const int slots = ring_rows / warps;
+      if (slots < 1 || (slots == 1 && warps > 8)) continue;
+      const size_t smem = size_t(row_bytes) * (1 + warps * slots) + 8 * (warps * slots + 1);
+      check(cudaMemset(y, 0xff, n * 2), "poison y");
+      const auto t = p.time([&](unsigned long long* span) {
+        ring_fwd<<<p.sms, warps * 32, smem, p.stream>>>(x, w, y, rstd, rows, hidden, slots, 1e-6f,
+                                                        span);
+      });
+      check(cudaGetLastError(), "launch");
+      check(cudaDeviceSynchronize(), "run");
+      // Sampled rows against float64.
+      std::vector<uint16_t> hy(n);
+      check(cudaMemcpy(hy.data(), y, n * 2, cudaMemcpyDeviceToHost), "y down");
+      double worst = 0.0;
+      for (int64_t row = 0; row < rows; row += std::max<int64_t>(1, rows / 97)) {
+        double ss = 0;
+        for (int c = 0; c < hidden; ++c) {
+          const double v = from_bf16_bits(hx[row * hidden + c]);
+          ss += v * v;
+        }
+        const double r = 1.0 / std::sqrt(ss / hidden + 1e-6);
+        for (int c = 0; c < hidden; ++c) {
+          const double ref = from_bf16_bits(hx[row * hidden + c]) * r * from_bf16_bits(hw[c]);
+          const double got = from_bf16_bits(hy[row * hidden + c]);
+          const double ulp = std::ldexp(1.0, std::ilogb(std::fabs(ref) + 1e-30) - 7);
+          worst = std::max(worst, std::fabs(got - ref) / ulp);
+        }
+      }
+      std::printf("%5lldx%-6d %6d %6d %7zu %9.2f %9.2f %9.2f %6.1f%% %9.2f\n",
+                  static_cast<long long>(rows), hidden, warps, slots, smem / 1024, floor_us,
+                  t.first, t.second, 100.0 * floor_us / t.first, worst);
+    }
+    cudaFree(x);
+    cudaFree(y);
+    cudaFree(w);
+    cudaFree(rstd);
+  }
+  return 0;
+}

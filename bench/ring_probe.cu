@@ -3,7 +3,8 @@
 // time, against what the timing method gives a copy (bench/method_probe.cu: a copy kernel with
 // 8 vectors of 16 bytes in flight per thread spans 22.2 us at 64 MiB after the bench's flush,
 // normkit's registers forward of the same bytes 25.8: the forward holds at most ~64 KB per SM
-// in flight, its rows in registers). Here each SM keeps up to ~190 KB of rows in flight.
+// in flight, its rows in registers). Here each SM keeps up to ~190 KB of rows in flight, each
+// row reduced by a group of 1-8 warps.
 // Built and run on the device by `bench/device.sh ring`:
 //
 //   nvcc -O3 -arch=sm_90 -std=c++17 -Isrc bench/ring_probe.cu -o ring_probe && ./ring_probe
@@ -63,40 +64,51 @@ __device__ __forceinline__ void unpack(const uint4& q, float (&f)[8]) {
   }
 }
 
-// Warp w of CTA b takes rows g, g + G, ... (g = b * warps + w, G = all warps), each into the
-// next of its `slots` ring slots; a slot is refilled as soon as its row's y is stored.
-// Shared memory: the weight row, then warps x slots rows, then their mbarriers and the
-// weight's.
+// Row group g (warps_per_row warps) of CTA b takes rows g, g + G, ... (G = all groups), each
+// into the next of its `slots` ring slots; a slot is refilled as soon as its row's y is
+// stored. Shared memory: the weight row, then groups x slots rows, then their mbarriers and the
+// weight's, then one float per warp for the row sums.
 __global__ void __launch_bounds__(1024, 1)
     ring_fwd(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ w,
              __nv_bfloat16* __restrict__ y, float* __restrict__ rstd, int64_t rows, int hidden,
-             int slots, float eps, unsigned long long* span) {
+             int slots, int warps_per_row, float eps, unsigned long long* span) {
   probe::note_start(span);
   extern __shared__ __align__(128) unsigned char smem[];
   const int warps = blockDim.x / 32, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int groups = warps / warps_per_row, group = warp / warps_per_row;
+  const int group_warp = warp % warps_per_row, group_threads = warps_per_row * 32;
+  const int t = group_warp * 32 + lane;  // thread within the group
   const unsigned row_bytes = static_cast<unsigned>(hidden) * 2;
   const uint4* w_smem = reinterpret_cast<const uint4*>(smem);
-  unsigned char* ring = smem + row_bytes + size_t(warp) * slots * row_bytes;
-  uint64_t* bars = reinterpret_cast<uint64_t*>(smem + row_bytes + size_t(warps) * slots * row_bytes);
-  uint64_t* my_bars = bars + warp * slots;
-  uint64_t* w_bar = bars + warps * slots;
+  unsigned char* ring = smem + row_bytes + size_t(group) * slots * row_bytes;
+  uint64_t* bars =
+      reinterpret_cast<uint64_t*>(smem + row_bytes + size_t(groups) * slots * row_bytes);
+  uint64_t* my_bars = bars + group * slots;
+  uint64_t* w_bar = bars + groups * slots;
+  float* sums = reinterpret_cast<float*>(w_bar + 1);
   if (threadIdx.x == 0) {
-    for (int i = 0; i <= warps * slots; ++i) mbarrier_init(bars + i, 1);
+    for (int i = 0; i <= groups * slots; ++i) mbarrier_init(bars + i, 1);
   }
   __syncthreads();
   if (threadIdx.x == 0) {
     mbarrier_arrive_expecting(w_bar, row_bytes);
     bulk_copy_to_shared(smem, w, row_bytes, w_bar);
   }
-  const int64_t first = int64_t(blockIdx.x) * warps + warp;
-  const int64_t step = int64_t(gridDim.x) * warps;
-  if (lane == 0) {
+  const int64_t first = int64_t(blockIdx.x) * groups + group;
+  const int64_t step = int64_t(gridDim.x) * groups;
+  const bool leader = t == 0;
+  if (leader) {
     for (int k = 0; k < slots; ++k) {
       fetch_row(x, first + k * step, rows, row_bytes, hidden, ring + size_t(k) * row_bytes,
                 my_bars + k);
     }
   }
   wait_parity(w_bar, 0);
+  // The group's own named barrier (0 is __syncthreads').
+  auto group_sync = [&] {
+    if (warps_per_row > 1) asm volatile("bar.sync %0, %1;" ::"r"(group + 1), "r"(group_threads) : "memory");
+    else __syncwarp();
+  };
   const int nvec = hidden / 8;
   int k = 0;
   for (int64_t row = first; row < rows; row += step, ++k) {
@@ -105,7 +117,7 @@ __global__ void __launch_bounds__(1024, 1)
     const uint4* xs = reinterpret_cast<const uint4*>(ring + size_t(s) * row_bytes);
     float ss = 0.0f;
 #pragma unroll 4
-    for (int v = lane; v < nvec; v += 32) {
+    for (int v = t; v < nvec; v += group_threads) {
       float f[8];
       unpack(xs[v], f);
 #pragma unroll
@@ -113,11 +125,17 @@ __global__ void __launch_bounds__(1024, 1)
     }
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+    if (warps_per_row > 1) {
+      if (lane == 0) sums[warp] = ss;
+      group_sync();
+      ss = 0.0f;
+      for (int i = 0; i < warps_per_row; ++i) ss += sums[group * warps_per_row + i];
+    }
     const float r = rsqrtf(ss / hidden + eps);
-    if (lane == 0) rstd[row] = r;
+    if (leader) rstd[row] = r;
     uint4* yr = reinterpret_cast<uint4*>(y + row * hidden);
 #pragma unroll 4
-    for (int v = lane; v < nvec; v += 32) {
+    for (int v = t; v < nvec; v += group_threads) {
       float f[8], g[8];
       unpack(xs[v], f);
       unpack(w_smem[v], g);
@@ -129,8 +147,8 @@ __global__ void __launch_bounds__(1024, 1)
       }
       yr[v] = out;
     }
-    __syncwarp();  // every lane has read the slot
-    if (lane == 0) {
+    group_sync();  // every thread has read the slot (and the sums)
+    if (leader) {
       normkit::cuda::fence_proxy_async_shared();  // (the reads before the copy's writes)
       fetch_row(x, row + int64_t(slots) * step, rows, row_bytes, hidden,
                 ring + size_t(s) * row_bytes, my_bars + s);
@@ -170,7 +188,7 @@ int main() {
   std::printf("device: %s, %d SMs; copy %.1f GB/s (memcpy of 2 x 512 MiB, memset flush)\n",
               prop.name, p.sms, gbps);
   std::printf("timing: memset flush of 100 MiB, events around one call, median of 100\n\n");
-  std::printf("%-12s %6s %6s %7s %9s %9s %9s %7s %9s\n", "shape", "warps", "slots", "ring KB",
+  std::printf("%-12s %6s %6s %6s %7s %9s %9s %9s %7s %9s\n", "shape", "warps", "w/row", "slots", "smem KB",
               "floor us", "event us", "span us", "% copy", "max ulp");
 
   const int shapes[][2] = {{4096, 4096}, {8192, 2048}, {4096, 1024}, {8192, 4096},
@@ -198,16 +216,20 @@ int main() {
     check(cudaMemcpy(w, hw.data(), hidden * 2, cudaMemcpyHostToDevice), "w up");
     const double bytes = 2.0 * n * 2 + hidden * 2;
     const double floor_us = bytes / (gbps * 1e3);
-    // Layouts: as many ring rows as fit beside the weight and the barriers, over 4-32 warps.
+    // Layouts: as many ring rows as fit beside the weight, the barriers and the sums, over
+    // groups of 1-8 warps per row (at most 15 groups: the named barriers).
     const int ring_rows = (smem_max - static_cast<int>(row_bytes) - 8 * 128) / static_cast<int>(row_bytes);
-    for (const int warps : {4, 8, 16, 32}) {
-      const int slots = ring_rows / warps;
-      if (slots < 1 || (slots == 1 && warps > 8)) continue;
-      const size_t smem = size_t(row_bytes) * (1 + warps * slots) + 8 * (warps * slots + 1);
+    const int layouts[][2] = {{8, 1}, {16, 2}, {32, 4}, {16, 4}, {32, 8}};
+    for (const auto& layout : layouts) {
+      const int warps = layout[0], warps_per_row = layout[1], groups = warps / warps_per_row;
+      const int slots = ring_rows / groups;
+      if (slots < 1 || groups > 15) continue;
+      const size_t smem =
+          size_t(row_bytes) * (1 + groups * slots) + 8 * (groups * slots + 1) + 4 * warps;
       check(cudaMemset(y, 0xff, n * 2), "poison y");
       const auto t = p.time([&](unsigned long long* span) {
-        ring_fwd<<<p.sms, warps * 32, smem, p.stream>>>(x, w, y, rstd, rows, hidden, slots, 1e-6f,
-                                                        span);
+        ring_fwd<<<p.sms, warps * 32, smem, p.stream>>>(x, w, y, rstd, rows, hidden, slots,
+                                                        warps_per_row, 1e-6f, span);
       });
       check(cudaGetLastError(), "launch");
       check(cudaDeviceSynchronize(), "run");
@@ -229,8 +251,8 @@ int main() {
           worst = std::max(worst, std::fabs(got - ref) / ulp);
         }
       }
-      std::printf("%5lldx%-6d %6d %6d %7zu %9.2f %9.2f %9.2f %6.1f%% %9.2f\n",
-                  static_cast<long long>(rows), hidden, warps, slots, smem / 1024, floor_us,
+      std::printf("%5lldx%-6d %6d %6d %6d %7zu %9.2f %9.2f %9.2f %6.1f%% %9.2f\n",
+                  static_cast<long long>(rows), hidden, warps, warps_per_row, slots, smem / 1024, floor_us,
                   t.first, t.second, 100.0 * floor_us / t.first, worst);
     }
     cudaFree(x);

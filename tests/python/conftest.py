@@ -43,6 +43,17 @@ def torch_device(request):
     return request.param
 
 
+@pytest.fixture
+def torch_cuda():
+    """'cuda', for tests of what only CUDA has (streams, graphs); skips (or fails under
+    NK_REQUIRE_CUDA=1) with the reason where torch and normkit cannot both use a GPU."""
+    torch = pytest.importorskip("torch")
+    reason = _cuda_unusable_reason(torch.cuda.is_available(), "torch")
+    if reason:
+        skip_or_fail(reason)
+    return "cuda"
+
+
 @pytest.fixture(params=["cpu", "gpu"])
 def jax_device(request):
     """A jax.Device: the CPU, or a GPU where jax and normkit can both use one."""

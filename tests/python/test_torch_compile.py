@@ -71,13 +71,7 @@ def test_module_compiles_fullgraph(torch_device):
     torch.testing.assert_close(compiled(x), m(x), rtol=0, atol=0)
 
 
-def _require_cuda(torch_device):
-    if torch_device != "cuda":
-        pytest.skip("CUDA graph capture needs a CUDA device")
-
-
-def test_cuda_graph_capture_forward_backward(torch_device):
-    _require_cuda(torch_device)
+def test_cuda_graph_capture_forward_backward(torch_cuda):
     x, w, r = inputs("cuda")
     static = [t.detach().clone().requires_grad_(True) for t in (x, w, r)]
     # Warm up on a side stream, as torch recommends before capture.
@@ -108,9 +102,8 @@ def test_cuda_graph_capture_forward_backward(torch_device):
         torch.testing.assert_close(g, e, rtol=0, atol=0)
 
 
-def test_reduce_overhead_mode(torch_device):
+def test_reduce_overhead_mode(torch_cuda):
     """torch.compile's CUDA-graph mode around the op."""
-    _require_cuda(torch_device)
     torch._dynamo.reset()
     m = nt.RMSNorm(64, device="cuda", dtype=torch.bfloat16)
     compiled = torch.compile(m, fullgraph=True, mode="reduce-overhead")
@@ -119,9 +112,8 @@ def test_reduce_overhead_mode(torch_device):
         torch.testing.assert_close(compiled(x), m(x), rtol=0, atol=0)
 
 
-def test_uses_current_stream(torch_device):
+def test_uses_current_stream(torch_cuda):
     """Work is queued on the caller's stream: results are right when read on that stream."""
-    _require_cuda(torch_device)
     s = torch.cuda.Stream()
     x = torch.randn(512, 1024, device="cuda")
     w = torch.randn(1024, device="cuda")

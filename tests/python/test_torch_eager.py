@@ -436,9 +436,7 @@ def test_workspace_sizes_cached_per_shape(calls):
     assert calls["fast_bwd"] == 4 and calls["op_bwd"] == 0
 
 
-def test_cuda_uses_current_stream_fast_path(torch_device, calls):
-    if torch_device != "cuda":
-        pytest.skip("needs CUDA")
+def test_cuda_uses_current_stream_fast_path(torch_cuda, calls):
     s = torch.cuda.Stream()
     x = torch.randn(256, 1024, device="cuda", requires_grad=True)
     w = torch.randn(1024, device="cuda", requires_grad=True)

@@ -616,10 +616,8 @@ def test_tensor_subclass_takes_the_op(quant_calls):
     assert _same(got.y.as_subclass(torch.Tensor), want.y)
 
 
-def test_cuda_current_stream_and_graph(torch_device):
+def test_cuda_current_stream_and_graph(torch_cuda):
     """CUDA: work goes on the caller's stream and can be captured in a CUDA graph."""
-    if torch_device != "cuda":
-        pytest.skip("CUDA streams and graphs need a CUDA device")
     x, w, _ = _compile_args("cuda", rows=64, hidden=256)
     scale = torch.tensor([20.0], device="cuda")
     want = nt.rms_norm_quant(x, w, mode="tensor", scale=scale, transposed=True, return_amax=True)

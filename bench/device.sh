@@ -181,15 +181,19 @@ for step in "${steps[@]}"; do
           "$BUILD/tools/normkit" bench --reps 2 --fwd-only --shapes 8192x8192 $args
       done ;;
     ncu_quant_source)  # where the pinned quantized forward's issue slots go: ncu's full set
-      # and the SASS source page of one per-tensor and one per-block launch at 8192x8192
-      for mode in tensor block; do
-        run "ncu_quant_${mode}_full" ncu --set full --import-source no \
-          --kernel-name regex:'rms_norm_fwd_quant' --launch-skip 3 --launch-count 1 \
-          -o "$LOGS/quant_$mode" "$BUILD/tools/normkit" bench --reps 2 --fwd-only \
-          --shapes 8192x8192 --quant "$mode" &&
-        run "ncu_quant_${mode}_source" ncu -i "$LOGS/quant_$mode.ncu-rep" --page source --csv \
-          --print-source sass &&
-        run "ncu_quant_${mode}_details" ncu -i "$LOGS/quant_$mode.ncu-rep" --page details
+      # and the SASS source page of one launch per mode (NCU_QMODES, default tensor and block)
+      # and shape (NCU_QSHAPES, default 8192x8192)
+      for shape in ${NCU_QSHAPES:-8192x8192}; do
+        for mode in ${NCU_QMODES:-tensor block}; do
+          name="${mode}_$shape"
+          run "ncu_quant_${name}_full" ncu --set full --import-source no \
+            --kernel-name regex:'rms_norm_fwd_quant' --launch-skip 3 --launch-count 1 \
+            -o "$LOGS/quant_$name" "$BUILD/tools/normkit" bench --reps 2 --fwd-only \
+            --shapes "$shape" --quant "$mode" &&
+          run "ncu_quant_${name}_source" ncu -i "$LOGS/quant_$name.ncu-rep" --page source \
+            --csv --print-source sass &&
+          run "ncu_quant_${name}_details" ncu -i "$LOGS/quant_$name.ncu-rep" --page details
+        done
       done ;;
     exact)  # the EXACT forward kernels (no per-item range checks) against the general ones:
       # event timings of the sweep, then ncu's instruction counts at 8192x8192

@@ -3,7 +3,6 @@
 #pragma once
 
 #include <algorithm>
-#include <type_traits>
 
 #include "cuda/grid_reduce.cuh"
 #include "cuda/launch_common.cuh"
@@ -167,15 +166,9 @@ void launch_bwd(const nk_rms_norm_bwd_args& a, const LaunchConfig& planned, cuda
                       aligned16(p.partial_dweight) && aligned16(p.partial_dbias);
     const int64_t blocks = (a.hidden + (wide ? 127 : 31)) / (wide ? 128 : 32);
     const unsigned lanes = static_cast<unsigned>(std::min<int64_t>(kReduceLanes, cfg.slots));
-    auto kernel = [&](auto chains) {
-      constexpr int kChains = decltype(chains)::value;
-      return wide ? reduce_partials<WT, 4, kChains> : reduce_partials<WT, 1, kChains>;
-    };
-    const auto reduce = cfg.reduce_chains >= 16  ? kernel(std::integral_constant<int, 16>{})
-                        : cfg.reduce_chains >= 8 ? kernel(std::integral_constant<int, 8>{})
-                                                 : kernel(std::integral_constant<int, 4>{});
-    launch(reduce, dim3(static_cast<unsigned>(blocks), outputs), dim3(32, lanes), dependent,
-           stream, "rms_norm_bwd (dweight/dbias reduction)", 0,
+    launch(wide ? reduce_partials<WT, 4> : reduce_partials<WT, 1>,
+           dim3(static_cast<unsigned>(blocks), outputs), dim3(32, lanes), dependent, stream,
+           "rms_norm_bwd (dweight/dbias reduction)", 0,
            static_cast<const float*>(p.partial_dweight), static_cast<WT*>(a.dweight),
            static_cast<const float*>(p.partial_dbias), static_cast<WT*>(a.dbias), cfg.slots,
            a.hidden);

@@ -555,7 +555,6 @@ LaunchConfig plan_bwd(int64_t rows, int64_t hidden, int vec, const KernelFacts& 
   // (The streaming kernel accumulates its slots in the workspace: the reduction kernel follows.)
   c.reduce_in_grid = facts.bwd_reduce_in_grid && c.slots > 1 && c.plan != RowPlan::kStreaming;
   c.reduce_kernel = facts.bwd_reduce_kernel;
-  c.reduce_chains = facts.bwd_reduce_chains;
   c.early_dependent = facts.bwd_early_dependent != 0;
   return c;
 }

@@ -74,10 +74,6 @@ struct KernelFacts {
   // to 1.3 us (128 x 4096 11.1 against 10.0), the early launch 0.2-1 us.
   int bwd_reduce_kernel = 0;
   int bwd_early_dependent = 0;
-  // reduce_partials' independent running sums per thread (NK_TUNE_BWD_REDUCE_CHAINS: 4, 8 or
-  // 16): the slots a thread has loads of in flight at once (4096 x 4096's 264 slots over 16
-  // lanes: 5 rounds of loads at 4, 2 at 16).
-  int bwd_reduce_chains = 4;
   // Pipelined forward: resident CTAs per SM, and the most rows for which it is chosen over the
   // registers kernel (NK_TUNE_FWD_CTAS_PER_SM, NK_TUNE_FWD_PIPELINE_MAX_ROWS).
   int fwd_ctas_per_sm = 2;
@@ -376,10 +372,9 @@ struct LaunchConfig {
   int tile_rows = 0;
   int tile_buffers = 0;
   // Backward registers/pipelined plans of several slots: KernelFacts::bwd_reduce_in_grid,
-  // bwd_reduce_kernel, bwd_reduce_chains, bwd_early_dependent.
+  // bwd_reduce_kernel, bwd_early_dependent.
   bool reduce_in_grid = false;
   int reduce_kernel = 0;
-  int reduce_chains = 4;
   bool early_dependent = false;
   // Inputs read once go through L2 as evict-first or evict-last (KernelFacts::
   // evict_first_max_mib, evict_last_min_mib; apply_read_policy).

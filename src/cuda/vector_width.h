@@ -35,9 +35,6 @@ inline const KernelFacts& tuned_defaults() {
                                      bwd_items_max(1), kBwdNarrowItemsWide);
     k.bwd_reduce_in_grid = tuning_knob("NK_TUNE_BWD_REDUCE_IN_GRID", k.bwd_reduce_in_grid, 0, 1);
     k.bwd_reduce_kernel = tuning_knob("NK_TUNE_BWD_REDUCE_KERNEL", k.bwd_reduce_kernel, 0, 1);
-    // (4, 8 or 16: the reduce_partials instantiations; others round down to one of them.)
-    const int chains = tuning_knob("NK_TUNE_BWD_REDUCE_CHAINS", k.bwd_reduce_chains, 4, 16);
-    k.bwd_reduce_chains = chains >= 16 ? 16 : chains >= 8 ? 8 : 4;
     k.bwd_early_dependent =
         tuning_knob("NK_TUNE_BWD_EARLY_DEPENDENT", k.bwd_early_dependent, 0, 1);
     k.fwd_ctas_per_sm = tuning_knob("NK_TUNE_FWD_CTAS_PER_SM", k.fwd_ctas_per_sm, 1, 16);

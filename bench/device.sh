@@ -107,10 +107,10 @@ for step in "${steps[@]}"; do
         --normkit "mxfp8=$LOGS/bench_quant_mxfp8.json" ;;
     quant_bench) quant_tables ;;  # the quant step without the torch.compile comparison
     install) install_package ;;  # the Python package alone (compare and train need it)
-    python)
+    python)  # (PYTEST_FILES: only those test files)
       install_package &&
       # One process per file: a crash in one file cannot hide the others' results.
-      for f in tests/python/test_*.py; do
+      for f in ${PYTEST_FILES:-tests/python/test_*.py}; do
         run "pytest_$(basename "$f" .py)" env PYTHONUNBUFFERED=1 NK_REQUIRE_CUDA=1 \
           python3 -X faulthandler -m pytest "$f" -q -rs -p no:cacheprovider
       done ;;

@@ -126,4 +126,35 @@ struct Probe {
 };
 
 
+// The copy ceiling as `normkit bench` measures it: a device-to-device cudaMemcpyAsync of
+// 512 MiB each way after the memset flush, median of 20; GB/s of bytes read + written. The
+// buffers stay allocated for the caller's own copies (src filled with 1s, dst with 0s).
+struct CopyCeiling {
+  size_t half = size_t{512} << 20;
+  void* src = nullptr;
+  void* dst = nullptr;
+  double gbps = 0.0;
+
+  explicit CopyCeiling(Probe& p) {
+    check(cudaMalloc(&src, half), "copy source");
+    check(cudaMalloc(&dst, half), "copy destination");
+    check(cudaMemset(src, 1, half), "copy source init");
+    check(cudaMemset(dst, 0, half), "copy destination init");
+    const bool read_flush = p.read_flush;
+    p.read_flush = false;
+    const double us = p.time([&](unsigned long long*) {
+                        check(cudaMemcpyAsync(dst, src, half, cudaMemcpyDeviceToDevice, p.stream),
+                              "copy");
+                      }, 20).first;
+    p.read_flush = read_flush;
+    gbps = 2.0 * half / (us * 1e-6) / 1e9;
+  }
+  ~CopyCeiling() {
+    cudaFree(src);
+    cudaFree(dst);
+  }
+  CopyCeiling(const CopyCeiling&) = delete;
+  CopyCeiling& operator=(const CopyCeiling&) = delete;
+};
+
 }  // namespace probe

@@ -175,16 +175,7 @@ int main() {
   probe::Probe p;
   cudaDeviceProp prop{};
   check(cudaGetDeviceProperties(&prop, 0), "properties");
-  const size_t max_half = size_t{512} << 20;
-  void *src = nullptr, *dst = nullptr;
-  check(cudaMalloc(&src, max_half), "src");
-  check(cudaMalloc(&dst, max_half), "dst");
-  check(cudaMemset(src, 1, max_half), "src init");
-  const double ceiling_us = p.time([&](unsigned long long*) {
-                               check(cudaMemcpyAsync(dst, src, max_half, cudaMemcpyDeviceToDevice,
-                                                     p.stream), "copy");
-                             }, 20).first;
-  const double gbps = 2.0 * max_half / (ceiling_us * 1e-6) / 1e9;
+  const double gbps = probe::CopyCeiling(p).gbps;
   std::printf("device: %s, %d SMs; copy %.1f GB/s (memcpy of 2 x 512 MiB, memset flush)\n",
               prop.name, p.sms, gbps);
   std::printf("timing: memset flush of 100 MiB, events around one call, median of 100\n\n");

@@ -218,6 +218,15 @@ int main() {
       const size_t smem =
           size_t(row_bytes) * (1 + groups * slots) + 8 * (groups * slots + 1) + 4 * warps;
       check(cudaMemset(y, 0xff, n * 2), "poison y");
+      // One trial launch: a layout the device refuses is reported and skipped.
+      ring_fwd<<<p.sms, warps * 32, smem, p.stream>>>(x, w, y, rstd, rows, hidden, slots,
+                                                      warps_per_row, 1e-6f, p.span);
+      if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) {
+        std::printf("%5lldx%-6d %6d %6d %6d %7zu   not launched: %s\n",
+                    static_cast<long long>(rows), hidden, warps, warps_per_row, slots,
+                    smem / 1024, cudaGetErrorString(e));
+        continue;
+      }
       const auto t = p.time([&](unsigned long long* span) {
         ring_fwd<<<p.sms, warps * 32, smem, p.stream>>>(x, w, y, rstd, rows, hidden, slots,
                                                         warps_per_row, 1e-6f, span);

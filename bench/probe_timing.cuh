@@ -57,6 +57,7 @@ inline double median(std::vector<double> v) {
 }
 
 struct Probe {
+  static constexpr int kMaxReps = 100;  // span cells for this many calls
   cudaStream_t stream{};
   int sms = 0;
   void* flush = nullptr;
@@ -72,7 +73,7 @@ struct Probe {
     check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
     check(cudaMalloc(&flush, flush_bytes), "flush buffer");
     check(cudaMalloc(&sink, sizeof(unsigned)), "sink");
-    check(cudaMalloc(&span, 2 * 100 * sizeof(unsigned long long)), "span");
+    check(cudaMalloc(&span, 2 * kMaxReps * sizeof(unsigned long long)), "span");
   }
 
   void flush_l2() {
@@ -86,7 +87,8 @@ struct Probe {
   // Median event time (us) and median span (us; 0 where the call notes none). Calls are
   // enqueued back to back as the bench's are; each gets its own span cells.
   std::pair<double, double> time(const std::function<void(unsigned long long*)>& call,
-                                 int reps = 100) {
+                                 int reps = kMaxReps) {
+    reps = std::min(reps, kMaxReps);
     for (int i = 0; i < 20; ++i) {
       flush_l2();
       call(span);
@@ -124,7 +126,6 @@ struct Probe {
     return {median(us), median(spans)};
   }
 };
-
 
 // The copy ceiling as `normkit bench` measures it: a device-to-device cudaMemcpyAsync of
 // 512 MiB each way after the memset flush, median of 20; GB/s of bytes read + written. The

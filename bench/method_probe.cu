@@ -3,7 +3,7 @@
 // aftermath) rather than to normkit's kernels. Standalone (no normkit code), built on the
 // device by `bench/device.sh method`:
 //
-//   nvcc -O3 -arch=sm_90 -std=c++17 bench/method_probe.cu -o method_probe && ./method_probe
+//   nvcc -O3 -arch=sm_90 -std=c++17 -Ibench bench/method_probe.cu -o method_probe && ./method_probe
 //
 // Per size (bytes read = bytes written = half the total, as a forward of that many bytes):
 // CUDA events around one call after an L2 flush, median of 100, as `normkit bench` times its

@@ -1,13 +1,14 @@
 // A prototype before any library change: the plain bf16 forward with its rows fed by bulk
-// copies (cp.async.bulk, the TMA) into a deep ring of shared memory, one row per warp at a
-// time, against what the timing method gives a copy (bench/method_probe.cu: a copy kernel with
-// 8 vectors of 16 bytes in flight per thread spans 22.2 us at 64 MiB after the bench's flush,
-// normkit's registers forward of the same bytes 25.8: the forward holds at most ~64 KB per SM
-// in flight, its rows in registers). Here each SM keeps up to ~190 KB of rows in flight, each
-// row reduced by a group of 1-8 warps.
+// copies (cp.async.bulk, the TMA) into a deep ring of shared memory, against what the timing
+// method gives a copy (bench/method_probe.cu: a copy kernel with 8 vectors of 16 bytes in
+// flight per thread spans 22.2 us at 64 MiB after the bench's flush, normkit's registers
+// forward of the same bytes 25.8: the forward holds at most ~64 KB per SM in flight, its rows
+// in registers). Here each SM keeps up to ~190 KB of rows in flight, each row reduced by a
+// group of 1-8 warps. Measured slower than normkit's forward at every shape and layout
+// (docs/notes.md, twenty-first session), so not in the library.
 // Built and run on the device by `bench/device.sh ring`:
 //
-//   nvcc -O3 -arch=sm_90 -std=c++17 -Isrc bench/ring_probe.cu -o ring_probe && ./ring_probe
+//   nvcc -O3 -arch=sm_90 -std=c++17 -Isrc -Ibench bench/ring_probe.cu -o ring_probe && ./ring_probe
 //
 // Per shape and ring layout: event time and span as `normkit bench` times its passes (the
 // memset flush, median of 100), the fraction of copy, and the largest difference from a

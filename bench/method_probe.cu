@@ -26,16 +26,18 @@
 namespace {
 
 using probe::check;
+using probe::empty_kernel;
 using probe::note_end;
 using probe::note_start;
-using probe::empty_kernel;
 
 template <bool kEvictLast, int kUnroll = 4>
-__global__ void __launch_bounds__(512) copy16(const uint4* __restrict__ src, uint4* __restrict__ dst,
-                                              size_t n, unsigned long long* span) {
+__global__ void __launch_bounds__(512)
+    copy16(const uint4* __restrict__ src, uint4* __restrict__ dst, size_t n,
+           unsigned long long* span) {
   note_start(span);
   uint64_t policy = 0;
-  if (kEvictLast) asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
+  if (kEvictLast)
+    asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
   const size_t stride = size_t(gridDim.x) * blockDim.x;
   size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   // kUnroll vectors in flight per thread.
@@ -72,13 +74,14 @@ int main() {
   void* dst = ceiling.dst;
   std::printf("device: %s, %d SMs; copy ceiling %.1f GB/s (memcpy of 2 x 512 MiB, memset flush)\n",
               prop.name, p.sms, gbps);
-  std::printf("timing: events around one call after an L2 flush, median of 100; span = the kernel's "
-              "first CTA start to last CTA end (%%globaltimer)\n\n");
+  std::printf(
+      "timing: events around one call after an L2 flush, median of 100; span = the kernel's "
+      "first CTA start to last CTA end (%%globaltimer)\n\n");
 
   // Total bytes (read + written) of sweep passes: 1x4096, 128x4096 and 4096x1024 bf16 forwards,
   // 4096x4096, 8192x4096, 8192x8192, 32768x8192.
-  const size_t totals[] = {size_t{16} << 10,      size_t{2} << 20,     size_t{16} << 20,
-                           size_t{64} << 20,       size_t{128} << 20,   size_t{256} << 20,
+  const size_t totals[] = {size_t{16} << 10,  size_t{2} << 20,   size_t{16} << 20,
+                           size_t{64} << 20,  size_t{128} << 20, size_t{256} << 20,
                            size_t{1024} << 20};
   const int copy_threads = 512;
   const int copy_grid = p.sms * (2048 / copy_threads);
@@ -90,22 +93,21 @@ int main() {
     const double floor_us = total / (gbps * 1e3);
     for (const bool read_flush : {false, true}) {
       p.read_flush = read_flush;
-      const double memcpy_us =
-          p.time([&](unsigned long long*) { check(cudaMemcpyAsync(dst, src, half, cudaMemcpyDeviceToDevice, p.stream), "copy"); }).first;
-      const int grid = static_cast<int>(std::min<size_t>(copy_grid, (n + copy_threads - 1) / copy_threads));
-      const auto kcopy = p.time([&](unsigned long long* span) {
-        copy16<false><<<grid, copy_threads, 0, p.stream>>>(static_cast<const uint4*>(src),
-                                                            static_cast<uint4*>(dst), n, span);
-      });
-      const auto kcopy_last = p.time([&](unsigned long long* span) {
-        copy16<true><<<grid, copy_threads, 0, p.stream>>>(static_cast<const uint4*>(src),
-                                                           static_cast<uint4*>(dst), n, span);
-      });
-      const auto kcopy8 = p.time([&](unsigned long long* span) {
-        copy16<false, 8><<<grid, copy_threads, 0, p.stream>>>(static_cast<const uint4*>(src),
-                                                               static_cast<uint4*>(dst), n, span);
-      });
-      const double empty_us = p.time([&](unsigned long long*) { empty_kernel<<<1, 32, 0, p.stream>>>(); }).first;
+      const double memcpy_us = ceiling.time_memcpy(p, half);
+      const int grid =
+          static_cast<int>(std::min<size_t>(copy_grid, (n + copy_threads - 1) / copy_threads));
+      // One of copy16's instantiations over the same bytes and grid.
+      const auto time_copy_kernel = [&](auto kernel) {
+        return p.time([&](unsigned long long* span) {
+          kernel<<<grid, copy_threads, 0, p.stream>>>(static_cast<const uint4*>(src),
+                                                      static_cast<uint4*>(dst), n, span);
+        });
+      };
+      const auto kcopy = time_copy_kernel(copy16<false>);
+      const auto kcopy_last = time_copy_kernel(copy16<true>);
+      const auto kcopy8 = time_copy_kernel(copy16<false, 8>);
+      const double empty_us =
+          p.time([&](unsigned long long*) { empty_kernel<<<1, 32, 0, p.stream>>>(); }).first;
       check(cudaGetLastError(), "launch");
       std::printf("%-10.1f %-7s %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f\n",
                   total / 1048576.0, read_flush ? "read" : "memset", floor_us, memcpy_us,

@@ -78,7 +78,8 @@ struct Probe {
 
   void flush_l2() {
     if (read_flush) {
-      read_all<<<sms * 4, 512, 0, stream>>>(static_cast<const uint4*>(flush), flush_bytes / 16, sink);
+      read_all<<<sms * 4, 512, 0, stream>>>(static_cast<const uint4*>(flush), flush_bytes / 16,
+                                            sink);
     } else {
       check(cudaMemsetAsync(flush, 0, flush_bytes, stream), "flush memset");
     }
@@ -143,12 +144,8 @@ struct CopyCeiling {
     check(cudaMemset(dst, 0, half), "copy destination init");
     const bool read_flush = p.read_flush;
     p.read_flush = false;
-    const double us = p.time([&](unsigned long long*) {
-                        check(cudaMemcpyAsync(dst, src, half, cudaMemcpyDeviceToDevice, p.stream),
-                              "copy");
-                      }, 20).first;
+    gbps = 2.0 * half / (time_memcpy(p, half, 20) * 1e-6) / 1e9;
     p.read_flush = read_flush;
-    gbps = 2.0 * half / (us * 1e-6) / 1e9;
   }
   ~CopyCeiling() {
     cudaFree(src);
@@ -156,6 +153,14 @@ struct CopyCeiling {
   }
   CopyCeiling(const CopyCeiling&) = delete;
   CopyCeiling& operator=(const CopyCeiling&) = delete;
+
+  // Median us of a cudaMemcpyAsync of `bytes` (<= half) from src to dst, timed by p.
+  double time_memcpy(Probe& p, size_t bytes, int reps = Probe::kMaxReps) const {
+    const auto copy = [&](unsigned long long*) {
+      check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, p.stream), "copy");
+    };
+    return p.time(copy, reps).first;
+  }
 };
 
 }  // namespace probe

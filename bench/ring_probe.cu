@@ -18,8 +18,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <cstdio>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -107,8 +107,11 @@ __global__ void __launch_bounds__(1024, 1)
   wait_parity(w_bar, 0);
   // The group's own named barrier (0 is __syncthreads').
   auto group_sync = [&] {
-    if (warps_per_row > 1) asm volatile("bar.sync %0, %1;" ::"r"(group + 1), "r"(group_threads) : "memory");
-    else __syncwarp();
+    if (warps_per_row > 1) {
+      asm volatile("bar.sync %0, %1;" ::"r"(group + 1), "r"(group_threads) : "memory");
+    } else {
+      __syncwarp();
+    }
   };
   const int nvec = hidden / 8;
   int k = 0;
@@ -180,10 +183,10 @@ int main() {
   std::printf("device: %s, %d SMs; copy %.1f GB/s (memcpy of 2 x 512 MiB, memset flush)\n",
               prop.name, p.sms, gbps);
   std::printf("timing: memset flush of 100 MiB, events around one call, median of 100\n\n");
-  std::printf("%-12s %6s %6s %6s %7s %9s %9s %9s %7s %9s\n", "shape", "warps", "w/row", "slots", "smem KB",
-              "floor us", "event us", "span us", "% copy", "max ulp");
+  std::printf("%-12s %6s %6s %6s %7s %9s %9s %9s %7s %9s\n", "shape", "warps", "w/row", "slots",
+              "smem KB", "floor us", "event us", "span us", "% copy", "max ulp");
 
-  const int shapes[][2] = {{4096, 4096}, {8192, 2048}, {4096, 1024}, {8192, 4096},
+  const int shapes[][2] = {{4096, 4096},  {8192, 2048},  {4096, 1024},  {8192, 4096},
                            {16384, 4096}, {4096, 12288}, {2048, 16384}, {8192, 8192}};
   const int smem_max = static_cast<int>(prop.sharedMemPerBlockOptin);
   check(cudaFuncSetAttribute(ring_fwd, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_max),
@@ -210,7 +213,8 @@ int main() {
     const double floor_us = bytes / (gbps * 1e3);
     // Layouts: as many ring rows as fit beside the weight, the barriers and the sums, over
     // groups of 1-8 warps per row (at most 15 groups: the named barriers).
-    const int ring_rows = (smem_max - static_cast<int>(row_bytes) - 8 * 128) / static_cast<int>(row_bytes);
+    const int ring_rows =
+        (smem_max - static_cast<int>(row_bytes) - 8 * 128) / static_cast<int>(row_bytes);
     const int layouts[][2] = {{8, 1}, {16, 2}, {32, 4}, {16, 4}, {32, 8}};
     for (const auto& layout : layouts) {
       const int warps = layout[0], warps_per_row = layout[1], groups = warps / warps_per_row;
@@ -224,8 +228,8 @@ int main() {
                                                       warps_per_row, 1e-6f, p.span);
       if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) {
         std::printf("%5lldx%-6d %6d %6d %6d %7zu   not launched: %s\n",
-                    static_cast<long long>(rows), hidden, warps, warps_per_row, slots,
-                    smem / 1024, cudaGetErrorString(e));
+                    static_cast<long long>(rows), hidden, warps, warps_per_row, slots, smem / 1024,
+                    cudaGetErrorString(e));
         continue;
       }
       const auto t = p.time([&](unsigned long long* span) {
@@ -253,8 +257,8 @@ int main() {
         }
       }
       std::printf("%5lldx%-6d %6d %6d %6d %7zu %9.2f %9.2f %9.2f %6.1f%% %9.2f\n",
-                  static_cast<long long>(rows), hidden, warps, warps_per_row, slots, smem / 1024, floor_us,
-                  t.first, t.second, 100.0 * floor_us / t.first, worst);
+                  static_cast<long long>(rows), hidden, warps, warps_per_row, slots, smem / 1024,
+                  floor_us, t.first, t.second, 100.0 * floor_us / t.first, worst);
     }
     cudaFree(x);
     cudaFree(y);

@@ -31,6 +31,11 @@ run() {  # run NAME CMD...: tee output to $OUT/NAME.log, remember failures
   [ "$rc" -ne 0 ] && status=1
   return "$rc"
 }
+run_probe() {  # run_probe NAME: build bench/NAME.cu (standalone, sm_90) and run it
+  run "$1_build" nvcc -O3 -arch=sm_90 -std=c++17 -Isrc -Ibench "bench/$1.cu" -o "$LOGS/$1" &&
+    run "$1" "$LOGS/$1"
+  rm -f "$LOGS/$1"  # (the logs archive carries text, not binaries)
+}
 install_package() {  # links the library that `build` made, when there is one
   local prebuilt=""
   [ -f "$BUILD/src/libnormkit.a" ] && prebuilt="-DNK_PREBUILT_STATIC=$PWD/$BUILD/src/libnormkit.a"
@@ -152,9 +157,7 @@ for step in "${steps[@]}"; do
     method)  # what the timing method gives kernels that only move bytes (bench/method_probe.cu):
       # memcpy, a copy kernel with and without evict-last loads, an empty kernel; after the
       # bench's memset flush and after a read flush; ~1 minute, no normkit build needed
-      run method_build nvcc -O3 -arch=sm_90 -std=c++17 -Ibench bench/method_probe.cu -o "$LOGS/method_probe" &&
-        run method_probe "$LOGS/method_probe"
-      rm -f "$LOGS/method_probe" ;;
+      run_probe method_probe ;;
     ncu_method)  # the kernels' own time in the L2 state the bench leaves (its memset flush, no
       # ncu cache control, the card's clocks), plain and per-tensor, at NCU_SHAPES: against
       # bench/method_probe.cu's copy-kernel spans after the same flush
@@ -169,9 +172,7 @@ for step in "${steps[@]}"; do
       done ;;
     ring)  # the prototype forward fed by bulk copies into a deep shared-memory ring
       # (bench/ring_probe.cu), timed as the bench times; ~1 minute, no normkit build needed
-      run ring_build nvcc -O3 -arch=sm_90 -std=c++17 -Isrc -Ibench bench/ring_probe.cu \
-        -o "$LOGS/ring_probe" && run ring_probe "$LOGS/ring_probe"
-      rm -f "$LOGS/ring_probe" ;;
+      run_probe ring_probe ;;
     ncu_quant)  # why the quantized forward moves bytes no faster than the plain one (8192x8192)
       for args in "" "--quant tensor" "--quant token" "--quant block"; do
         name=ncu_fwd_$(echo "${args:-plain}" | tr -d ' -')
@@ -315,9 +316,9 @@ for step in "${steps[@]}"; do
     modes)  # A/B over the plain forward and the quantized modes in one run (mode_runs) of
       # AB_MODES under AB_CONFIGS
       mode_runs "${AB_MODES:-plain tensor token block mxfp8 transposed}" "${AB_CONFIGS:-none}" ;;
-    pending)  # prepared for the twenty-first session (docs/notes.md, twentieth's Next 2): the
-      # sweep with a same-size copy beside every pass (what the timing method gives a copy of the
-      # same bytes), plain and per-tensor quantized, twice; ~2 minutes after build
+    pending)  # the sweep with a same-size copy beside every pass (what the timing method gives
+      # a copy of the same bytes), plain and per-tensor quantized, twice; ~2 minutes after build
+      # (run at 00:31 on 2026-11-26: docs/notes.md, twenty-first session)
       for rep in a b; do
         run "bench_same_size_copy_$rep" "$BUILD/tools/normkit" bench --same-size-copy \
           --json "$LOGS/bench_same_size_copy_$rep.json"

@@ -107,8 +107,15 @@ void launch_bwd(const nk_rms_norm_bwd_args& a, const LaunchConfig& planned, cuda
         static_assert(kSmall == kClusterDeferMaxItems, "the planner gives these cluster plans 4 stages");
         const bool dbias = p.want_dbias(), small = cfg.items <= kSmall;
         constexpr int kLarge = kPipelineItems;
+        // (The pending row in registers: without dbias and dresidual_out, whose sums and
+        // stage would take more registers than a 512-thread CTA has.)
+        const int pending_regs =
+            !small && !dbias && a.dresidual_out == nullptr ? cfg.pending_in_registers : 0;
+        cfg.pending_in_registers = pending_regs;
         auto kernel =
-            cfg.cluster_size > 1
+            pending_regs == 1 ? rms_norm_bwd_pipelined<XT, WT, DYT, VEC, kLarge, false, true, 1>
+            : pending_regs == 2 ? rms_norm_bwd_pipelined<XT, WT, DYT, VEC, kLarge, false, true, 2>
+            : cfg.cluster_size > 1
                 ? (small ? (dbias ? rms_norm_bwd_pipelined<XT, WT, DYT, VEC, kSmall, true, true>
                                   : rms_norm_bwd_pipelined<XT, WT, DYT, VEC, kSmall, false, true>)
                          : (dbias ? rms_norm_bwd_pipelined<XT, WT, DYT, VEC, kLarge, true, true>

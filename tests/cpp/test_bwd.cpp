@@ -160,27 +160,41 @@ TEST_P(BwdLargeSplitRows, DeferredRowsWithResidualInPlace) {
       test_bwd_case(GetParam(), c, rng);
     }
   }
-  // Rows of 262144 columns (16 CTAs of 4 vectors per thread, one row in flight): several rows
-  // per cluster, with and without dbias.
-  for (const int64_t rows : {int64_t{5}, int64_t{40}}) {
+  // Rows of 262144 columns (16 CTAs of 4 vectors per thread, one row in flight; two, with the
+  // pending row in registers, NK_TUNE_BWD_PENDING_IN_REGISTERS, which takes the cases without
+  // dbias): one row, several rows per cluster, and more rows than clusters with a remainder.
+  for (const int64_t rows : {int64_t{1}, int64_t{5}, int64_t{40}, int64_t{61}}) {
     BwdCase c;
     c.rows = rows;
     c.hidden = 262144;
     c.x = c.dy = NK_BFLOAT16;
     c.w = NK_BFLOAT16;
-    c.dweight = true;
+    c.dweight = rows != 1;
     c.dbias = rows == 40;
     c.zero_centered = rows == 5;
     test_bwd_case(GetParam(), c, rng);
   }
-  // 200000 columns: 13 CTAs of 4 vectors per thread, the last one's columns partly past the row.
-  BwdCase c;
-  c.rows = 23;
-  c.hidden = 200000;
-  c.x = c.dy = NK_BFLOAT16;
-  c.w = NK_FLOAT32;
-  c.dweight = c.dbias = c.zero_centered = true;
-  test_bwd_case(GetParam(), c, rng);
+  // float32 rows of 131072 columns: 16 CTAs of 4 vectors of 4 elements.
+  {
+    BwdCase c;
+    c.rows = 11;
+    c.hidden = 131072;
+    c.x = c.dy = c.w = NK_FLOAT32;
+    c.dweight = true;
+    test_bwd_case(GetParam(), c, rng);
+  }
+  // 200000 columns: 13 CTAs of 4 vectors per thread, the last one's columns partly past the row;
+  // with dbias, and without (the pending row in registers where its knob is on).
+  for (const bool dbias : {true, false}) {
+    BwdCase c;
+    c.rows = 23;
+    c.hidden = 200000;
+    c.x = c.dy = NK_BFLOAT16;
+    c.w = NK_FLOAT32;
+    c.dweight = c.zero_centered = true;
+    c.dbias = dbias;
+    test_bwd_case(GetParam(), c, rng);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(AllBackends, BwdLargeSplitRows, ::testing::ValuesIn(all_backends()),

@@ -449,6 +449,26 @@ TEST(LaunchConfig, SplitsWideBackwardRowsOverPipelinedClusters) {
   EXPECT_NE(normkit::cuda::plan_bwd(1024, 32768, 8, no_clusters, 4).plan, RowPlan::kPipelined);
 }
 
+TEST(LaunchConfig, PendingRowInRegistersOnlyForSplitRowsOfMoreThanTwoVectors) {
+  // NK_TUNE_BWD_PENDING_IN_REGISTERS: the split rows of 4 vectors per thread (512 x 262144 on 16
+  // CTAs, float32 131072 on 16 CTAs of 4-element vectors), never those of 2 nor unsplit rows;
+  // off by default.
+  KernelFacts f;
+  EXPECT_EQ(normkit::cuda::plan_bwd(512, 262144, 8, f, 4).pending_in_registers, 0);
+  for (int setting : {1, 2}) {
+    KernelFacts on = f;
+    on.bwd_pending_in_registers = setting;
+    const LaunchConfig huge = normkit::cuda::plan_bwd(512, 262144, 8, on, 4);
+    EXPECT_EQ(huge.items, 4) << huge.describe();
+    EXPECT_EQ(huge.pending_in_registers, setting);
+    const LaunchConfig fp32 = normkit::cuda::plan_bwd(64, 131072, 4, on, 8);
+    EXPECT_EQ(fp32.cluster_size, 16) << fp32.describe();
+    EXPECT_EQ(fp32.pending_in_registers, fp32.items > 2 ? setting : 0) << fp32.describe();
+    EXPECT_EQ(normkit::cuda::plan_bwd(1024, 131072, 8, on, 4).pending_in_registers, 0);
+    EXPECT_EQ(normkit::cuda::plan_bwd(4096, 4096, 8, on, 4).pending_in_registers, 0);
+  }
+}
+
 TEST(LaunchConfig, SplitsBackwardRowsOfMoreThan1024VectorsOverClusters) {
   KernelFacts f;
   // 16384 columns of 8-element vectors are 2048 vectors: 4 CTAs of 256 threads x 2.

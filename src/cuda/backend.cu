@@ -116,8 +116,18 @@ LaunchConfig plan_bwd_for(const nk_rms_norm_bwd_args& a, const KernelFacts& fact
                        facts, staged, outputs);
   if (columns.grid > 0) return columns;
   const int vec = bwd_vector_width(a);
-  return plan_bwd_with_reads(a.rows, a.hidden, vec, a.x_dtype, a.dy_dtype,
-                             a.dresidual_out != nullptr, facts);
+  LaunchConfig c = plan_bwd_with_reads(a.rows, a.hidden, vec, a.x_dtype, a.dy_dtype,
+                                       a.dresidual_out != nullptr, facts);
+  // The weight of split rows of more than 2 vectors per thread in shared memory after the
+  // stages (KernelFacts::bwd_smem_weight), where there is a weight and room for its chunk.
+  const int64_t weight_chunk = c.cols_per_cta * static_cast<int64_t>(nk_dtype_size(a.weight_dtype));
+  if (facts.bwd_smem_weight && c.plan == RowPlan::kPipelined && c.cluster_size > 1 &&
+      c.items > kClusterDeferMaxItems && a.weight &&
+      c.smem_bytes + weight_chunk <= facts.smem_per_block) {
+    c.smem_weight = true;
+    c.smem_bytes += weight_chunk;
+  }
+  return c;
 }
 
 int natural_vec(nk_dtype a, nk_dtype b, nk_dtype c) {

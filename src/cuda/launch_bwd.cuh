@@ -112,9 +112,17 @@ void launch_bwd(const nk_rms_norm_bwd_args& a, const LaunchConfig& planned, cuda
         const int pending_regs =
             !small && !dbias && a.dresidual_out == nullptr ? cfg.pending_in_registers : 0;
         cfg.pending_in_registers = pending_regs;
+        // (The weight in shared memory: plan_bwd_for set it only on such plans with a weight.)
+        const bool smem_weight = cfg.smem_weight && !small && cfg.cluster_size > 1;
         auto kernel =
             pending_regs == 1 ? rms_norm_bwd_pipelined<XT, WT, DYT, VEC, kLarge, false, true, 1>
-            : pending_regs == 2 ? rms_norm_bwd_pipelined<XT, WT, DYT, VEC, kLarge, false, true, 2>
+            : pending_regs == 2
+                ? (smem_weight
+                       ? rms_norm_bwd_pipelined<XT, WT, DYT, VEC, kLarge, false, true, 2, true>
+                       : rms_norm_bwd_pipelined<XT, WT, DYT, VEC, kLarge, false, true, 2>)
+            : smem_weight
+                ? (dbias ? rms_norm_bwd_pipelined<XT, WT, DYT, VEC, kLarge, true, true, 0, true>
+                         : rms_norm_bwd_pipelined<XT, WT, DYT, VEC, kLarge, false, true, 0, true>)
             : cfg.cluster_size > 1
                 ? (small ? (dbias ? rms_norm_bwd_pipelined<XT, WT, DYT, VEC, kSmall, true, true>
                                   : rms_norm_bwd_pipelined<XT, WT, DYT, VEC, kSmall, false, true>)

@@ -260,6 +260,7 @@ std::string LaunchConfig::describe() const {
   if (slots) s += " slots=" + std::to_string(slots);
   if (reduce_in_grid) s += " reduce-in-grid";
   if (pending_in_registers) s += " pending-in-registers=" + std::to_string(pending_in_registers);
+  if (smem_weight) s += " smem-weight";
   if (evict_first_reads) s += " evict-first";
   if (evict_last_reads) s += " evict-last";
   if (smem_bytes) s += " smem=" + std::to_string(smem_bytes);

@@ -82,6 +82,11 @@ struct KernelFacts {
   // it. 0: the pending row keeps its stage, one row in flight
   // (NK_TUNE_BWD_PENDING_IN_REGISTERS).
   int bwd_pending_in_registers = 0;
+  // 1: those split rows (more than kClusterDeferMaxItems vectors per thread) hold the weight of
+  // their CTA's columns in shared memory after the stages, where it fits (plan_bwd_for), instead
+  // of re-reading it for every row (KeptColumns keeps only up to 2 vectors in registers; with
+  // 192 KB of stages, L1 has no room for it). 0: re-read (NK_TUNE_BWD_SMEM_WEIGHT).
+  int bwd_smem_weight = 0;
   // Pipelined forward: resident CTAs per SM, and the most rows for which it is chosen over the
   // registers kernel (NK_TUNE_FWD_CTAS_PER_SM, NK_TUNE_FWD_PIPELINE_MAX_ROWS).
   int fwd_ctas_per_sm = 2;
@@ -388,6 +393,8 @@ struct LaunchConfig {
   // KernelFacts::bwd_pending_in_registers (the launcher keeps the stage with dbias or
   // dresidual_out).
   int pending_in_registers = 0;
+  // KernelFacts::bwd_smem_weight where the weight's chunk fits (smem_bytes includes it).
+  bool smem_weight = false;
   // Inputs read once go through L2 as evict-first or evict-last (KernelFacts::
   // evict_first_max_mib, evict_last_min_mib; apply_read_policy).
   bool evict_first_reads = false;

@@ -13,6 +13,8 @@
 // the reduce_partials kernel (or, with one slot, written straight to dweight/dbias).
 #pragma once
 
+#include <type_traits>
+
 #include "cuda/async_copy.cuh"
 #include "cuda/element.cuh"
 #include "cuda/grid_reduce.cuh"
@@ -42,11 +44,15 @@ namespace normkit::cuda {
 // 1: the current row's dot product and push first, then the pending row's dx (both rows in
 // registers at once); 2: the pending row's dx first, then the current row into the same
 // registers (half the registers, but the wait for the pending sum comes sooner).
+// SMEM_WEIGHT (KernelFacts::bwd_smem_weight): the weight of the CTA's columns in shared
+// memory after the stages (SharedColumns), for those longer split rows, not re-read per row.
 template <typename XT, typename WT, typename DYT, int VEC, int IMAX, bool DBIAS, bool CLUSTER,
-          int PENDING_REGS = 0>
+          int PENDING_REGS = 0, bool SMEM_WEIGHT = false>
 __global__ void __launch_bounds__(512) rms_norm_bwd_pipelined(BwdParams p) {
   static_assert(PENDING_REGS == 0 || (CLUSTER && IMAX > kClusterDeferMaxItems),
                 "registers hold the pending row of the longer split rows only");
+  static_assert(!SMEM_WEIGHT || (CLUSTER && IMAX > kClusterDeferMaxItems),
+                "shared memory holds the weight of the longer split rows only");
   if (p.early_dependent) allow_dependent_launch();
   // Rows in flight ahead of the current one.
   constexpr int kAhead = CLUSTER && IMAX > kClusterDeferMaxItems && PENDING_REGS == 0 ? 1 : 2;
@@ -111,8 +117,14 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_pipelined(BwdParams p) {
   float rstd_ring[3] = {rstd_of(row), kAhead == 2 ? rstd_of(row + step) : 0.0f, 0.0f};
   // The weight of this thread's columns is the same for every row: loaded once, while the
   // first rows are in flight.
-  KeptColumns<WT, VEC, IMAX> weight;
-  weight.load(p.weight, weight_offset(p), col, active);
+  std::conditional_t<SMEM_WEIGHT, SharedColumns<WT, VEC, IMAX>, KeptColumns<WT, VEC, IMAX>> weight;
+  if constexpr (SMEM_WEIGHT) {
+    // (One row group: the chunk follows the group's stages.)
+    weight.load(reinterpret_cast<WT*>(block_smem + kPipelineStages * st.stage_bytes), p.weight,
+                weight_offset(p), col, stage_col, active);
+  } else {
+    weight.load(p.weight, weight_offset(p), col, active);
+  }
 
   float acc_w[IMAX][VEC], acc_b[IMAX][VEC];
 #pragma unroll

@@ -118,8 +118,11 @@ LaunchConfig plan_bwd_for(const nk_rms_norm_bwd_args& a, const KernelFacts& fact
   const int vec = bwd_vector_width(a);
   LaunchConfig c = plan_bwd_with_reads(a.rows, a.hidden, vec, a.x_dtype, a.dy_dtype,
                                        a.dresidual_out != nullptr, facts);
-  // The weight of split rows of more than 2 vectors per thread in shared memory after the
-  // stages (KernelFacts::bwd_smem_weight), where there is a weight and room for its chunk.
+  // The pending row in registers (KernelFacts::bwd_pending_in_registers) only without dbias
+  // and dresidual_out (their registers would spill); the weight of those split rows in shared
+  // memory after the stages (KernelFacts::bwd_smem_weight), where there is a weight and room
+  // for its chunk.
+  c.pending_in_registers = c.pending_in_registers && !a.dbias && !a.dresidual_out;
   const int64_t weight_chunk = c.cols_per_cta * static_cast<int64_t>(nk_dtype_size(a.weight_dtype));
   if (facts.bwd_smem_weight && c.plan == RowPlan::kPipelined && c.cluster_size > 1 &&
       c.items > kClusterDeferMaxItems && a.weight &&

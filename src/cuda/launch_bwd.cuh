@@ -108,21 +108,20 @@ void launch_bwd(const nk_rms_norm_bwd_args& a, const LaunchConfig& planned, cuda
         const bool dbias = p.want_dbias(), small = cfg.items <= kSmall;
         constexpr int kLarge = kPipelineItems;
         // (The pending row in registers: without dbias and dresidual_out, whose sums and
-        // stage would take more registers than a 512-thread CTA has.)
-        const int pending_regs =
-            !small && !dbias && a.dresidual_out == nullptr ? cfg.pending_in_registers : 0;
+        // stage would take more registers than a 512-thread CTA has. The weight in shared
+        // memory: plan_bwd_for sets it only on such plans with a weight.)
+        const bool pending_regs = cfg.pending_in_registers && !small && cfg.cluster_size > 1 &&
+                                  !dbias && a.dresidual_out == nullptr;
         cfg.pending_in_registers = pending_regs;
-        // (The weight in shared memory: plan_bwd_for set it only on such plans with a weight.)
         const bool smem_weight = cfg.smem_weight && !small && cfg.cluster_size > 1;
         auto kernel =
-            pending_regs == 1 ? rms_norm_bwd_pipelined<XT, WT, DYT, VEC, kLarge, false, true, 1>
-            : pending_regs == 2
+            pending_regs
                 ? (smem_weight
-                       ? rms_norm_bwd_pipelined<XT, WT, DYT, VEC, kLarge, false, true, 2, true>
-                       : rms_norm_bwd_pipelined<XT, WT, DYT, VEC, kLarge, false, true, 2>)
+                       ? rms_norm_bwd_pipelined<XT, WT, DYT, VEC, kLarge, false, true, true, true>
+                       : rms_norm_bwd_pipelined<XT, WT, DYT, VEC, kLarge, false, true, true>)
             : smem_weight
-                ? (dbias ? rms_norm_bwd_pipelined<XT, WT, DYT, VEC, kLarge, true, true, 0, true>
-                         : rms_norm_bwd_pipelined<XT, WT, DYT, VEC, kLarge, false, true, 0, true>)
+                ? (dbias ? rms_norm_bwd_pipelined<XT, WT, DYT, VEC, kLarge, true, true, false, true>
+                         : rms_norm_bwd_pipelined<XT, WT, DYT, VEC, kLarge, false, true, false, true>)
             : cfg.cluster_size > 1
                 ? (small ? (dbias ? rms_norm_bwd_pipelined<XT, WT, DYT, VEC, kSmall, true, true>
                                   : rms_norm_bwd_pipelined<XT, WT, DYT, VEC, kSmall, false, true>)

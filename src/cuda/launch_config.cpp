@@ -259,7 +259,7 @@ std::string LaunchConfig::describe() const {
   if (quant_weight_first != 0) s += " weight-first=" + std::to_string(quant_weight_first);
   if (slots) s += " slots=" + std::to_string(slots);
   if (reduce_in_grid) s += " reduce-in-grid";
-  if (pending_in_registers) s += " pending-in-registers=" + std::to_string(pending_in_registers);
+  if (pending_in_registers) s += " pending-in-registers";
   if (smem_weight) s += " smem-weight";
   if (evict_first_reads) s += " evict-first";
   if (evict_last_reads) s += " evict-last";
@@ -558,10 +558,9 @@ LaunchConfig plan_bwd(int64_t rows, int64_t hidden, int vec, const KernelFacts& 
   c.reduce_in_grid = facts.bwd_reduce_in_grid && c.slots > 1 && c.plan != RowPlan::kStreaming;
   c.reduce_kernel = facts.bwd_reduce_kernel;
   c.early_dependent = facts.bwd_early_dependent != 0;
-  c.pending_in_registers = c.plan == RowPlan::kPipelined && c.cluster_size > 1 &&
-                                   c.items > kClusterDeferMaxItems
-                               ? facts.bwd_pending_in_registers
-                               : 0;
+  c.pending_in_registers = facts.bwd_pending_in_registers != 0 &&
+                           c.plan == RowPlan::kPipelined && c.cluster_size > 1 &&
+                           c.items > kClusterDeferMaxItems;
   return c;
 }
 

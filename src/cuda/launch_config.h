@@ -74,19 +74,18 @@ struct KernelFacts {
   // to 1.3 us (128 x 4096 11.1 against 10.0), the early launch 0.2-1 us.
   int bwd_reduce_kernel = 0;
   int bwd_early_dependent = 0;
-  // 1: split rows of more than kClusterDeferMaxItems vectors per thread (rows past 131072 bf16
-  // columns: 16 CTAs of 512 threads x 4 vectors) keep the pending row, which completes one row
-  // late, in registers rather than in its stage, so that the stage takes a second row in flight
+  // Split rows of more than kClusterDeferMaxItems vectors per thread (rows past 131072 bf16
+  // columns: 16 CTAs of 512 threads x 4 vectors): 1 keeps the pending row, which completes one
+  // row late, in registers rather than in its stage, which then takes a second row in flight
   // (rms_norm_bwd_pipelined's PENDING_REGS; the launcher takes it without dbias and
-  // dresidual_out only): 1 the current row's dot product before the pending row's dx, 2 after
-  // it. 0: the pending row keeps its stage, one row in flight
-  // (NK_TUNE_BWD_PENDING_IN_REGISTERS).
-  int bwd_pending_in_registers = 0;
-  // 1: those split rows (more than kClusterDeferMaxItems vectors per thread) hold the weight of
-  // their CTA's columns in shared memory after the stages, where it fits (plan_bwd_for), instead
-  // of re-reading it for every row (KeptColumns keeps only up to 2 vectors in registers; with
-  // 192 KB of stages, L1 has no room for it). 0: re-read (NK_TUNE_BWD_SMEM_WEIGHT).
-  int bwd_smem_weight = 0;
+  // dresidual_out only); 0 keeps it in its stage, one row in flight
+  // (NK_TUNE_BWD_PENDING_IN_REGISTERS). bwd_smem_weight 1: they hold the weight of their CTA's
+  // columns in shared memory after the stages, where it fits (plan_bwd_for), instead of
+  // re-reading it twice per row (KeptColumns keeps only up to 2 vectors in registers, and
+  // beside 192 KB of stages L1 has no room for the chunk, so each re-read went to L2); 0:
+  // re-read (NK_TUNE_BWD_SMEM_WEIGHT).
+  int bwd_pending_in_registers = 1;
+  int bwd_smem_weight = 1;
   // Pipelined forward: resident CTAs per SM, and the most rows for which it is chosen over the
   // registers kernel (NK_TUNE_FWD_CTAS_PER_SM, NK_TUNE_FWD_PIPELINE_MAX_ROWS).
   int fwd_ctas_per_sm = 2;
@@ -391,9 +390,8 @@ struct LaunchConfig {
   bool early_dependent = false;
   // Pipelined split rows of more than kClusterDeferMaxItems vectors per thread:
   // KernelFacts::bwd_pending_in_registers (the launcher keeps the stage with dbias or
-  // dresidual_out).
-  int pending_in_registers = 0;
-  // KernelFacts::bwd_smem_weight where the weight's chunk fits (smem_bytes includes it).
+  // dresidual_out) and bwd_smem_weight (where the weight's chunk fits: smem_bytes includes it).
+  bool pending_in_registers = false;
   bool smem_weight = false;
   // Inputs read once go through L2 as evict-first or evict-last (KernelFacts::
   // evict_first_max_mib, evict_last_min_mib; apply_read_policy).

@@ -38,31 +38,29 @@ namespace normkit::cuda {
 // stage: rows of up to kClusterDeferMaxItems vectors per thread have kClusterPipelineStages
 // stages (two rows in flight, the current row, the pending one); longer ones keep
 // kPipelineStages and one row in flight (a row of 16384 columns is 64 KB of x and dy per CTA).
-// PENDING_REGS (those longer split rows, without dresidual_out: KernelFacts::
+// PENDING_REGS (those longer split rows, without dbias and dresidual_out: KernelFacts::
 // bwd_pending_in_registers): the pending row's x and dy stay in registers instead of its
 // stage, which then takes a second row in flight (kPipelineStages: two in flight, the current).
-// 1: the current row's dot product and push first, then the pending row's dx (both rows in
-// registers at once); 2: the pending row's dx first, then the current row into the same
-// registers (half the registers, but the wait for the pending sum comes sooner).
-// SMEM_WEIGHT (KernelFacts::bwd_smem_weight): the weight of the CTA's columns in shared
-// memory after the stages (SharedColumns), for those longer split rows, not re-read per row.
+// Each iteration completes the pending row first, then loads the current one into the same
+// registers (holding both at once, with the current row's dot product first as above, spilled
+// 64 bytes per thread and ran 1.6x slower: docs/notes.md, twenty-second session).
 template <typename XT, typename WT, typename DYT, int VEC, int IMAX, bool DBIAS, bool CLUSTER,
-          int PENDING_REGS = 0, bool SMEM_WEIGHT = false>
+          bool PENDING_REGS = false, bool SMEM_WEIGHT = false>
 __global__ void __launch_bounds__(512) rms_norm_bwd_pipelined(BwdParams p) {
-  static_assert(PENDING_REGS == 0 || (CLUSTER && IMAX > kClusterDeferMaxItems),
+  static_assert(!PENDING_REGS || (CLUSTER && IMAX > kClusterDeferMaxItems && !DBIAS),
                 "registers hold the pending row of the longer split rows only");
   static_assert(!SMEM_WEIGHT || (CLUSTER && IMAX > kClusterDeferMaxItems),
                 "shared memory holds the weight of the longer split rows only");
   if (p.early_dependent) allow_dependent_launch();
   // Rows in flight ahead of the current one.
-  constexpr int kAhead = CLUSTER && IMAX > kClusterDeferMaxItems && PENDING_REGS == 0 ? 1 : 2;
+  constexpr int kAhead = CLUSTER && IMAX > kClusterDeferMaxItems && !PENDING_REGS ? 1 : 2;
   extern __shared__ __align__(16) unsigned char block_smem[];
   __shared__ float scratch[2 * kMaxWarps];
   __shared__ ClusterRowSums cluster_sums;  // with CLUSTER (then one row group per CTA)
   const RowShape& shape = p.shape;
   const int64_t hidden = shape.hidden;
   // (PENDING_REGS: the launcher takes it only without dresidual_out.)
-  const bool with_dres = PENDING_REGS == 0 && p.dresidual_out != nullptr;
+  const bool with_dres = !PENDING_REGS && p.dresidual_out != nullptr;
   // Stage operands: 0 x, 1 dy, 2 dresidual_out.
   const StageRing st(block_smem, shape.cols_per_cta, sizeof(XT), sizeof(DYT),
                      with_dres ? sizeof(XT) : 0);
@@ -189,9 +187,9 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_pipelined(BwdParams p) {
   };
 
   int stage = 0, parity = 0;
-  if constexpr (PENDING_REGS != 0) {
+  if constexpr (PENDING_REGS) {
     // Row k is in stage k % kPipelineStages until its dot product, then (pending) in xs_pending
-    // and dys_pending; it completes in iteration k + 1, as below.
+    // and dys_pending; it completes in iteration k + 1, before row k + 1's dot product.
     cluster_row_sums_init(cluster_sums);
     unsigned sum_phases = 0;
     float rstd_pending = 0.0f;
@@ -204,29 +202,14 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_pipelined(BwdParams p) {
       rstd_ring[2] = rstd_of(row + 2 * step);
       cp_async_wait<kPipelineStages - 1>();  // this row's copies (this thread's own) have landed
       const float rstd = rstd_ring[0];
-      auto complete_pending = [&] {
-        if (pending < 0) return;
+      if (pending >= 0) {
         const float pending_dot =
             cluster_row_wait(cluster_sums, (k - 1) % kClusterRowSlots, sum_phases);
         store_row_dx(pending, 0, rstd_pending, pending_dot, xs_pending, dys_pending);
-      };
-      if constexpr (PENDING_REGS == 2) {
-        complete_pending();
-        const float dot =
-            row_group_sum(row_dot(stage, rstd, xs_pending, dys_pending), scratch, parity);
-        cluster_row_push(dot, cluster_sums, k % kClusterRowSlots);
-      } else {
-        Lanes<XT, VEC> xs[IMAX];
-        Lanes<DYT, VEC> dys[IMAX];
-        const float dot = row_group_sum(row_dot(stage, rstd, xs, dys), scratch, parity);
-        cluster_row_push(dot, cluster_sums, k % kClusterRowSlots);
-        complete_pending();
-#pragma unroll
-        for (int i = 0; i < IMAX; ++i) {
-          xs_pending[i] = xs[i];
-          dys_pending[i] = dys[i];
-        }
       }
+      const float dot =
+          row_group_sum(row_dot(stage, rstd, xs_pending, dys_pending), scratch, parity);
+      cluster_row_push(dot, cluster_sums, k % kClusterRowSlots);
       parity ^= 1;
       pending = row;
       rstd_pending = rstd;

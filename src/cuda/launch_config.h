@@ -75,17 +75,22 @@ struct KernelFacts {
   int bwd_reduce_kernel = 0;
   int bwd_early_dependent = 0;
   // Split rows of more than kClusterDeferMaxItems vectors per thread (rows past 131072 bf16
-  // columns: 16 CTAs of 512 threads x 4 vectors): 1 keeps the pending row, which completes one
-  // row late, in registers rather than in its stage, which then takes a second row in flight
-  // (rms_norm_bwd_pipelined's PENDING_REGS; the launcher takes it without dbias and
-  // dresidual_out only); 0 keeps it in its stage, one row in flight
-  // (NK_TUNE_BWD_PENDING_IN_REGISTERS). bwd_smem_weight 1: they hold the weight of their CTA's
-  // columns in shared memory after the stages, where it fits (plan_bwd_for), instead of
-  // re-reading it twice per row (KeptColumns keeps only up to 2 vectors in registers, and
-  // beside 192 KB of stages L1 has no room for the chunk, so each re-read went to L2); 0:
-  // re-read (NK_TUNE_BWD_SMEM_WEIGHT).
-  int bwd_pending_in_registers = 1;
+  // columns: 16 CTAs of 512 threads x 4 vectors). bwd_smem_weight 1 (the default): they hold the
+  // weight of their CTA's columns in shared memory after the stages, where it fits
+  // (plan_bwd_for), instead of re-reading it twice per row (KeptColumns keeps only up to 2
+  // vectors in registers, and beside 192 KB of stages L1 has no room for the chunk, so each
+  // re-read went to L2); 0: re-read (NK_TUNE_BWD_SMEM_WEIGHT). bwd_pending_in_registers 1: they
+  // keep the pending row, which completes one row late, in registers rather than in its stage,
+  // which then takes a second row in flight (rms_norm_bwd_pipelined's PENDING_REGS; without dbias
+  // and dresidual_out only); 0 (the default): in its stage, one row in flight
+  // (NK_TUNE_BWD_PENDING_IN_REGISTERS). Measured (twenty-second session, H100, twice each in one
+  // call, bf16, no bias), against both 0: smem weight 512 x 262144 381.8 -> 310.3 us (71% ->
+  // 87.5% of copy), 300 x 262144 235.0 -> 192.6, 64 x 262144 70.7-75.3 -> 62.8, 512 x 200000
+  // 361.3 -> 303.9; with the pending row in registers too 317.8, 198.7, 65.9 and 283.8 (better
+  // only at 200000 columns; the H200 had it better everywhere); the pending row in registers
+  // alone (weight re-read) 0.97-0.99x at 262144, 0.93x at 200000, 1.05x at 64 x 262144.
   int bwd_smem_weight = 1;
+  int bwd_pending_in_registers = 0;
   // Pipelined forward: resident CTAs per SM, and the most rows for which it is chosen over the
   // registers kernel (NK_TUNE_FWD_CTAS_PER_SM, NK_TUNE_FWD_PIPELINE_MAX_ROWS).
   int fwd_ctas_per_sm = 2;

@@ -450,21 +450,21 @@ TEST(LaunchConfig, SplitsWideBackwardRowsOverPipelinedClusters) {
 }
 
 TEST(LaunchConfig, PendingRowInRegistersOnlyForSplitRowsOfMoreThanTwoVectors) {
-  // bwd_pending_in_registers (on by default): the split rows of 4 vectors per thread (512 x
-  // 262144 on 16 CTAs, float32 131072 on 16 CTAs of 4-element vectors), never those of 2 nor
-  // unsplit rows; NK_TUNE_BWD_PENDING_IN_REGISTERS=0 turns it off.
+  // NK_TUNE_BWD_PENDING_IN_REGISTERS=1 (off by default): the split rows of 4 vectors per thread
+  // (512 x 262144 on 16 CTAs, float32 131072 on 16 CTAs of 4-element vectors), never those of 2
+  // nor unsplit rows.
   KernelFacts f;
-  const LaunchConfig huge = normkit::cuda::plan_bwd(512, 262144, 8, f, 4);
+  EXPECT_FALSE(normkit::cuda::plan_bwd(512, 262144, 8, f, 4).pending_in_registers);
+  KernelFacts on = f;
+  on.bwd_pending_in_registers = 1;
+  const LaunchConfig huge = normkit::cuda::plan_bwd(512, 262144, 8, on, 4);
   EXPECT_EQ(huge.items, 4) << huge.describe();
   EXPECT_TRUE(huge.pending_in_registers);
-  const LaunchConfig fp32 = normkit::cuda::plan_bwd(64, 131072, 4, f, 8);
+  const LaunchConfig fp32 = normkit::cuda::plan_bwd(64, 131072, 4, on, 8);
   EXPECT_EQ(fp32.cluster_size, 16) << fp32.describe();
   EXPECT_EQ(fp32.pending_in_registers, fp32.items > 2) << fp32.describe();
-  EXPECT_FALSE(normkit::cuda::plan_bwd(1024, 131072, 8, f, 4).pending_in_registers);
-  EXPECT_FALSE(normkit::cuda::plan_bwd(4096, 4096, 8, f, 4).pending_in_registers);
-  KernelFacts off = f;
-  off.bwd_pending_in_registers = 0;
-  EXPECT_FALSE(normkit::cuda::plan_bwd(512, 262144, 8, off, 4).pending_in_registers);
+  EXPECT_FALSE(normkit::cuda::plan_bwd(1024, 131072, 8, on, 4).pending_in_registers);
+  EXPECT_FALSE(normkit::cuda::plan_bwd(4096, 4096, 8, on, 4).pending_in_registers);
 }
 
 TEST(LaunchConfig, SplitsBackwardRowsOfMoreThan1024VectorsOverClusters) {

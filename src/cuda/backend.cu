@@ -121,12 +121,13 @@ LaunchConfig plan_bwd_for(const nk_rms_norm_bwd_args& a, const KernelFacts& fact
   // The pending row in registers (KernelFacts::bwd_pending_in_registers) only without dbias
   // and dresidual_out (their registers would spill); the weight of those split rows in shared
   // memory after the stages (KernelFacts::bwd_smem_weight), where there is a weight and room
-  // for its chunk.
+  // for its chunk beside the stages and the kernel's ~0.5 KB of static shared memory.
   c.pending_in_registers = c.pending_in_registers && !a.dbias && !a.dresidual_out;
   const int64_t weight_chunk = c.cols_per_cta * static_cast<int64_t>(nk_dtype_size(a.weight_dtype));
+  constexpr int64_t kStaticSmemMargin = 1024;
   if (facts.bwd_smem_weight && c.plan == RowPlan::kPipelined && c.cluster_size > 1 &&
       c.items > kClusterDeferMaxItems && a.weight &&
-      c.smem_bytes + weight_chunk <= facts.smem_per_block) {
+      c.smem_bytes + weight_chunk + kStaticSmemMargin <= facts.smem_per_block) {
     c.smem_weight = true;
     c.smem_bytes += weight_chunk;
   }

@@ -86,9 +86,9 @@ struct SharedColumns {
       if constexpr (Lanes<T, VEC>::kBytes >= 16) {
 #pragma unroll
         for (int j = 0; j < Lanes<T, VEC>::kCount / 4; ++j) {
-          reinterpret_cast<uint4*>(to)[j] = make_uint4(lanes.lane[4 * j], lanes.lane[4 * j + 1],
-                                                       lanes.lane[4 * j + 2],
-                                                       lanes.lane[4 * j + 3]);
+          reinterpret_cast<uint4*>(to)[j] =
+              make_uint4(lanes.lane[4 * j], lanes.lane[4 * j + 1], lanes.lane[4 * j + 2],
+                         lanes.lane[4 * j + 3]);
         }
       } else {
 #pragma unroll

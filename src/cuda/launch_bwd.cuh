@@ -120,8 +120,9 @@ void launch_bwd(const nk_rms_norm_bwd_args& a, const LaunchConfig& planned, cuda
                        ? rms_norm_bwd_pipelined<XT, WT, DYT, VEC, kLarge, false, true, true, true>
                        : rms_norm_bwd_pipelined<XT, WT, DYT, VEC, kLarge, false, true, true>)
             : smem_weight
-                ? (dbias ? rms_norm_bwd_pipelined<XT, WT, DYT, VEC, kLarge, true, true, false, true>
-                         : rms_norm_bwd_pipelined<XT, WT, DYT, VEC, kLarge, false, true, false, true>)
+                ? (dbias
+                       ? rms_norm_bwd_pipelined<XT, WT, DYT, VEC, kLarge, true, true, false, true>
+                       : rms_norm_bwd_pipelined<XT, WT, DYT, VEC, kLarge, false, true, false, true>)
             : cfg.cluster_size > 1
                 ? (small ? (dbias ? rms_norm_bwd_pipelined<XT, WT, DYT, VEC, kSmall, true, true>
                                   : rms_norm_bwd_pipelined<XT, WT, DYT, VEC, kSmall, false, true>)

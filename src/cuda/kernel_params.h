@@ -55,7 +55,6 @@ struct FwdParams {
   QuantParams quant;  // used by the quantizing kernels only
   bool evict_first_reads;  // x and residual through L2 as evict-first (read_policy.cuh)
   bool evict_last_reads;   // ... as evict-last
-  int64_t prefetch_ahead_ctas = 0;  // LaunchConfig::prefetch_ahead_ctas (prefetch_rows_ahead)
 
   // Whether the weight comes with extras: the zero-centered add (1 + w) or a bias. Kernels
   // with an EXTRAS template flag are launched with it false where this is false, and leave both

@@ -261,7 +261,6 @@ std::string LaunchConfig::describe() const {
   if (reduce_in_grid) s += " reduce-in-grid";
   if (pending_in_registers) s += " pending-in-registers";
   if (smem_weight) s += " smem-weight";
-  if (prefetch_ahead_ctas) s += " prefetch-ahead=" + std::to_string(prefetch_ahead_ctas);
   if (evict_first_reads) s += " evict-first";
   if (evict_last_reads) s += " evict-last";
   if (smem_bytes) s += " smem=" + std::to_string(smem_bytes);
@@ -510,13 +509,6 @@ LaunchConfig plan_fwd_quant_transposed(int64_t rows, int64_t hidden, int vec, in
   c.smem_bytes = tile_bytes(cluster);
   c.grid = runs * cluster;  // the persistent kernel's launcher caps it to resident clusters
   return c;
-}
-
-void apply_prefetch_ahead(LaunchConfig& c, int64_t x_bytes, const KernelFacts& facts) {
-  const bool applies = c.plan == RowPlan::kRegisters && c.cluster_size == 1 && c.exact &&
-                       !c.realigned && c.vec * x_bytes == 16;
-  c.prefetch_ahead_ctas =
-      applies ? int64_t(facts.fwd_prefetch_ctas_per_sm) * facts.sm_count : int64_t(0);
 }
 
 void apply_read_policy(LaunchConfig& c, int64_t read_bytes, bool backward,

@@ -91,12 +91,6 @@ struct KernelFacts {
   // alone (weight re-read) 0.97-0.99x at 262144, 0.93x at 200000, 1.05x at 64 x 262144.
   int bwd_smem_weight = 1;
   int bwd_pending_in_registers = 0;
-  // The forwards' one-CTA-per-row-group plans (plain and quantized registers kernels, EXACT,
-  // 16-byte vectors, no cluster): each row group's first thread prefetches to L2 the x (and
-  // residual) row of the CTA this many x SMs CTAs later, the one that takes an SM when a CTA
-  // of the resident waves before it exits (cp.async.bulk.prefetch; apply_prefetch_ahead).
-  // 0: none (NK_TUNE_FWD_PREFETCH_CTAS_PER_SM).
-  int fwd_prefetch_ctas_per_sm = 0;
   // Pipelined forward: resident CTAs per SM, and the most rows for which it is chosen over the
   // registers kernel (NK_TUNE_FWD_CTAS_PER_SM, NK_TUNE_FWD_PIPELINE_MAX_ROWS).
   int fwd_ctas_per_sm = 2;
@@ -404,9 +398,6 @@ struct LaunchConfig {
   // dresidual_out) and bwd_smem_weight (where the weight's chunk fits: smem_bytes includes it).
   bool pending_in_registers = false;
   bool smem_weight = false;
-  // Forward registers plans: KernelFacts::fwd_prefetch_ctas_per_sm x SMs, where it applies
-  // (apply_prefetch_ahead), else 0.
-  int64_t prefetch_ahead_ctas = 0;
   // Inputs read once go through L2 as evict-first or evict-last (KernelFacts::
   // evict_first_max_mib, evict_last_min_mib; apply_read_policy).
   bool evict_first_reads = false;
@@ -451,10 +442,6 @@ int bwd_narrow_items(int64_t hidden, const KernelFacts& facts);
 // pipelined plans, and the forwards' registers and cluster plans of whole vectors that are not
 // realigned) and the inputs it reads once total at most facts.evict_first_max_mib MiB (at least
 // facts.evict_last_min_mib MiB).
-// Sets c.prefetch_ahead_ctas (KernelFacts::fwd_prefetch_ctas_per_sm) on the forward plans
-// whose CTA b holds rows b x rows_per_block, ... whole in 16-byte vectors of x (x_bytes each).
-void apply_prefetch_ahead(LaunchConfig& c, int64_t x_bytes, const KernelFacts& facts);
-
 void apply_read_policy(LaunchConfig& c, int64_t read_bytes, bool backward,
                        const KernelFacts& facts);
 // The bytes a forward (plain or quantized) reads once: x, and the residual where there is one.

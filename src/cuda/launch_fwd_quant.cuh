@@ -34,7 +34,6 @@ inline QuantParams quant_params(const nk_rms_norm_fwd_args& a) {
 // transposed forwards).
 inline FwdParams fwd_params_with_y_t(const nk_rms_norm_fwd_args& a, const LaunchConfig& cfg) {
   FwdParams p = fwd_params(a, cfg);
-  p.prefetch_ahead_ctas = 0;  // (the ticketed grid's units are not CTA b's rows)
   p.quant = quant_params(a);
   p.quant.y_t = static_cast<uint8_t*>(a.y_t);
   p.quant.y_t_stride = a.y_t_row_stride;

@@ -63,7 +63,6 @@ LaunchConfig plan_quant_with_reads(int64_t rows, int64_t hidden, int vec, int sc
   }
   apply_read_policy(c, fwd_read_once_bytes(rows, hidden, nk_dtype_size(x), with_residual), false,
                     facts);
-  apply_prefetch_ahead(c, static_cast<int64_t>(nk_dtype_size(x)), facts);
   return c;
 }
 

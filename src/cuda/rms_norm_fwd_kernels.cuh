@@ -183,30 +183,6 @@ __device__ __forceinline__ void load_x_lanes(const FwdParams& p, const RowChunk<
   }
 }
 
-// With p.prefetch_ahead_ctas (LaunchConfig::prefetch_ahead_ctas: plans of CTA b = rows
-// b x blockDim.y + y, whole rows of 16-byte vectors, no cluster): the x (and residual) row of
-// the CTA that many CTAs later, which takes an SM once a CTA of the waves resident before it
-// exits, prefetched to L2 by each row group's first thread (one bulk request per row), so that
-// its loads find the row there.
-template <typename XT, int VEC, bool EXACT>
-__device__ __forceinline__ void prefetch_rows_ahead(const FwdParams& p,
-                                                    const RowChunk<VEC, EXACT>& c) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  // (Compiled only where the plan can ask for it: elsewhere the code moved ptxas's counts.)
-  if constexpr (!EXACT || sizeof(XT) * VEC != 16) return;
-  if (p.prefetch_ahead_ctas == 0 || threadIdx.x != 0) return;
-  const int64_t row = c.row + p.prefetch_ahead_ctas * blockDim.y;
-  if (row >= p.shape.rows) return;
-  const unsigned bytes = static_cast<unsigned>(p.shape.hidden * sizeof(XT));
-  const XT* x = static_cast<const XT*>(p.x) + row * p.x_stride;
-  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(x), "r"(bytes) : "memory");
-  if (p.residual) {
-    const XT* r = static_cast<const XT*>(p.residual) + row * p.residual_stride;
-    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(r), "r"(bytes) : "memory");
-  }
-#endif
-}
-
 // Weight and bias are read after the row reduction; their first touch in a CTA would otherwise
 // add an HBM round trip there (it matters for small shapes, where nothing else hides it).
 // One prefetch per 128-byte line: by the thread whose vector starts in it. Unrolled over IMAX
@@ -351,7 +327,6 @@ __device__ __forceinline__ void fwd_registers_row(const FwdParams& p) {
   if (shape.cluster_size > 1) cluster_push_init(cluster_push);
   Lanes<XT, VEC> s[IMAX];
   load_x_lanes(p, c, s);
-  prefetch_rows_ahead<XT>(p, c);
   constexpr bool kWeightFirst = kWeightWithX<XT, VEC, IMAX>;
   [[maybe_unused]] Lanes<WT, VEC> w[kWeightFirst ? IMAX : 1];
   if constexpr (kWeightFirst) {

@@ -232,7 +232,6 @@ __device__ __forceinline__ void fwd_quant_registers_row(const FwdParams& p,
   const float tensor_factor = MODE == NK_QUANT_TENSOR ? __ldg(p.quant.scale) : 0.0f;
   Lanes<XT, VEC> s[IMAX];
   load_x_lanes(p, c, s);
-  prefetch_rows_ahead<XT>(p, c);
   const unsigned amax_before =
       p.quant.amax && p.quant.amax_per_warp ? amax_seen(p.quant.amax) : 0u;
   constexpr bool kPreloadWeight =
@@ -382,7 +381,6 @@ __device__ __forceinline__ void fwd_quant_token_folded_row(const FwdParams& p) {
   if (shape.cluster_size > 1) cluster_push_init(cluster_push);
   Lanes<XT, VEC> s[IMAX];
   load_x_lanes(p, c, s);
-  prefetch_rows_ahead<XT>(p, c);
   const unsigned amax_before =
       p.quant.amax && p.quant.amax_per_warp ? amax_seen(p.quant.amax) : 0u;
   // Ones without a weight; else zeros where inactive and past the row's end, as s.

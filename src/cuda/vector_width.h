@@ -40,8 +40,6 @@ inline const KernelFacts& tuned_defaults() {
     k.bwd_pending_in_registers =
         tuning_knob("NK_TUNE_BWD_PENDING_IN_REGISTERS", k.bwd_pending_in_registers, 0, 1);
     k.bwd_smem_weight = tuning_knob("NK_TUNE_BWD_SMEM_WEIGHT", k.bwd_smem_weight, 0, 1);
-    k.fwd_prefetch_ctas_per_sm =
-        tuning_knob("NK_TUNE_FWD_PREFETCH_CTAS_PER_SM", k.fwd_prefetch_ctas_per_sm, 0, 64);
     k.fwd_ctas_per_sm = tuning_knob("NK_TUNE_FWD_CTAS_PER_SM", k.fwd_ctas_per_sm, 1, 16);
     k.fwd_pipeline_max_rows =
         tuning_knob("NK_TUNE_FWD_PIPELINE_MAX_ROWS", k.fwd_pipeline_max_rows, 0, 1 << 30);

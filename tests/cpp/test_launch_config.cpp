@@ -467,29 +467,6 @@ TEST(LaunchConfig, PendingRowInRegistersOnlyForSplitRowsOfMoreThanTwoVectors) {
   EXPECT_FALSE(normkit::cuda::plan_bwd(4096, 4096, 8, on, 4).pending_in_registers);
 }
 
-TEST(LaunchConfig, PrefetchAheadOnlyOnExactOneCtaPerRowGroupPlansOf16ByteVectors) {
-  // NK_TUNE_FWD_PREFETCH_CTAS_PER_SM (off by default): k x SMs CTAs ahead, on the registers
-  // plans whose CTA b holds rows b x rows_per_block + y whole (EXACT, no cluster, not
-  // realigned) in 16-byte vectors of x.
-  KernelFacts f;
-  LaunchConfig c = normkit::cuda::plan_fwd(4096, 12288, 8, f, 2);
-  normkit::cuda::apply_prefetch_ahead(c, 2, f);
-  EXPECT_EQ(c.prefetch_ahead_ctas, 0);
-  f.fwd_prefetch_ctas_per_sm = 3;
-  normkit::cuda::apply_prefetch_ahead(c, 2, f);
-  EXPECT_TRUE(c.exact) << c.describe();
-  EXPECT_EQ(c.prefetch_ahead_ctas, 3 * f.sm_count) << c.describe();
-  normkit::cuda::apply_prefetch_ahead(c, 4, f);  // float32 x at 8 elements: 32-byte vectors
-  EXPECT_EQ(c.prefetch_ahead_ctas, 0);
-  LaunchConfig split = normkit::cuda::plan_fwd(256, 65536, 8, f, 2);
-  normkit::cuda::apply_prefetch_ahead(split, 2, f);
-  EXPECT_GT(split.cluster_size, 1) << split.describe();
-  EXPECT_EQ(split.prefetch_ahead_ctas, 0);
-  LaunchConfig odd = normkit::cuda::plan_fwd(29, 17389, 1, f, 2);
-  normkit::cuda::apply_prefetch_ahead(odd, 2, f);
-  EXPECT_EQ(odd.prefetch_ahead_ctas, 0) << odd.describe();
-}
-
 TEST(LaunchConfig, SplitsBackwardRowsOfMoreThan1024VectorsOverClusters) {
   KernelFacts f;
   // 16384 columns of 8-element vectors are 2048 vectors: 4 CTAs of 256 threads x 2.

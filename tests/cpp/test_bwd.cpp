@@ -160,9 +160,10 @@ TEST_P(BwdLargeSplitRows, DeferredRowsWithResidualInPlace) {
       test_bwd_case(GetParam(), c, rng);
     }
   }
-  // Rows of 262144 columns (16 CTAs of 4 vectors per thread, one row in flight; two, with the
-  // pending row in registers, NK_TUNE_BWD_PENDING_IN_REGISTERS, which takes the cases without
-  // dbias): one row, several rows per cluster, and more rows than clusters with a remainder.
+  // Rows of 262144 columns (16 CTAs of 4 vectors per thread, one row in flight, the bf16 weight
+  // in shared memory; two in flight with the pending row in registers,
+  // NK_TUNE_BWD_PENDING_IN_REGISTERS, which takes the cases without dbias): one row, several
+  // rows per cluster, and more rows than clusters with a remainder.
   for (const int64_t rows : {int64_t{1}, int64_t{5}, int64_t{40}, int64_t{61}}) {
     BwdCase c;
     c.rows = rows;
@@ -174,7 +175,8 @@ TEST_P(BwdLargeSplitRows, DeferredRowsWithResidualInPlace) {
     c.zero_centered = rows == 5;
     test_bwd_case(GetParam(), c, rng);
   }
-  // float32 rows of 131072 columns: 16 CTAs of 4 vectors of 4 elements.
+  // float32 rows of 131072 columns: 16 CTAs of 4 vectors of 4 elements, the float32 weight's
+  // 32 KB per CTA in shared memory.
   {
     BwdCase c;
     c.rows = 11;
@@ -183,8 +185,9 @@ TEST_P(BwdLargeSplitRows, DeferredRowsWithResidualInPlace) {
     c.dweight = true;
     test_bwd_case(GetParam(), c, rng);
   }
-  // 200000 columns: 13 CTAs of 4 vectors per thread, the last one's columns partly past the row;
-  // with dbias, and without (the pending row in registers where its knob is on).
+  // 200000 columns: 13 CTAs of 4 vectors per thread, the last one's columns partly past the row,
+  // the float32 weight re-read (its 64 KB per CTA do not fit beside the stages); with dbias, and
+  // without (the pending row in registers where its knob is on).
   for (const bool dbias : {true, false}) {
     BwdCase c;
     c.rows = 23;

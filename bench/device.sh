@@ -316,15 +316,17 @@ for step in "${steps[@]}"; do
     modes)  # A/B over the plain forward and the quantized modes in one run (mode_runs) of
       # AB_MODES under AB_CONFIGS
       mode_runs "${AB_MODES:-plain tensor token block mxfp8 transposed}" "${AB_CONFIGS:-none}" ;;
-    pending)  # the sweep with a same-size copy beside every pass (what the timing method gives
-      # a copy of the same bytes), plain and per-tensor quantized, twice; ~2 minutes after build
-      # (run at 00:31 on 2026-11-26: docs/notes.md, twenty-first session)
-      for rep in a b; do
-        run "bench_same_size_copy_$rep" "$BUILD/tools/normkit" bench --same-size-copy \
-          --json "$LOGS/bench_same_size_copy_$rep.json"
-        run "bench_same_size_copy_tensor_$rep" "$BUILD/tools/normkit" bench --same-size-copy \
-          --quant tensor --json "$LOGS/bench_same_size_copy_tensor_$rep.json"
-      done ;;
+    pending)  # the twenty-second session's prepared, unmeasured work: the backward of rows past
+      # what 16 pipelined CTAs hold on a cluster per row (NK_TUNE_BWD_CLUSTER_STREAMING=1): its
+      # tests, then the A/B against one CTA per row, twice (docs/notes.md, twenty-second session)
+      run ctest_pending ctest --test-dir "$BUILD" --output-on-failure \
+        -R 'bwd_cluster_streaming|LaunchConfig'
+      knob_runs bench_pending 600 "none NK_TUNE_BWD_CLUSTER_STREAMING=1 none NK_TUNE_BWD_CLUSTER_STREAMING=1" \
+        --bwd-only --shapes 256x524288,128x1048576,64x524288,600x300000
+      knob_runs bench_pending_fp32 600 "none NK_TUNE_BWD_CLUSTER_STREAMING=1" \
+        --bwd-only --dtype fp32 --shapes 512x262144,64x262144
+      knob_runs bench_pending_bias 600 "none NK_TUNE_BWD_CLUSTER_STREAMING=1" \
+        --bwd-only --bias --shapes 256x524288,512x300000 ;;
     probe)  # knob A/Bs in one run: `normkit bench $PROBE_ARGS` over PROBE_SHAPES (default: the
       # sweep) under each of PROBE_CONFIGS (knobs joined by commas; "none": the defaults)
       shape_args=()

@@ -138,6 +138,7 @@ LaunchConfig plan_bwd_for(const nk_rms_norm_bwd_args& a, const KernelFacts& fact
                                        a.dresidual_out != nullptr, facts);
   apply_split_row_extras(c, a.weight_dtype, a.weight != nullptr, a.dbias != nullptr,
                          a.dresidual_out != nullptr, facts);
+  apply_cluster_streaming(c, a.rows, a.hidden, a.dbias != nullptr, facts);
   return c;
 }
 
@@ -261,6 +262,7 @@ std::string explain_bwd(int64_t rows, int64_t hidden, nk_dtype x, nk_dtype w, nk
   if (columns.grid > 0) return columns.describe();
   LaunchConfig c = plan_bwd_with_reads(rows, hidden, vec, x, dy, false, facts);
   apply_split_row_extras(c, w, true, dbias, false, facts);
+  apply_cluster_streaming(c, rows, hidden, dbias, facts);
   return c.describe();
 }
 

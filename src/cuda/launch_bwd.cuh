@@ -8,6 +8,7 @@
 #include "cuda/launch_common.cuh"
 #include "cuda/launchers.h"
 #include "cuda/reduce_partials.cuh"
+#include "cuda/rms_norm_bwd_cluster_streaming.cuh"
 #include "cuda/rms_norm_bwd_columns.cuh"
 #include "cuda/rms_norm_bwd_kernels.cuh"
 #include "cuda/rms_norm_bwd_pipelined.cuh"
@@ -138,6 +139,15 @@ void launch_bwd(const nk_rms_norm_bwd_args& a, const LaunchConfig& planned, cuda
       } else {
         throw Error(NK_ERROR_INTERNAL, "rms_norm_bwd: pipelined plan with accesses under 4 bytes");
       }
+    } else if (cfg.plan == RowPlan::kStreaming && cfg.cluster_size > 1) {
+      // KernelFacts::bwd_cluster_streaming: persistent clusters, capped to those resident.
+      auto kernel = rms_norm_bwd_cluster_streaming<XT, WT, DYT, VEC>;
+      const char* what = "rms_norm_bwd (cluster streaming)";
+      cfg = fit_resident_clusters(cfg, kernel, what);
+      note_bwd_launch(planned, cfg);
+      set_outputs();
+      launch(kernel, cfg.grid, dim3(cfg.threads_per_row), {cfg.cluster_size}, stream, what,
+             static_cast<size_t>(cfg.smem_bytes), p);
     } else if (cfg.plan == RowPlan::kStreaming) {
       set_outputs();
       launch(rms_norm_bwd_streaming<XT, WT, DYT, VEC>, cfg.grid, dim3(cfg.threads_per_row), {},

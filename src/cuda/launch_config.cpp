@@ -511,6 +511,30 @@ LaunchConfig plan_fwd_quant_transposed(int64_t rows, int64_t hidden, int vec, in
   return c;
 }
 
+void apply_cluster_streaming(LaunchConfig& c, int64_t rows, int64_t hidden, bool dbias,
+                             const KernelFacts& facts) {
+  if (!facts.bwd_cluster_streaming || !facts.cluster_launch || c.plan != RowPlan::kStreaming ||
+      c.vec <= 0 || rows <= 0) {
+    return;
+  }
+  const int64_t nvec = ceil_div(hidden, c.vec);
+  const int cluster = static_cast<int>(std::clamp<int64_t>(
+      ceil_div(nvec, kStreamingThreads), 1,
+      std::max(facts.max_cluster, facts.max_cluster_pipelined)));
+  const int64_t cols = ceil_div(nvec, cluster) * c.vec;
+  const int64_t smem = cols * int64_t(sizeof(float)) * (dbias ? 2 : 1);
+  constexpr int64_t kStaticSmemMargin = 1024;  // (the kernel's own ~0.5 KB)
+  if (cluster < 2 || smem + kStaticSmemMargin > facts.smem_per_block) return;
+  const int64_t clusters = std::clamp<int64_t>(facts.sm_count / cluster, 1, rows);
+  c.cluster_size = cluster;
+  c.cols_per_cta = cols;
+  c.threads_per_row = kStreamingThreads;
+  c.rows_per_block = 1;
+  c.smem_bytes = smem;
+  c.slots = clusters;
+  c.grid = clusters * cluster;
+}
+
 void apply_read_policy(LaunchConfig& c, int64_t read_bytes, bool backward,
                        const KernelFacts& facts) {
   const bool honored =

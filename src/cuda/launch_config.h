@@ -91,6 +91,13 @@ struct KernelFacts {
   // alone (weight re-read) 0.97-0.99x at 262144, 0.93x at 200000, 1.05x at 64 x 262144.
   int bwd_smem_weight = 1;
   int bwd_pending_in_registers = 0;
+  // 1: backward rows that take the streaming plan (past what 16 pipelined CTAs hold: 262144
+  // bf16 or 131072 float32 columns) run on a cluster of up to 16 CTAs per row instead of one
+  // CTA, each streaming its chunk twice, the second time from L2, with the dweight/dbias sums in
+  // shared memory (rms_norm_bwd_cluster_streaming; apply_cluster_streaming), where those sums
+  // fit; 0: one CTA per row (NK_TUNE_BWD_CLUSTER_STREAMING). Prepared after the twenty-second
+  // session's calls, not yet measured: off.
+  int bwd_cluster_streaming = 0;
   // Pipelined forward: resident CTAs per SM, and the most rows for which it is chosen over the
   // registers kernel (NK_TUNE_FWD_CTAS_PER_SM, NK_TUNE_FWD_PIPELINE_MAX_ROWS).
   int fwd_ctas_per_sm = 2;
@@ -442,6 +449,13 @@ int bwd_narrow_items(int64_t hidden, const KernelFacts& facts);
 // pipelined plans, and the forwards' registers and cluster plans of whole vectors that are not
 // realigned) and the inputs it reads once total at most facts.evict_first_max_mib MiB (at least
 // facts.evict_last_min_mib MiB).
+// A backward streaming plan as a cluster per row (KernelFacts::bwd_cluster_streaming), where
+// the dweight (and, with dbias, dbias) sums of a CTA's columns fit its shared memory: up to
+// max(max_cluster, max_cluster_pipelined) CTAs of kStreamingThreads threads, as many clusters as
+// fit the SMs once (the launcher caps them to those resident), one slot each.
+void apply_cluster_streaming(LaunchConfig& c, int64_t rows, int64_t hidden, bool dbias,
+                             const KernelFacts& facts);
+
 void apply_read_policy(LaunchConfig& c, int64_t read_bytes, bool backward,
                        const KernelFacts& facts);
 // The bytes a forward (plain or quantized) reads once: x, and the residual where there is one.

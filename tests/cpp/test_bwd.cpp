@@ -200,6 +200,43 @@ TEST_P(BwdLargeSplitRows, DeferredRowsWithResidualInPlace) {
   }
 }
 
+// Rows past what 16 pipelined CTAs hold take the streaming plan: one CTA per row, or a cluster
+// per row under NK_TUNE_BWD_CLUSTER_STREAMING where the column sums fit shared memory (bf16
+// 524288 columns with dweight alone; float32 262144 with dbias too; odd 600001 columns in 1-element
+// vectors), else one CTA per row still (bf16 524288 with dbias). Fewer rows than clusters, and
+// more.
+TEST_P(BwdLargeSplitRows, RowsPastThePipelinedClusters) {
+  NK_SKIP_IF_UNAVAILABLE(GetParam());
+  if (GetParam() == NK_BACKEND_CPU) GTEST_SKIP() << "GPU launch plans; CPU covered by BwdShapes";
+  Rng rng;
+  for (const bool dbias : {false, true}) {
+    BwdCase c;
+    c.rows = dbias ? 3 : 11;
+    c.hidden = 524288;
+    c.x = c.dy = c.w = NK_BFLOAT16;
+    c.dbias = dbias;
+    c.zero_centered = dbias;
+    test_bwd_case(GetParam(), c, rng);
+  }
+  {
+    BwdCase c;
+    c.rows = 9;
+    c.hidden = 262144;
+    c.x = c.dy = c.w = NK_FLOAT32;
+    c.dbias = true;
+    test_bwd_case(GetParam(), c, rng);
+  }
+  {
+    BwdCase c;
+    c.rows = 2;
+    c.hidden = 600001;
+    c.x = c.dy = NK_BFLOAT16;
+    c.w = NK_FLOAT32;
+    c.dresidual = true;
+    test_bwd_case(GetParam(), c, rng);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(AllBackends, BwdLargeSplitRows, ::testing::ValuesIn(all_backends()),
                          [](const auto& info) { return std::string(backend_label(info.param)); });
 

@@ -467,6 +467,39 @@ TEST(LaunchConfig, PendingRowInRegistersOnlyForSplitRowsOfMoreThanTwoVectors) {
   EXPECT_FALSE(normkit::cuda::plan_bwd(4096, 4096, 8, on, 4).pending_in_registers);
 }
 
+TEST(LaunchConfig, ClusterStreamingWhereTheColumnSumsFitSharedMemory) {
+  // NK_TUNE_BWD_CLUSTER_STREAMING=1 (off by default): a streaming plan becomes one cluster of
+  // up to 16 CTAs per row, as many clusters as fit the SMs once, one slot each.
+  KernelFacts f;
+  f.max_cluster = 8;
+  f.max_cluster_pipelined = 16;
+  LaunchConfig off = normkit::cuda::plan_bwd(256, 524288, 8, f, 4);
+  ASSERT_EQ(off.plan, RowPlan::kStreaming) << off.describe();
+  normkit::cuda::apply_cluster_streaming(off, 256, 524288, false, f);
+  EXPECT_EQ(off.cluster_size, 1) << off.describe();
+  f.bwd_cluster_streaming = 1;
+  LaunchConfig c = normkit::cuda::plan_bwd(256, 524288, 8, f, 4);
+  normkit::cuda::apply_cluster_streaming(c, 256, 524288, false, f);
+  EXPECT_EQ(c.plan, RowPlan::kStreaming) << c.describe();
+  EXPECT_EQ(c.cluster_size, 16);
+  EXPECT_EQ(c.cols_per_cta, 32768);
+  EXPECT_EQ(c.smem_bytes, 32768 * 4);
+  EXPECT_EQ(c.slots, f.sm_count / 16);
+  EXPECT_EQ(c.grid, c.slots * 16);
+  // With dbias its sums double: 256 KB do not fit, so one CTA per row stays.
+  LaunchConfig with_bias = normkit::cuda::plan_bwd(256, 524288, 8, f, 4);
+  normkit::cuda::apply_cluster_streaming(with_bias, 256, 524288, true, f);
+  EXPECT_EQ(with_bias.cluster_size, 1) << with_bias.describe();
+  // Fewer rows than clusters: a cluster per row. Pipelined plans are left alone.
+  LaunchConfig few = normkit::cuda::plan_bwd(3, 524288, 8, f, 4);
+  normkit::cuda::apply_cluster_streaming(few, 3, 524288, false, f);
+  EXPECT_EQ(few.slots, 3) << few.describe();
+  LaunchConfig pipelined = normkit::cuda::plan_bwd(512, 262144, 8, f, 4);
+  normkit::cuda::apply_cluster_streaming(pipelined, 512, 262144, false, f);
+  EXPECT_EQ(pipelined.plan, RowPlan::kPipelined) << pipelined.describe();
+  EXPECT_EQ(pipelined.cols_per_cta, 16384);
+}
+
 TEST(LaunchConfig, SplitsBackwardRowsOfMoreThan1024VectorsOverClusters) {
   KernelFacts f;
   // 16384 columns of 8-element vectors are 2048 vectors: 4 CTAs of 256 threads x 2.

@@ -62,9 +62,7 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_cluster_streaming(BwdParams 
 #pragma unroll 4
     for (int64_t col = first_col; col < col_end; col += step) {
       float xv[VEC], dy[VEC], w[VEC];
-      load_upto<XT, VEC>(x + col, col_end - col, xv);
-      load_upto<DYT, VEC>(dy_row + col, col_end - col, dy);
-      load_scale<WT, VEC>(p, col, col_end - col, w);
+      load_streamed<XT, WT, DYT, VEC>(p, x, dy_row, col, col_end - col, xv, dy, w);
 #pragma unroll
       for (int k = 0; k < VEC; ++k) dot += dy[k] * w[k] * xv[k] * rstd;
     }
@@ -78,9 +76,7 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_cluster_streaming(BwdParams 
     for (int64_t col = first_col; col < col_end; col += step) {
       const int64_t n = col_end - col;
       float xhat[VEC], dy[VEC], w[VEC], g[VEC];
-      load_upto<XT, VEC>(x + col, n, xhat);
-      load_upto<DYT, VEC>(dy_row + col, n, dy);
-      load_scale<WT, VEC>(p, col, n, w);
+      load_streamed<XT, WT, DYT, VEC>(p, x, dy_row, col, n, xhat, dy, w);
 #pragma unroll
       for (int k = 0; k < VEC; ++k) {
         xhat[k] *= rstd;

@@ -254,6 +254,17 @@ __global__ void __launch_bounds__(256, 2) rms_norm_bwd_registers(BwdParams p) {
   }
 }
 
+// x, dy and the weight of vector `col` of a row (n elements left in its range), as the
+// streaming kernels read them in both passes.
+template <typename XT, typename WT, typename DYT, int VEC>
+__device__ __forceinline__ void load_streamed(const BwdParams& p, const XT* x, const DYT* dy_row,
+                                              int64_t col, int64_t n, float* xv, float* dy,
+                                              float* w) {
+  load_upto<XT, VEC>(x + col, n, xv);
+  load_upto<DYT, VEC>(dy_row + col, n, dy);
+  load_scale<WT, VEC>(p, col, n, w);
+}
+
 // Any row length: CTA `slot` walks rows slot, slot + slots, ...; pass 1 computes the row's
 // dot product, pass 2 writes dx and accumulates the slot's partial sums in the workspace
 // (read-modify-write by the one thread that owns each column of the slot).
@@ -273,9 +284,7 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_streaming(BwdParams p) {
     float dot = 0.0f;
     for (int64_t col = threadIdx.x * VEC; col < shape.hidden; col += step) {
       float xv[VEC], dy[VEC], w[VEC];
-      load_upto<XT, VEC>(x + col, shape.hidden - col, xv);
-      load_upto<DYT, VEC>(dy_row + col, shape.hidden - col, dy);
-      load_scale<WT, VEC>(p, col, shape.hidden - col, w);
+      load_streamed<XT, WT, DYT, VEC>(p, x, dy_row, col, shape.hidden - col, xv, dy, w);
 #pragma unroll
       for (int k = 0; k < VEC; ++k) dot += dy[k] * w[k] * xv[k] * rstd;
     }
@@ -284,9 +293,7 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_streaming(BwdParams p) {
     for (int64_t col = threadIdx.x * VEC; col < shape.hidden; col += step) {
       const int64_t n = shape.hidden - col;
       float xhat[VEC], dy[VEC], w[VEC], g[VEC];
-      load_upto<XT, VEC>(x + col, n, xhat);
-      load_upto<DYT, VEC>(dy_row + col, n, dy);
-      load_scale<WT, VEC>(p, col, n, w);
+      load_streamed<XT, WT, DYT, VEC>(p, x, dy_row, col, n, xhat, dy, w);
 #pragma unroll
       for (int k = 0; k < VEC; ++k) {
         xhat[k] *= rstd;

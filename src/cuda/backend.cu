@@ -105,24 +105,6 @@ LaunchConfig plan_fwd_for(const nk_rms_norm_fwd_args& a, const KernelFacts& fact
   return plan_fwd_with_reads(a.rows, a.hidden, vec, a.x_dtype, a.residual != nullptr, facts);
 }
 
-// The backward's split rows of more than kClusterDeferMaxItems vectors per thread: the pending
-// row in registers (KernelFacts::bwd_pending_in_registers) only without dbias and dresidual_out
-// (their registers would spill); the weight in shared memory after the stages
-// (KernelFacts::bwd_smem_weight), where there is a weight and room for its chunk beside the
-// stages and the kernel's ~0.5 KB of static shared memory.
-void apply_split_row_extras(LaunchConfig& c, nk_dtype weight_dtype, bool weight, bool dbias,
-                            bool dresidual, const KernelFacts& facts) {
-  c.pending_in_registers = c.pending_in_registers && !dbias && !dresidual;
-  const int64_t weight_chunk = c.cols_per_cta * static_cast<int64_t>(nk_dtype_size(weight_dtype));
-  constexpr int64_t kStaticSmemMargin = 1024;
-  if (facts.bwd_smem_weight && c.plan == RowPlan::kPipelined && c.cluster_size > 1 &&
-      c.items > kClusterDeferMaxItems && weight &&
-      c.smem_bytes + weight_chunk + kStaticSmemMargin <= facts.smem_per_block) {
-    c.smem_weight = true;
-    c.smem_bytes += weight_chunk;
-  }
-}
-
 // The column-owning backward where it applies (few rows), else plan_bwd. That kernel stages x,
 // dy and dresidual_out whatever their alignment, so only dx's rows set its vector width.
 LaunchConfig plan_bwd_for(const nk_rms_norm_bwd_args& a, const KernelFacts& facts) {
@@ -136,8 +118,8 @@ LaunchConfig plan_bwd_for(const nk_rms_norm_bwd_args& a, const KernelFacts& fact
   const int vec = bwd_vector_width(a);
   LaunchConfig c = plan_bwd_with_reads(a.rows, a.hidden, vec, a.x_dtype, a.dy_dtype,
                                        a.dresidual_out != nullptr, facts);
-  apply_split_row_extras(c, a.weight_dtype, a.weight != nullptr, a.dbias != nullptr,
-                         a.dresidual_out != nullptr, facts);
+  apply_split_row_extras(c, a.weight ? int64_t(nk_dtype_size(a.weight_dtype)) : 0,
+                         a.dbias != nullptr, a.dresidual_out != nullptr, facts);
   apply_cluster_streaming(c, a.rows, a.hidden, a.dbias != nullptr, facts);
   return c;
 }
@@ -261,7 +243,7 @@ std::string explain_bwd(int64_t rows, int64_t hidden, nk_dtype x, nk_dtype w, nk
       plan_bwd_columns(rows, hidden, dx_vec, facts, staged, dbias ? 2 : 1);
   if (columns.grid > 0) return columns.describe();
   LaunchConfig c = plan_bwd_with_reads(rows, hidden, vec, x, dy, false, facts);
-  apply_split_row_extras(c, w, true, dbias, false, facts);
+  apply_split_row_extras(c, int64_t(nk_dtype_size(w)), dbias, false, facts);
   apply_cluster_streaming(c, rows, hidden, dbias, facts);
   return c.describe();
 }

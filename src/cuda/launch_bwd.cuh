@@ -108,19 +108,14 @@ void launch_bwd(const nk_rms_norm_bwd_args& a, const LaunchConfig& planned, cuda
         static_assert(kSmall == kClusterDeferMaxItems, "the planner gives these cluster plans 4 stages");
         const bool dbias = p.want_dbias(), small = cfg.items <= kSmall;
         constexpr int kLarge = kPipelineItems;
-        // (The pending row in registers: without dbias and dresidual_out, whose sums and
-        // stage would take more registers than a 512-thread CTA has. The weight in shared
-        // memory: plan_bwd_for sets it only on such plans with a weight.)
-        const bool pending_regs = cfg.pending_in_registers && !small && cfg.cluster_size > 1 &&
-                                  !dbias && a.dresidual_out == nullptr;
-        cfg.pending_in_registers = pending_regs;
-        const bool smem_weight = cfg.smem_weight && !small && cfg.cluster_size > 1;
+        // (apply_split_row_extras sets these only on split rows of more than kSmall vectors,
+        // the pending row in registers only without dbias and dresidual_out.)
         auto kernel =
-            pending_regs
-                ? (smem_weight
+            cfg.pending_in_registers
+                ? (cfg.smem_weight
                        ? rms_norm_bwd_pipelined<XT, WT, DYT, VEC, kLarge, false, true, true, true>
                        : rms_norm_bwd_pipelined<XT, WT, DYT, VEC, kLarge, false, true, true>)
-            : smem_weight
+            : cfg.smem_weight
                 ? (dbias
                        ? rms_norm_bwd_pipelined<XT, WT, DYT, VEC, kLarge, true, true, false, true>
                        : rms_norm_bwd_pipelined<XT, WT, DYT, VEC, kLarge, false, true, false, true>)
@@ -141,13 +136,8 @@ void launch_bwd(const nk_rms_norm_bwd_args& a, const LaunchConfig& planned, cuda
       }
     } else if (cfg.plan == RowPlan::kStreaming && cfg.cluster_size > 1) {
       // KernelFacts::bwd_cluster_streaming: persistent clusters, capped to those resident.
-      auto kernel = rms_norm_bwd_cluster_streaming<XT, WT, DYT, VEC>;
-      const char* what = "rms_norm_bwd (cluster streaming)";
-      cfg = fit_resident_clusters(cfg, kernel, what);
-      note_bwd_launch(planned, cfg);
-      set_outputs();
-      launch(kernel, cfg.grid, dim3(cfg.threads_per_row), {cfg.cluster_size}, stream, what,
-             static_cast<size_t>(cfg.smem_bytes), p);
+      launch_main(rms_norm_bwd_cluster_streaming<XT, WT, DYT, VEC>, dim3(cfg.threads_per_row),
+                  "rms_norm_bwd (cluster streaming)");
     } else if (cfg.plan == RowPlan::kStreaming) {
       set_outputs();
       launch(rms_norm_bwd_streaming<XT, WT, DYT, VEC>, cfg.grid, dim3(cfg.threads_per_row), {},

@@ -511,6 +511,21 @@ LaunchConfig plan_fwd_quant_transposed(int64_t rows, int64_t hidden, int vec, in
   return c;
 }
 
+void apply_split_row_extras(LaunchConfig& c, int64_t weight_bytes, bool dbias, bool dresidual,
+                            const KernelFacts& facts) {
+  if (c.plan != RowPlan::kPipelined || c.cluster_size <= 1 || c.items <= kClusterDeferMaxItems) {
+    return;
+  }
+  c.pending_in_registers = facts.bwd_pending_in_registers != 0 && !dbias && !dresidual;
+  const int64_t weight_chunk = c.cols_per_cta * weight_bytes;
+  constexpr int64_t kStaticSmemMargin = 1024;
+  if (facts.bwd_smem_weight && weight_bytes > 0 &&
+      c.smem_bytes + weight_chunk + kStaticSmemMargin <= facts.smem_per_block) {
+    c.smem_weight = true;
+    c.smem_bytes += weight_chunk;
+  }
+}
+
 void apply_cluster_streaming(LaunchConfig& c, int64_t rows, int64_t hidden, bool dbias,
                              const KernelFacts& facts) {
   if (!facts.bwd_cluster_streaming || !facts.cluster_launch || c.plan != RowPlan::kStreaming ||
@@ -582,9 +597,6 @@ LaunchConfig plan_bwd(int64_t rows, int64_t hidden, int vec, const KernelFacts& 
   c.reduce_in_grid = facts.bwd_reduce_in_grid && c.slots > 1 && c.plan != RowPlan::kStreaming;
   c.reduce_kernel = facts.bwd_reduce_kernel;
   c.early_dependent = facts.bwd_early_dependent != 0;
-  c.pending_in_registers = facts.bwd_pending_in_registers != 0 &&
-                           c.plan == RowPlan::kPipelined && c.cluster_size > 1 &&
-                           c.items > kClusterDeferMaxItems;
   return c;
 }
 

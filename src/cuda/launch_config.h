@@ -77,8 +77,8 @@ struct KernelFacts {
   // Split rows of more than kClusterDeferMaxItems vectors per thread (rows past 131072 bf16
   // columns: 16 CTAs of 512 threads x 4 vectors). bwd_smem_weight 1 (the default): they hold the
   // weight of their CTA's columns in shared memory after the stages, where it fits
-  // (plan_bwd_for), instead of re-reading it twice per row (KeptColumns keeps only up to 2
-  // vectors in registers, and beside 192 KB of stages L1 has no room for the chunk, so each
+  // (apply_split_row_extras), instead of re-reading it twice per row (KeptColumns keeps only up
+  // to 2 vectors in registers, and beside 192 KB of stages L1 has no room for the chunk, so each
   // re-read went to L2); 0: re-read (NK_TUNE_BWD_SMEM_WEIGHT). bwd_pending_in_registers 1: they
   // keep the pending row, which completes one row late, in registers rather than in its stage,
   // which then takes a second row in flight (rms_norm_bwd_pipelined's PENDING_REGS; without dbias
@@ -401,8 +401,8 @@ struct LaunchConfig {
   int reduce_kernel = 0;
   bool early_dependent = false;
   // Pipelined split rows of more than kClusterDeferMaxItems vectors per thread:
-  // KernelFacts::bwd_pending_in_registers (the launcher keeps the stage with dbias or
-  // dresidual_out) and bwd_smem_weight (where the weight's chunk fits: smem_bytes includes it).
+  // KernelFacts::bwd_pending_in_registers and bwd_smem_weight, where apply_split_row_extras
+  // says they apply (smem_bytes then includes the weight's chunk).
   bool pending_in_registers = false;
   bool smem_weight = false;
   // Inputs read once go through L2 as evict-first or evict-last (KernelFacts::
@@ -445,10 +445,15 @@ constexpr int bwd_items_max(int vec) { return vec >= 4 ? kBwdElemsPerThread / ve
 // facts.max_cluster CTAs, else bwd_items_max(1).
 int bwd_narrow_items(int64_t hidden, const KernelFacts& facts);
 
-// Sets c.evict_first_reads (or else c.evict_last_reads) where c's kernel honors it (the
-// pipelined plans, and the forwards' registers and cluster plans of whole vectors that are not
-// realigned) and the inputs it reads once total at most facts.evict_first_max_mib MiB (at least
-// facts.evict_last_min_mib MiB).
+// The backward's split rows of more than kClusterDeferMaxItems vectors per thread: sets
+// c.pending_in_registers (KernelFacts::bwd_pending_in_registers) only without dbias and
+// dresidual_out (their registers would spill), and c.smem_weight (KernelFacts::bwd_smem_weight)
+// where there is a weight (weight_bytes: its element size, 0 without one) and room for the
+// CTA's chunk of it beside the stages and the kernel's ~0.5 KB of static shared memory (then
+// c.smem_bytes includes the chunk).
+void apply_split_row_extras(LaunchConfig& c, int64_t weight_bytes, bool dbias, bool dresidual,
+                            const KernelFacts& facts);
+
 // A backward streaming plan as a cluster per row (KernelFacts::bwd_cluster_streaming), where
 // the dweight (and, with dbias, dbias) sums of a CTA's columns fit its shared memory: up to
 // max(max_cluster, max_cluster_pipelined) CTAs of kStreamingThreads threads, as many clusters as
@@ -456,6 +461,10 @@ int bwd_narrow_items(int64_t hidden, const KernelFacts& facts);
 void apply_cluster_streaming(LaunchConfig& c, int64_t rows, int64_t hidden, bool dbias,
                              const KernelFacts& facts);
 
+// Sets c.evict_first_reads (or else c.evict_last_reads) where c's kernel honors it (the
+// pipelined plans, and the forwards' registers and cluster plans of whole vectors that are not
+// realigned) and the inputs it reads once total at most facts.evict_first_max_mib MiB (at least
+// facts.evict_last_min_mib MiB).
 void apply_read_policy(LaunchConfig& c, int64_t read_bytes, bool backward,
                        const KernelFacts& facts);
 // The bytes a forward (plain or quantized) reads once: x, and the residual where there is one.

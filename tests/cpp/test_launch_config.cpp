@@ -449,22 +449,45 @@ TEST(LaunchConfig, SplitsWideBackwardRowsOverPipelinedClusters) {
   EXPECT_NE(normkit::cuda::plan_bwd(1024, 32768, 8, no_clusters, 4).plan, RowPlan::kPipelined);
 }
 
-TEST(LaunchConfig, PendingRowInRegistersOnlyForSplitRowsOfMoreThanTwoVectors) {
-  // NK_TUNE_BWD_PENDING_IN_REGISTERS=1 (off by default): the split rows of 4 vectors per thread
-  // (512 x 262144 on 16 CTAs, float32 131072 on 16 CTAs of 4-element vectors), never those of 2
-  // nor unsplit rows.
+TEST(LaunchConfig, SplitRowExtrasOnlyForSplitRowsOfMoreThanTwoVectors) {
+  // apply_split_row_extras: the split rows of 4 vectors per thread (512 x 262144 on 16 CTAs,
+  // float32 131072 on 16 CTAs of 4-element vectors), never those of 2 nor unsplit rows.
   KernelFacts f;
-  EXPECT_FALSE(normkit::cuda::plan_bwd(512, 262144, 8, f, 4).pending_in_registers);
+  const auto extras = [](LaunchConfig c, int64_t weight_bytes, bool dbias, bool dresidual,
+                         const KernelFacts& facts) {
+    normkit::cuda::apply_split_row_extras(c, weight_bytes, dbias, dresidual, facts);
+    return c;
+  };
+  const LaunchConfig huge = normkit::cuda::plan_bwd(512, 262144, 8, f, 4);
+  ASSERT_EQ(huge.items, 4) << huge.describe();
+  // The weight in shared memory (on by default) where its chunk fits beside the 192 KB of
+  // stages: a bf16 weight's 32 KB do, a float32 weight's 64 KB do not; no chunk without one.
+  const LaunchConfig bf16_weight = extras(huge, 2, false, false, f);
+  EXPECT_TRUE(bf16_weight.smem_weight) << bf16_weight.describe();
+  EXPECT_EQ(bf16_weight.smem_bytes, huge.smem_bytes + 16384 * 2);
+  EXPECT_FALSE(extras(huge, 4, false, false, f).smem_weight);
+  EXPECT_FALSE(extras(huge, 0, false, false, f).smem_weight);
+  KernelFacts reread = f;
+  reread.bwd_smem_weight = 0;
+  EXPECT_FALSE(extras(huge, 2, false, false, reread).smem_weight);
+  // The pending row in registers (NK_TUNE_BWD_PENDING_IN_REGISTERS=1, off by default), only
+  // without dbias and dresidual_out.
+  EXPECT_FALSE(extras(huge, 2, false, false, f).pending_in_registers);
   KernelFacts on = f;
   on.bwd_pending_in_registers = 1;
-  const LaunchConfig huge = normkit::cuda::plan_bwd(512, 262144, 8, on, 4);
-  EXPECT_EQ(huge.items, 4) << huge.describe();
-  EXPECT_TRUE(huge.pending_in_registers);
+  EXPECT_TRUE(extras(huge, 2, false, false, on).pending_in_registers);
+  EXPECT_FALSE(extras(huge, 2, true, false, on).pending_in_registers);
+  EXPECT_FALSE(extras(huge, 2, false, true, on).pending_in_registers);
   const LaunchConfig fp32 = normkit::cuda::plan_bwd(64, 131072, 4, on, 8);
   EXPECT_EQ(fp32.cluster_size, 16) << fp32.describe();
-  EXPECT_EQ(fp32.pending_in_registers, fp32.items > 2) << fp32.describe();
-  EXPECT_FALSE(normkit::cuda::plan_bwd(1024, 131072, 8, on, 4).pending_in_registers);
-  EXPECT_FALSE(normkit::cuda::plan_bwd(4096, 4096, 8, on, 4).pending_in_registers);
+  EXPECT_EQ(extras(fp32, 4, false, false, on).pending_in_registers, fp32.items > 2);
+  for (const LaunchConfig& other : {normkit::cuda::plan_bwd(1024, 131072, 8, on, 4),
+                                    normkit::cuda::plan_bwd(4096, 4096, 8, on, 4)}) {
+    const LaunchConfig c = extras(other, 2, false, false, on);
+    EXPECT_FALSE(c.pending_in_registers) << c.describe();
+    EXPECT_FALSE(c.smem_weight) << c.describe();
+    EXPECT_EQ(c.smem_bytes, other.smem_bytes);
+  }
 }
 
 TEST(LaunchConfig, ClusterStreamingWhereTheColumnSumsFitSharedMemory) {

@@ -316,17 +316,20 @@ for step in "${steps[@]}"; do
     modes)  # A/B over the plain forward and the quantized modes in one run (mode_runs) of
       # AB_MODES under AB_CONFIGS
       mode_runs "${AB_MODES:-plain tensor token block mxfp8 transposed}" "${AB_CONFIGS:-none}" ;;
-    pending)  # the twenty-second session's prepared, unmeasured work: the backward of rows past
-      # what 16 pipelined CTAs hold on a cluster per row (NK_TUNE_BWD_CLUSTER_STREAMING=1): its
-      # tests, then the A/B against one CTA per row, twice (docs/notes.md, twenty-second session)
+    pending)  # rows past what 16 pipelined CTAs hold on a cluster per row, forward and backward
+      # (NK_TUNE_FWD_CLUSTER_STREAMING=1, NK_TUNE_BWD_CLUSTER_STREAMING=1): their tests, then the
+      # A/B against one CTA per row, twice (docs/notes.md, twenty-third session)
       run ctest_pending ctest --test-dir "$BUILD" --output-on-failure \
-        -R 'bwd_cluster_streaming|LaunchConfig'
-      knob_runs bench_pending 600 "none NK_TUNE_BWD_CLUSTER_STREAMING=1 none NK_TUNE_BWD_CLUSTER_STREAMING=1" \
-        --bwd-only --shapes 256x524288,128x1048576,64x524288,600x300000
-      knob_runs bench_pending_fp32 600 "none NK_TUNE_BWD_CLUSTER_STREAMING=1" \
-        --bwd-only --dtype fp32 --shapes 512x262144,64x262144
-      knob_runs bench_pending_bias 600 "none NK_TUNE_BWD_CLUSTER_STREAMING=1" \
-        --bwd-only --bias --shapes 256x524288,512x300000 ;;
+        -R 'cluster_streaming|LargeSplitRows|LaunchConfig'
+      both="NK_TUNE_FWD_CLUSTER_STREAMING=1,NK_TUNE_BWD_CLUSTER_STREAMING=1"
+      knob_runs bench_pending 600 "none $both none $both $both,NK_TUNE_FWD_CTAS_PER_SM=1" \
+        --shapes 256x524288,128x1048576,64x524288,600x300000
+      knob_runs bench_pending_fp32 600 "none $both" \
+        --dtype fp32 --shapes 512x262144,64x262144
+      knob_runs bench_pending_bias 600 "none $both" \
+        --bias --shapes 256x524288,512x300000
+      knob_runs bench_pending_residual 600 "none $both" \
+        --fwd-only --residual --shapes 256x524288 ;;
     probe)  # knob A/Bs in one run: `normkit bench $PROBE_ARGS` over PROBE_SHAPES (default: the
       # sweep) under each of PROBE_CONFIGS (knobs joined by commas; "none": the defaults)
       shape_args=()

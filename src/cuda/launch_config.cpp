@@ -526,28 +526,62 @@ void apply_split_row_extras(LaunchConfig& c, int64_t weight_bytes, bool dbias, b
   }
 }
 
+namespace {
+// The CTAs per row of a cluster-streaming plan (at most the largest cluster the device runs)
+// and their columns each (whole vectors); cluster < 2 where one CTA would do.
+struct StreamingCluster {
+  int cluster;
+  int64_t cols;
+};
+StreamingCluster streaming_cluster(int64_t hidden, int vec, const KernelFacts& facts) {
+  const int64_t nvec = ceil_div(hidden, vec);
+  const int cluster = static_cast<int>(std::clamp<int64_t>(
+      ceil_div(nvec, kStreamingThreads), 1,
+      std::max(facts.max_cluster, facts.max_cluster_pipelined)));
+  return {cluster, ceil_div(nvec, cluster) * vec};
+}
+
+// c as `clusters` persistent clusters of `geometry`, one slot each.
+void set_streaming_clusters(LaunchConfig& c, StreamingCluster geometry, int64_t clusters) {
+  c.cluster_size = geometry.cluster;
+  c.cols_per_cta = geometry.cols;
+  c.threads_per_row = kStreamingThreads;
+  c.rows_per_block = 1;
+  c.slots = clusters;
+  c.grid = clusters * geometry.cluster;
+}
+}  // namespace
+
 void apply_cluster_streaming(LaunchConfig& c, int64_t rows, int64_t hidden, bool dbias,
                              const KernelFacts& facts) {
   if (!facts.bwd_cluster_streaming || !facts.cluster_launch || c.plan != RowPlan::kStreaming ||
       c.vec <= 0 || rows <= 0) {
     return;
   }
-  const int64_t nvec = ceil_div(hidden, c.vec);
-  const int cluster = static_cast<int>(std::clamp<int64_t>(
-      ceil_div(nvec, kStreamingThreads), 1,
-      std::max(facts.max_cluster, facts.max_cluster_pipelined)));
-  const int64_t cols = ceil_div(nvec, cluster) * c.vec;
-  const int64_t smem = cols * int64_t(sizeof(float)) * (dbias ? 2 : 1);
+  const StreamingCluster geometry = streaming_cluster(hidden, c.vec, facts);
+  // (The kernel's sums cover whole passes of its threads' vectors: column_sum_index.)
+  const int64_t pass = int64_t(kStreamingThreads) * c.vec;
+  const int64_t smem =
+      ceil_div(geometry.cols, pass) * pass * int64_t(sizeof(float)) * (dbias ? 2 : 1);
   constexpr int64_t kStaticSmemMargin = 1024;  // (the kernel's own ~0.5 KB)
-  if (cluster < 2 || smem + kStaticSmemMargin > facts.smem_per_block) return;
-  const int64_t clusters = std::clamp<int64_t>(facts.sm_count / cluster, 1, rows);
-  c.cluster_size = cluster;
-  c.cols_per_cta = cols;
-  c.threads_per_row = kStreamingThreads;
-  c.rows_per_block = 1;
+  if (geometry.cluster < 2 || smem + kStaticSmemMargin > facts.smem_per_block) return;
+  set_streaming_clusters(c, geometry,
+                         std::clamp<int64_t>(facts.sm_count / geometry.cluster, 1, rows));
   c.smem_bytes = smem;
-  c.slots = clusters;
-  c.grid = clusters * cluster;
+}
+
+void apply_fwd_cluster_streaming(LaunchConfig& c, int64_t rows, int64_t hidden,
+                                 const KernelFacts& facts) {
+  if (!facts.fwd_cluster_streaming || !facts.cluster_launch || c.plan != RowPlan::kStreaming ||
+      c.vec <= 0 || rows <= 0) {
+    return;
+  }
+  const StreamingCluster geometry = streaming_cluster(hidden, c.vec, facts);
+  if (geometry.cluster < 2) return;
+  set_streaming_clusters(
+      c, geometry,
+      std::clamp<int64_t>(facts.sm_count * facts.fwd_ctas_per_sm / geometry.cluster, 1, rows));
+  c.smem_bytes = 0;
 }
 
 void apply_read_policy(LaunchConfig& c, int64_t read_bytes, bool backward,

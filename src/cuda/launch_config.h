@@ -96,8 +96,12 @@ struct KernelFacts {
   // CTA, each streaming its chunk twice, the second time from L2, with the dweight/dbias sums in
   // shared memory (rms_norm_bwd_cluster_streaming; apply_cluster_streaming), where those sums
   // fit; 0: one CTA per row (NK_TUNE_BWD_CLUSTER_STREAMING). Prepared after the twenty-second
-  // session's calls, not yet measured: off.
+  // session's calls; measured in the twenty-third (docs/notes.md).
   int bwd_cluster_streaming = 0;
+  // 1: forward rows that take the streaming plan run on a cluster of up to 16 CTAs per row in
+  // the same way (rms_norm_fwd_cluster_streaming; apply_fwd_cluster_streaming); 0: one CTA per
+  // row (NK_TUNE_FWD_CLUSTER_STREAMING).
+  int fwd_cluster_streaming = 0;
   // Pipelined forward: resident CTAs per SM, and the most rows for which it is chosen over the
   // registers kernel (NK_TUNE_FWD_CTAS_PER_SM, NK_TUNE_FWD_PIPELINE_MAX_ROWS).
   int fwd_ctas_per_sm = 2;
@@ -460,6 +464,11 @@ void apply_split_row_extras(LaunchConfig& c, int64_t weight_bytes, bool dbias, b
 // fit the SMs once (the launcher caps them to those resident), one slot each.
 void apply_cluster_streaming(LaunchConfig& c, int64_t rows, int64_t hidden, bool dbias,
                              const KernelFacts& facts);
+
+// A forward streaming plan as a cluster per row (KernelFacts::fwd_cluster_streaming): as the
+// backward's, without shared memory, fwd_ctas_per_sm CTAs per SM.
+void apply_fwd_cluster_streaming(LaunchConfig& c, int64_t rows, int64_t hidden,
+                                 const KernelFacts& facts);
 
 // Sets c.evict_first_reads (or else c.evict_last_reads) where c's kernel honors it (the
 // pipelined plans, and the forwards' registers and cluster plans of whole vectors that are not

@@ -3,6 +3,7 @@
 
 #include "cuda/launch_common.cuh"
 #include "cuda/launchers.h"
+#include "cuda/rms_norm_fwd_cluster_streaming.cuh"
 #include "cuda/rms_norm_fwd_kernels.cuh"
 #include "cuda/rms_norm_fwd_pipelined.cuh"
 #include "cuda/rms_norm_fwd_realigned.cuh"
@@ -66,6 +67,12 @@ void launch_fwd(const nk_rms_norm_fwd_args& a, const LaunchConfig& cfg, cudaStre
       } else {
         throw Error(NK_ERROR_INTERNAL, "rms_norm_fwd: pipelined plan with accesses under 4 bytes");
       }
+    } else if (cfg.plan == RowPlan::kStreaming && cfg.cluster_size > 1) {
+      // KernelFacts::fwd_cluster_streaming: persistent clusters, capped to those resident.
+      auto kernel = rms_norm_fwd_cluster_streaming<XT, WT, YT, VEC>;
+      const LaunchConfig run = fit_resident_clusters(cfg, kernel, "rms_norm_fwd (cluster streaming)");
+      launch(kernel, run.grid, dim3(run.threads_per_row), {run.cluster_size}, stream,
+             "rms_norm_fwd (cluster streaming)", 0, p);
     } else if (cfg.plan == RowPlan::kStreaming) {
       launch(rms_norm_fwd_streaming<XT, WT, YT, VEC>, cfg.grid, dim3(cfg.threads_per_row), {},
              stream, "rms_norm_fwd (streaming)", 0, p);

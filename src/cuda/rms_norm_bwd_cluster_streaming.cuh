@@ -12,22 +12,34 @@
 // flight at once, and the workspace is written once per cluster.
 #pragma once
 
+#include "cuda/cluster_streaming_batch.cuh"
 #include "cuda/element.cuh"
 #include "cuda/kernel_params.h"
+#include "cuda/read_policy.cuh"
 #include "cuda/reduce.cuh"
 #include "cuda/rms_norm_bwd_kernels.cuh"
 #include "cuda/rms_norm_fwd_kernels.cuh"
 
 namespace normkit::cuda {
 
+// Where column sum `k` of vector `i` of thread `t` lives in the CTA's shared memory: element-major
+// across the CTA's threads, so that a warp's 32 accesses fall in 32 banks (by column, a thread's
+// VEC floats each 32 * VEC bytes apart were a VEC-way bank conflict).
+__device__ __forceinline__ int64_t column_sum_index(int64_t i, int k, int vec) {
+  return (i * vec + k) * blockDim.x + threadIdx.x;
+}
+
 // blockDim = (T, 1); cluster_size CTAs per row, CTA `rank` covering columns [rank * cols_per_cta,
 // ...) (a multiple of VEC) of the rows slot, slot + slots, ... of its cluster. Dynamic shared
-// memory: cols_per_cta floats of dweight sums, then as many of dbias sums where wanted.
+// memory: ceil(cols_per_cta / (T * VEC)) * T * VEC floats of dweight sums, then as many of dbias
+// sums where wanted (apply_cluster_streaming). Each thread loads kClusterStreamingBatch full
+// vectors before it uses any.
 template <typename XT, typename WT, typename DYT, int VEC>
 __global__ void __launch_bounds__(512) rms_norm_bwd_cluster_streaming(BwdParams p) {
   extern __shared__ __align__(16) unsigned char block_smem[];
   __shared__ float scratch[kMaxWarps];
   __shared__ ClusterRowSums cluster_sums;
+  constexpr int B = kClusterStreamingBatch;
   const RowShape& shape = p.shape;
   const int cluster = shape.cluster_size;
   const int64_t rank = blockIdx.x % cluster;
@@ -37,17 +49,27 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_cluster_streaming(BwdParams 
   const int64_t col_end = min(shape.hidden, col_begin + shape.cols_per_cta);
   const int64_t first_col = col_begin + static_cast<int64_t>(threadIdx.x) * VEC;
   const int64_t step = static_cast<int64_t>(blockDim.x) * VEC;
+  // This thread's vectors: `full` of them whole, then one partial one where the row ends.
+  const int64_t vectors = first_col < col_end ? (col_end - first_col + step - 1) / step : 0;
+  const int64_t full = first_col < col_end ? (col_end - first_col - VEC) / step + 1 : 0;
+  const int64_t batched = full / B * B;
   const bool want_b = p.want_dbias();
   // Each thread reads and writes only its own columns' sums: no barrier around them.
+  const int64_t sum_floats = (shape.cols_per_cta + step - 1) / step * step;
   float* sum_w = reinterpret_cast<float*>(block_smem);
-  float* sum_b = sum_w + shape.cols_per_cta;
-  for (int64_t col = first_col; col < col_end; col += step) {
+  float* sum_b = sum_w + sum_floats;
+  for (int64_t i = 0; i < vectors; ++i) {
 #pragma unroll
     for (int k = 0; k < VEC; ++k) {
-      sum_w[col - col_begin + k] = 0.0f;
-      if (want_b) sum_b[col - col_begin + k] = 0.0f;
+      sum_w[column_sum_index(i, k, VEC)] = 0.0f;
+      if (want_b) sum_b[column_sum_index(i, k, VEC)] = 0.0f;
     }
   }
+  // Pass 1's reads stay in L2 for pass 2 (evict-last); pass 2's are their last use
+  // (evict-first). Only 16-byte vectors carry a policy.
+  constexpr bool kHinted = sizeof(XT) * VEC == 16 && sizeof(DYT) * VEC == 16;
+  const ReadPolicy keep(false, kHinted);
+  const ReadPolicy done(kHinted);
   cluster_row_sums_init(cluster_sums);
   unsigned sum_phases = 0;
   int k_row = 0;
@@ -57,10 +79,25 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_cluster_streaming(BwdParams 
     const DYT* dy_row = static_cast<const DYT*>(p.dy) + row * p.dy_stride;
     // Pass 1 (from HBM): this CTA's share of sum(g * xhat), g = dy * w, as the streaming
     // kernel forms it.
-    // (Unrolled by 4 so that each thread has four vectors of x and dy in flight.)
     float dot = 0.0f;
-#pragma unroll 4
-    for (int64_t col = first_col; col < col_end; col += step) {
+    for (int64_t i = 0; i < batched; i += B) {
+      Lanes<XT, VEC> xs[B];
+      Lanes<DYT, VEC> dys[B];
+#pragma unroll
+      for (int b = 0; b < B; ++b) {
+        xs[b].load(x + first_col + (i + b) * step, keep);
+        dys[b].load(dy_row + first_col + (i + b) * step, keep);
+      }
+#pragma unroll
+      for (int b = 0; b < B; ++b) {
+        float w[VEC];
+        load_scale<WT, VEC>(p, first_col + (i + b) * step, VEC, w);
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) dot += dys[b].get_float(k) * w[k] * xs[b].get_float(k) * rstd;
+      }
+    }
+    for (int64_t i = batched; i < vectors; ++i) {
+      const int64_t col = first_col + i * step;
       float xv[VEC], dy[VEC], w[VEC];
       load_streamed<XT, WT, DYT, VEC>(p, x, dy_row, col, col_end - col, xv, dy, w);
 #pragma unroll
@@ -72,29 +109,52 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_cluster_streaming(BwdParams 
     const float mean =
         cluster_row_wait(cluster_sums, k_row % kClusterRowSlots, sum_phases) * shape.inv_hidden;
     // Pass 2 (the same bytes, read moments ago: from L2): dx and the column sums.
-#pragma unroll 4
-    for (int64_t col = first_col; col < col_end; col += step) {
-      const int64_t n = col_end - col;
-      float xhat[VEC], dy[VEC], w[VEC], g[VEC];
-      load_streamed<XT, WT, DYT, VEC>(p, x, dy_row, col, n, xhat, dy, w);
+    const auto finish = [&](int64_t i, const float* xv, const float* dy, int64_t n) {
+      const int64_t col = first_col + i * step;
+      float xhat[VEC], g[VEC], w[VEC];
+      load_scale<WT, VEC>(p, col, n, w);
 #pragma unroll
       for (int k = 0; k < VEC; ++k) {
-        xhat[k] *= rstd;
+        xhat[k] = xv[k] * rstd;
         g[k] = dy[k] * w[k];
-        sum_w[col - col_begin + k] += dy[k] * xhat[k];  // (zeros past the row's end)
-        if (want_b) sum_b[col - col_begin + k] += dy[k];
+        sum_w[column_sum_index(i, k, VEC)] += dy[k] * xhat[k];  // (zeros past the row's end)
+        if (want_b) sum_b[column_sum_index(i, k, VEC)] += dy[k];
       }
       store_dx<XT, VEC>(p, row, col, n, xhat, g, rstd, mean);
+    };
+    for (int64_t i = 0; i < batched; i += B) {
+      Lanes<XT, VEC> xs[B];
+      Lanes<DYT, VEC> dys[B];
+#pragma unroll
+      for (int b = 0; b < B; ++b) {
+        xs[b].load(x + first_col + (i + b) * step, done);
+        dys[b].load(dy_row + first_col + (i + b) * step, done);
+      }
+#pragma unroll
+      for (int b = 0; b < B; ++b) {
+        float xv[VEC], dy[VEC];
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) xv[k] = xs[b].get_float(k), dy[k] = dys[b].get_float(k);
+        finish(i + b, xv, dy, VEC);
+      }
+    }
+    for (int64_t i = batched; i < vectors; ++i) {
+      const int64_t col = first_col + i * step;
+      float xv[VEC], dy[VEC];
+      load_upto<XT, VEC>(x + col, col_end - col, xv);
+      load_upto<DYT, VEC>(dy_row + col, col_end - col, dy);
+      finish(i, xv, dy, col_end - col);
     }
   }
   cluster_sum_done();
   if (!p.want_dweight() && !want_b) return;
-  for (int64_t col = first_col; col < col_end; col += step) {
+  for (int64_t i = 0; i < vectors; ++i) {
+    const int64_t col = first_col + i * step;
 #pragma unroll
     for (int k = 0; k < VEC; ++k) {
       if (col + k < col_end) {
-        write_slot_sums<WT>(p, slot, col + k, sum_w[col - col_begin + k],
-                            want_b ? sum_b[col - col_begin + k] : 0.0f);
+        write_slot_sums<WT>(p, slot, col + k, sum_w[column_sum_index(i, k, VEC)],
+                            want_b ? sum_b[column_sum_index(i, k, VEC)] : 0.0f);
       }
     }
   }

@@ -42,6 +42,8 @@ inline const KernelFacts& tuned_defaults() {
     k.bwd_smem_weight = tuning_knob("NK_TUNE_BWD_SMEM_WEIGHT", k.bwd_smem_weight, 0, 1);
     k.bwd_cluster_streaming =
         tuning_knob("NK_TUNE_BWD_CLUSTER_STREAMING", k.bwd_cluster_streaming, 0, 1);
+    k.fwd_cluster_streaming =
+        tuning_knob("NK_TUNE_FWD_CLUSTER_STREAMING", k.fwd_cluster_streaming, 0, 1);
     k.fwd_ctas_per_sm = tuning_knob("NK_TUNE_FWD_CTAS_PER_SM", k.fwd_ctas_per_sm, 1, 16);
     k.fwd_pipeline_max_rows =
         tuning_knob("NK_TUNE_FWD_PIPELINE_MAX_ROWS", k.fwd_pipeline_max_rows, 0, 1 << 30);

@@ -202,9 +202,9 @@ TEST_P(BwdLargeSplitRows, DeferredRowsWithResidualInPlace) {
 
 // Rows past what 16 pipelined CTAs hold take the streaming plan: one CTA per row, or a cluster
 // per row under NK_TUNE_BWD_CLUSTER_STREAMING where the column sums fit shared memory (bf16
-// 524288 columns with dweight alone; float32 262144 with dbias too; odd 600001 columns in 1-element
-// vectors), else one CTA per row still (bf16 524288 with dbias). Fewer rows than clusters, and
-// more.
+// 524288 columns with dweight alone; float32 262144 with dbias too; float16 300000 with dbias,
+// ragged; odd 600001 columns in 1-element vectors), else one CTA per row still (bf16 524288
+// with dbias). Fewer rows than clusters, and more.
 TEST_P(BwdLargeSplitRows, RowsPastThePipelinedClusters) {
   NK_SKIP_IF_UNAVAILABLE(GetParam());
   if (GetParam() == NK_BACKEND_CPU) GTEST_SKIP() << "GPU launch plans; CPU covered by BwdShapes";
@@ -223,6 +223,16 @@ TEST_P(BwdLargeSplitRows, RowsPastThePipelinedClusters) {
     c.rows = 9;
     c.hidden = 262144;
     c.x = c.dy = c.w = NK_FLOAT32;
+    c.dbias = true;
+    test_bwd_case(GetParam(), c, rng);
+  }
+  {
+    // Ragged: 18752 columns per CTA, 4 or 5 vectors per thread; several rows per cluster.
+    BwdCase c;
+    c.rows = 20;
+    c.hidden = 300000;
+    c.x = c.dy = NK_FLOAT16;
+    c.w = NK_BFLOAT16;
     c.dbias = true;
     test_bwd_case(GetParam(), c, rng);
   }

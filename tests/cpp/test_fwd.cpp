@@ -162,6 +162,34 @@ FwdCase layout_case(nk_dtype x, nk_dtype w, nk_dtype y, int64_t rows, int64_t hi
   return c;
 }
 
+// Rows past what 16 registers or pipelined CTAs hold (262144 bf16 or 131072 float32 columns)
+// take the streaming plan: one CTA per row, or a cluster per row under
+// NK_TUNE_FWD_CLUSTER_STREAMING. More rows than clusters (each cluster then walks several) and
+// fewer; whole batches of vectors per thread, ragged ones, and 1-element vectors.
+class FwdLargeSplitRows : public ::testing::TestWithParam<nk_backend> {};
+
+TEST_P(FwdLargeSplitRows, RowsPastTheClusters) {
+  NK_SKIP_IF_UNAVAILABLE(GetParam());
+  if (GetParam() == NK_BACKEND_CPU) GTEST_SKIP() << "GPU launch plans; CPU covered by FwdShapes";
+  Rng rng;
+  {
+    FwdCase c = layout_case(NK_BFLOAT16, NK_BFLOAT16, NK_BFLOAT16, 40, 524288);
+    c.bias = c.residual = false;
+    test_fwd_case(GetParam(), c, rng);
+  }
+  {
+    FwdCase c = layout_case(NK_FLOAT32, NK_FLOAT32, NK_FLOAT32, 9, 262144);
+    c.zero_centered = true;
+    test_fwd_case(GetParam(), c, rng);
+  }
+  test_fwd_case(GetParam(), layout_case(NK_BFLOAT16, NK_FLOAT32, NK_FLOAT16, 21, 300000), rng);
+  test_fwd_case(GetParam(), layout_case(NK_BFLOAT16, NK_BFLOAT16, NK_BFLOAT16, 2, 600001), rng);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllBackends, FwdLargeSplitRows, ::testing::ValuesIn(all_backends()),
+                         [](const auto& info) { return std::string(backend_label(info.param)); });
+
+
 TEST_P(FwdLayouts, RowStridesLargerThanHiddenForEachTensor) {
   NK_SKIP_IF_UNAVAILABLE(GetParam());
   Rng rng;

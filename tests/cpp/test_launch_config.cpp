@@ -513,6 +513,11 @@ TEST(LaunchConfig, ClusterStreamingWhereTheColumnSumsFitSharedMemory) {
   LaunchConfig with_bias = normkit::cuda::plan_bwd(256, 524288, 8, f, 4);
   normkit::cuda::apply_cluster_streaming(with_bias, 256, 524288, true, f);
   EXPECT_EQ(with_bias.cluster_size, 1) << with_bias.describe();
+  // The sums cover whole passes of the CTA's 512 x 8 columns: 18752 columns take 5 x 4096.
+  LaunchConfig ragged = normkit::cuda::plan_bwd(600, 300000, 8, f, 4);
+  normkit::cuda::apply_cluster_streaming(ragged, 600, 300000, false, f);
+  EXPECT_EQ(ragged.cols_per_cta, 18752) << ragged.describe();
+  EXPECT_EQ(ragged.smem_bytes, 5 * 4096 * 4) << ragged.describe();
   // Fewer rows than clusters: a cluster per row. Pipelined plans are left alone.
   LaunchConfig few = normkit::cuda::plan_bwd(3, 524288, 8, f, 4);
   normkit::cuda::apply_cluster_streaming(few, 3, 524288, false, f);
@@ -521,6 +526,33 @@ TEST(LaunchConfig, ClusterStreamingWhereTheColumnSumsFitSharedMemory) {
   normkit::cuda::apply_cluster_streaming(pipelined, 512, 262144, false, f);
   EXPECT_EQ(pipelined.plan, RowPlan::kPipelined) << pipelined.describe();
   EXPECT_EQ(pipelined.cols_per_cta, 16384);
+}
+
+TEST(LaunchConfig, ForwardClusterStreamingPastTheWidestClusters) {
+  // NK_TUNE_FWD_CLUSTER_STREAMING=1: the forward's streaming plan as a cluster of up to 16
+  // CTAs per row, fwd_ctas_per_sm CTAs per SM, no shared memory.
+  KernelFacts f;
+  f.max_cluster = 8;
+  f.max_cluster_pipelined = 16;
+  LaunchConfig off = normkit::cuda::plan_fwd(256, 524288, 8, f, 2);
+  ASSERT_EQ(off.plan, RowPlan::kStreaming) << off.describe();
+  normkit::cuda::apply_fwd_cluster_streaming(off, 256, 524288, f);
+  EXPECT_EQ(off.cluster_size, 1) << off.describe();
+  f.fwd_cluster_streaming = 1;
+  LaunchConfig c = normkit::cuda::plan_fwd(256, 524288, 8, f, 2);
+  normkit::cuda::apply_fwd_cluster_streaming(c, 256, 524288, f);
+  EXPECT_EQ(c.plan, RowPlan::kStreaming) << c.describe();
+  EXPECT_EQ(c.cluster_size, 16);
+  EXPECT_EQ(c.cols_per_cta, 32768);
+  EXPECT_EQ(c.smem_bytes, 0);
+  EXPECT_EQ(c.slots, f.sm_count * f.fwd_ctas_per_sm / 16);
+  EXPECT_EQ(c.grid, c.slots * 16);
+  // float32 past 131072 columns: 262144 / 4 = 65536 vectors over 16 CTAs; a row per cluster.
+  LaunchConfig fp32 = normkit::cuda::plan_fwd(3, 262144, 4, f, 4);
+  normkit::cuda::apply_fwd_cluster_streaming(fp32, 3, 262144, f);
+  EXPECT_EQ(fp32.cluster_size, 16) << fp32.describe();
+  EXPECT_EQ(fp32.cols_per_cta, 16384);
+  EXPECT_EQ(fp32.slots, 3);
 }
 
 TEST(LaunchConfig, SplitsBackwardRowsOfMoreThan1024VectorsOverClusters) {

@@ -316,20 +316,18 @@ for step in "${steps[@]}"; do
     modes)  # A/B over the plain forward and the quantized modes in one run (mode_runs) of
       # AB_MODES under AB_CONFIGS
       mode_runs "${AB_MODES:-plain tensor token block mxfp8 transposed}" "${AB_CONFIGS:-none}" ;;
-    pending)  # rows past what 16 pipelined CTAs hold on a cluster per row, forward and backward
-      # (NK_TUNE_FWD_CLUSTER_STREAMING=1, NK_TUNE_BWD_CLUSTER_STREAMING=1): their tests, then the
-      # A/B against one CTA per row, twice (docs/notes.md, twenty-third session)
+    pending)  # rows past what 16 pipelined CTAs hold, on a cluster per row (the default since the
+      # twenty-third session): their tests, then the next-row L2 prefetch
+      # (NK_TUNE_CLUSTER_STREAMING_PREFETCH=1) against without, twice, and one CTA per row
       run ctest_pending ctest --test-dir "$BUILD" --output-on-failure \
-        -R 'cluster_streaming|LargeSplitRows|LaunchConfig'
-      both="NK_TUNE_FWD_CLUSTER_STREAMING=1,NK_TUNE_BWD_CLUSTER_STREAMING=1"
-      knob_runs bench_pending 600 "none $both none $both $both,NK_TUNE_FWD_CTAS_PER_SM=1" \
+        -R 'streaming|LargeSplitRows|LaunchConfig'
+      one="NK_TUNE_FWD_CLUSTER_STREAMING=0,NK_TUNE_BWD_CLUSTER_STREAMING=0"
+      pre=NK_TUNE_CLUSTER_STREAMING_PREFETCH=1
+      knob_runs bench_pending 600 "none $pre none $pre $one" \
         --shapes 256x524288,128x1048576,64x524288,600x300000
-      knob_runs bench_pending_fp32 600 "none $both" \
-        --dtype fp32 --shapes 512x262144,64x262144
-      knob_runs bench_pending_bias 600 "none $both" \
-        --bias --shapes 256x524288,512x300000
-      knob_runs bench_pending_residual 600 "none $both" \
-        --fwd-only --residual --shapes 256x524288 ;;
+      knob_runs bench_pending_fp32 600 "none $pre" --dtype fp32 --shapes 512x262144,64x262144
+      knob_runs bench_pending_bias 600 "none $pre" --bias --shapes 256x524288,512x300000
+      knob_runs bench_pending_residual 600 "none $pre" --fwd-only --residual --shapes 256x524288 ;;
     probe)  # knob A/Bs in one run: `normkit bench $PROBE_ARGS` over PROBE_SHAPES (default: the
       # sweep) under each of PROBE_CONFIGS (knobs joined by commas; "none": the defaults)
       shape_args=()

@@ -225,6 +225,14 @@ __device__ __forceinline__ void prefetch_l2(const void* p) {
   asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
 }
 
+// Asks for `bytes` (a multiple of 16) from p (16-byte aligned) to be brought into L2 by one
+// bulk request (sm_90; a no-op before).
+__device__ __forceinline__ void prefetch_l2_bulk(const void* p, uint32_t bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
+#endif
+}
+
 // The same for the weight and bias vectors at column col (either may be null).
 template <typename WT>
 __device__ __forceinline__ void prefetch_params_l2(const void* weight, const void* bias,

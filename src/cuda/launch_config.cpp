@@ -261,6 +261,7 @@ std::string LaunchConfig::describe() const {
   if (reduce_in_grid) s += " reduce-in-grid";
   if (pending_in_registers) s += " pending-in-registers";
   if (smem_weight) s += " smem-weight";
+  if (prefetch_next_row) s += " prefetch-next-row";
   if (evict_first_reads) s += " evict-first";
   if (evict_last_reads) s += " evict-last";
   if (smem_bytes) s += " smem=" + std::to_string(smem_bytes);
@@ -541,8 +542,11 @@ StreamingCluster streaming_cluster(int64_t hidden, int vec, const KernelFacts& f
   return {cluster, ceil_div(nvec, cluster) * vec};
 }
 
-// c as `clusters` persistent clusters of `geometry`, one slot each.
-void set_streaming_clusters(LaunchConfig& c, StreamingCluster geometry, int64_t clusters) {
+// c as `clusters` persistent clusters of `geometry`, one slot each, prefetching next rows
+// where the facts ask.
+void set_streaming_clusters(LaunchConfig& c, StreamingCluster geometry, int64_t clusters,
+                            const KernelFacts& facts) {
+  c.prefetch_next_row = facts.cluster_streaming_prefetch != 0;
   c.cluster_size = geometry.cluster;
   c.cols_per_cta = geometry.cols;
   c.threads_per_row = kStreamingThreads;
@@ -566,7 +570,7 @@ void apply_cluster_streaming(LaunchConfig& c, int64_t rows, int64_t hidden, bool
   constexpr int64_t kStaticSmemMargin = 1024;  // (the kernel's own ~0.5 KB)
   if (geometry.cluster < 2 || smem + kStaticSmemMargin > facts.smem_per_block) return;
   set_streaming_clusters(c, geometry,
-                         std::clamp<int64_t>(facts.sm_count / geometry.cluster, 1, rows));
+                         std::clamp<int64_t>(facts.sm_count / geometry.cluster, 1, rows), facts);
   c.smem_bytes = smem;
 }
 
@@ -580,7 +584,8 @@ void apply_fwd_cluster_streaming(LaunchConfig& c, int64_t rows, int64_t hidden,
   if (geometry.cluster < 2) return;
   set_streaming_clusters(
       c, geometry,
-      std::clamp<int64_t>(facts.sm_count * facts.fwd_ctas_per_sm / geometry.cluster, 1, rows));
+      std::clamp<int64_t>(facts.sm_count * facts.fwd_ctas_per_sm / geometry.cluster, 1, rows),
+      facts);
   c.smem_bytes = 0;
 }
 

@@ -96,12 +96,20 @@ struct KernelFacts {
   // CTA, each streaming its chunk twice, the second time from L2, with the dweight/dbias sums in
   // shared memory (rms_norm_bwd_cluster_streaming; apply_cluster_streaming), where those sums
   // fit; 0: one CTA per row (NK_TUNE_BWD_CLUSTER_STREAMING). Prepared after the twenty-second
-  // session's calls; measured in the twenty-third (docs/notes.md).
-  int bwd_cluster_streaming = 0;
-  // 1: forward rows that take the streaming plan run on a cluster of up to 16 CTAs per row in
-  // the same way (rms_norm_fwd_cluster_streaming; apply_fwd_cluster_streaming); 0: one CTA per
-  // row (NK_TUNE_FWD_CLUSTER_STREAMING).
-  int fwd_cluster_streaming = 0;
+  // session's calls. 1 (the default) measured faster everywhere it applies (twenty-third
+  // session, H100, bf16): 256 x 524288 2033 -> 562 us, 600 x 300000 2634 -> 823, 64 x 524288
+  // 728 -> 194; float32 512 x 262144 1490 -> 838; with dbias 512 x 300000 3908 -> 778.
+  int bwd_cluster_streaming = 1;
+  // 1 (the default): forward rows that take the streaming plan run on a cluster of up to 16
+  // CTAs per row in the same way (rms_norm_fwd_cluster_streaming; apply_fwd_cluster_streaming);
+  // 0: one CTA per row (NK_TUNE_FWD_CLUSTER_STREAMING). Measured (same call): 256 x 524288
+  // 311 -> 241 us, 128 x 1048576 442 -> 286, 64 x 524288 204 -> 73, 600 x 300000 465 -> 359,
+  // float32 512 x 262144 563 -> 462, with the residual 256 x 524288 529 -> 417.
+  int fwd_cluster_streaming = 1;
+  // 1: the cluster-streaming kernels prefetch each CTA's chunk of its next row into L2 (one
+  // bulk request per tensor) once pass 1 of the current row has read it, so that HBM works
+  // through the cluster's reduction and pass 2 (NK_TUNE_CLUSTER_STREAMING_PREFETCH).
+  int cluster_streaming_prefetch = 0;
   // Pipelined forward: resident CTAs per SM, and the most rows for which it is chosen over the
   // registers kernel (NK_TUNE_FWD_CTAS_PER_SM, NK_TUNE_FWD_PIPELINE_MAX_ROWS).
   int fwd_ctas_per_sm = 2;
@@ -409,6 +417,9 @@ struct LaunchConfig {
   // says they apply (smem_bytes then includes the weight's chunk).
   bool pending_in_registers = false;
   bool smem_weight = false;
+  // Cluster-streaming plans (KernelFacts::cluster_streaming_prefetch): each CTA asks for its
+  // chunk of its next row in L2 once it has read the current one.
+  bool prefetch_next_row = false;
   // Inputs read once go through L2 as evict-first or evict-last (KernelFacts::
   // evict_first_max_mib, evict_last_min_mib; apply_read_policy).
   bool evict_first_reads = false;

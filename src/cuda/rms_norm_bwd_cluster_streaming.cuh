@@ -12,7 +12,7 @@
 // flight at once, and the workspace is written once per cluster.
 #pragma once
 
-#include "cuda/cluster_streaming_batch.cuh"
+#include "cuda/cluster_streaming.cuh"
 #include "cuda/element.cuh"
 #include "cuda/kernel_params.h"
 #include "cuda/read_policy.cuh"
@@ -102,6 +102,11 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_cluster_streaming(BwdParams 
       load_streamed<XT, WT, DYT, VEC>(p, x, dy_row, col, col_end - col, xv, dy, w);
 #pragma unroll
       for (int k = 0; k < VEC; ++k) dot += dy[k] * w[k] * xv[k] * rstd;
+    }
+    // The next row's chunk, on its way into L2 through the reduction and pass 2.
+    if (kHinted && p.prefetch_next_row && threadIdx.x == 0 && row + slots < shape.rows) {
+      prefetch_chunk(x + slots * p.x_stride, col_begin, col_end);
+      prefetch_chunk(dy_row + slots * p.dy_stride, col_begin, col_end);
     }
     // Pushed to every CTA of the cluster and waited for at once (the pipelined kernels' slots
     // and their reuse rule: a CTA pushes row k only after its wait for row k - 1).

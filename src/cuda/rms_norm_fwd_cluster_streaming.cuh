@@ -9,7 +9,7 @@
 // rows (a few MB) are in flight at once.
 #pragma once
 
-#include "cuda/cluster_streaming_batch.cuh"
+#include "cuda/cluster_streaming.cuh"
 #include "cuda/element.cuh"
 #include "cuda/kernel_params.h"
 #include "cuda/read_policy.cuh"
@@ -87,6 +87,14 @@ __global__ void __launch_bounds__(512, 2) rms_norm_fwd_cluster_streaming(FwdPara
       load_input<XT, VEC>(p, row, col, col_end - col, s);
 #pragma unroll
       for (int k = 0; k < VEC; ++k) sum_sq += s[k] * s[k];
+    }
+    // The next row's chunk, on its way into L2 through the reduction and pass 2.
+    if (kHinted && p.prefetch_next_row && threadIdx.x == 0 && row + slots < shape.rows) {
+      prefetch_chunk(x + slots * p.x_stride, col_begin, col_end);
+      if (p.residual) {
+        prefetch_chunk(static_cast<const XT*>(p.residual) + (row + slots) * p.residual_stride,
+                       col_begin, col_end);
+      }
     }
     // Pushed to every CTA of the cluster and waited for at once (as the backward's).
     cluster_row_push(block_sum(sum_sq, scratch), cluster_sums, k_row % kClusterRowSlots);

@@ -491,11 +491,12 @@ TEST(LaunchConfig, SplitRowExtrasOnlyForSplitRowsOfMoreThanTwoVectors) {
 }
 
 TEST(LaunchConfig, ClusterStreamingWhereTheColumnSumsFitSharedMemory) {
-  // NK_TUNE_BWD_CLUSTER_STREAMING=1 (off by default): a streaming plan becomes one cluster of
+  // NK_TUNE_BWD_CLUSTER_STREAMING (on by default): a streaming plan becomes one cluster of
   // up to 16 CTAs per row, as many clusters as fit the SMs once, one slot each.
   KernelFacts f;
   f.max_cluster = 8;
   f.max_cluster_pipelined = 16;
+  f.bwd_cluster_streaming = 0;
   LaunchConfig off = normkit::cuda::plan_bwd(256, 524288, 8, f, 4);
   ASSERT_EQ(off.plan, RowPlan::kStreaming) << off.describe();
   normkit::cuda::apply_cluster_streaming(off, 256, 524288, false, f);
@@ -529,11 +530,13 @@ TEST(LaunchConfig, ClusterStreamingWhereTheColumnSumsFitSharedMemory) {
 }
 
 TEST(LaunchConfig, ForwardClusterStreamingPastTheWidestClusters) {
-  // NK_TUNE_FWD_CLUSTER_STREAMING=1: the forward's streaming plan as a cluster of up to 16
-  // CTAs per row, fwd_ctas_per_sm CTAs per SM, no shared memory.
+  // NK_TUNE_FWD_CLUSTER_STREAMING (on by default): the forward's streaming plan as a cluster of
+  // up to 16 CTAs per row, fwd_ctas_per_sm CTAs per SM, no shared memory; the next row's
+  // prefetch only where asked.
   KernelFacts f;
   f.max_cluster = 8;
   f.max_cluster_pipelined = 16;
+  f.fwd_cluster_streaming = 0;
   LaunchConfig off = normkit::cuda::plan_fwd(256, 524288, 8, f, 2);
   ASSERT_EQ(off.plan, RowPlan::kStreaming) << off.describe();
   normkit::cuda::apply_fwd_cluster_streaming(off, 256, 524288, f);
@@ -553,6 +556,11 @@ TEST(LaunchConfig, ForwardClusterStreamingPastTheWidestClusters) {
   EXPECT_EQ(fp32.cluster_size, 16) << fp32.describe();
   EXPECT_EQ(fp32.cols_per_cta, 16384);
   EXPECT_EQ(fp32.slots, 3);
+  EXPECT_FALSE(fp32.prefetch_next_row);
+  f.cluster_streaming_prefetch = 1;
+  LaunchConfig prefetching = normkit::cuda::plan_fwd(3, 262144, 4, f, 4);
+  normkit::cuda::apply_fwd_cluster_streaming(prefetching, 3, 262144, f);
+  EXPECT_TRUE(prefetching.prefetch_next_row) << prefetching.describe();
 }
 
 TEST(LaunchConfig, SplitsBackwardRowsOfMoreThan1024VectorsOverClusters) {

@@ -545,8 +545,9 @@ StreamingCluster streaming_cluster(int64_t hidden, int vec, const KernelFacts& f
 // c as `clusters` persistent clusters of `geometry`, one slot each, prefetching next rows
 // where the facts ask.
 void set_streaming_clusters(LaunchConfig& c, StreamingCluster geometry, int64_t clusters,
-                            const KernelFacts& facts) {
-  c.prefetch_next_row = facts.cluster_streaming_prefetch != 0;
+                            bool backward, const KernelFacts& facts) {
+  c.prefetch_next_row = facts.cluster_streaming_prefetch == 1 ||
+                        (facts.cluster_streaming_prefetch == 2 && backward && c.vec == 8);
   c.cluster_size = geometry.cluster;
   c.cols_per_cta = geometry.cols;
   c.threads_per_row = kStreamingThreads;
@@ -570,7 +571,8 @@ void apply_cluster_streaming(LaunchConfig& c, int64_t rows, int64_t hidden, bool
   constexpr int64_t kStaticSmemMargin = 1024;  // (the kernel's own ~0.5 KB)
   if (geometry.cluster < 2 || smem + kStaticSmemMargin > facts.smem_per_block) return;
   set_streaming_clusters(c, geometry,
-                         std::clamp<int64_t>(facts.sm_count / geometry.cluster, 1, rows), facts);
+                         std::clamp<int64_t>(facts.sm_count / geometry.cluster, 1, rows), true,
+                         facts);
   c.smem_bytes = smem;
 }
 
@@ -585,7 +587,7 @@ void apply_fwd_cluster_streaming(LaunchConfig& c, int64_t rows, int64_t hidden,
   set_streaming_clusters(
       c, geometry,
       std::clamp<int64_t>(facts.sm_count * facts.fwd_ctas_per_sm / geometry.cluster, 1, rows),
-      facts);
+      false, facts);
   c.smem_bytes = 0;
 }
 

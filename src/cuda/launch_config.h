@@ -106,10 +106,14 @@ struct KernelFacts {
   // 311 -> 241 us, 128 x 1048576 442 -> 286, 64 x 524288 204 -> 73, 600 x 300000 465 -> 359,
   // float32 512 x 262144 563 -> 462, with the residual 256 x 524288 529 -> 417.
   int fwd_cluster_streaming = 1;
-  // 1: the cluster-streaming kernels prefetch each CTA's chunk of its next row into L2 (one
+  // The cluster-streaming kernels can prefetch each CTA's chunk of its next row into L2 (one
   // bulk request per tensor) once pass 1 of the current row has read it, so that HBM works
-  // through the cluster's reduction and pass 2 (NK_TUNE_CLUSTER_STREAMING_PREFETCH).
-  int cluster_streaming_prefetch = 0;
+  // through the cluster's reduction and pass 2 (NK_TUNE_CLUSTER_STREAMING_PREFETCH): 0 never,
+  // 1 always, 2 (the default) in the backward of 16-bit inputs (8-element vectors) only.
+  // Measured (twenty-third session, H100, twice each): backward bf16 256 x 524288 558 -> 512 us,
+  // 600 x 300000 825 -> 670, with dbias 512 x 300000 788 -> 646; but float32 512 x 262144
+  // 899 -> 995, and every forward slower (256 x 524288 243 -> 297, residual 425 -> 558).
+  int cluster_streaming_prefetch = 2;
   // Pipelined forward: resident CTAs per SM, and the most rows for which it is chosen over the
   // registers kernel (NK_TUNE_FWD_CTAS_PER_SM, NK_TUNE_FWD_PIPELINE_MAX_ROWS).
   int fwd_ctas_per_sm = 2;

@@ -510,6 +510,7 @@ TEST(LaunchConfig, ClusterStreamingWhereTheColumnSumsFitSharedMemory) {
   EXPECT_EQ(c.smem_bytes, 32768 * 4);
   EXPECT_EQ(c.slots, f.sm_count / 16);
   EXPECT_EQ(c.grid, c.slots * 16);
+  EXPECT_TRUE(c.prefetch_next_row);  // (bf16: 8-element vectors)
   // With dbias its sums double: 256 KB do not fit, so one CTA per row stays.
   LaunchConfig with_bias = normkit::cuda::plan_bwd(256, 524288, 8, f, 4);
   normkit::cuda::apply_cluster_streaming(with_bias, 256, 524288, true, f);
@@ -519,6 +520,11 @@ TEST(LaunchConfig, ClusterStreamingWhereTheColumnSumsFitSharedMemory) {
   normkit::cuda::apply_cluster_streaming(ragged, 600, 300000, false, f);
   EXPECT_EQ(ragged.cols_per_cta, 18752) << ragged.describe();
   EXPECT_EQ(ragged.smem_bytes, 5 * 4096 * 4) << ragged.describe();
+  // float32 (4-element vectors): no prefetch of the next row by default.
+  LaunchConfig fp32 = normkit::cuda::plan_bwd(512, 262144, 4, f, 4);
+  normkit::cuda::apply_cluster_streaming(fp32, 512, 262144, false, f);
+  EXPECT_EQ(fp32.cluster_size, 16) << fp32.describe();
+  EXPECT_FALSE(fp32.prefetch_next_row) << fp32.describe();
   // Fewer rows than clusters: a cluster per row. Pipelined plans are left alone.
   LaunchConfig few = normkit::cuda::plan_bwd(3, 524288, 8, f, 4);
   normkit::cuda::apply_cluster_streaming(few, 3, 524288, false, f);
@@ -556,6 +562,8 @@ TEST(LaunchConfig, ForwardClusterStreamingPastTheWidestClusters) {
   EXPECT_EQ(fp32.cluster_size, 16) << fp32.describe();
   EXPECT_EQ(fp32.cols_per_cta, 16384);
   EXPECT_EQ(fp32.slots, 3);
+  // The next row's prefetch: by default (2) in the backward of 8-element vectors only.
+  EXPECT_FALSE(c.prefetch_next_row);
   EXPECT_FALSE(fp32.prefetch_next_row);
   f.cluster_streaming_prefetch = 1;
   LaunchConfig prefetching = normkit::cuda::plan_fwd(3, 262144, 4, f, 4);

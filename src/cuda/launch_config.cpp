@@ -564,12 +564,16 @@ void apply_cluster_streaming(LaunchConfig& c, int64_t rows, int64_t hidden, bool
     return;
   }
   const StreamingCluster geometry = streaming_cluster(hidden, c.vec, facts);
-  // (The kernel's sums cover whole passes of its threads' vectors: column_sum_index.)
-  const int64_t pass = int64_t(kStreamingThreads) * c.vec;
-  const int64_t smem =
-      ceil_div(geometry.cols, pass) * pass * int64_t(sizeof(float)) * (dbias ? 2 : 1);
+  // The kernel's sums in shared memory cover whole passes of its threads' vectors
+  // (column_sum_index): the chunk's passes, or as many as fit (the rest in the workspace).
+  const int64_t pass_bytes =
+      int64_t(kStreamingThreads) * c.vec * int64_t(sizeof(float)) * (dbias ? 2 : 1);
   constexpr int64_t kStaticSmemMargin = 1024;  // (the kernel's own ~0.5 KB)
-  if (geometry.cluster < 2 || smem + kStaticSmemMargin > facts.smem_per_block) return;
+  const int64_t passes =
+      std::min(ceil_div(geometry.cols, int64_t(kStreamingThreads) * c.vec),
+               (facts.smem_per_block - kStaticSmemMargin) / pass_bytes);
+  if (geometry.cluster < 2 || passes < 1) return;
+  const int64_t smem = passes * pass_bytes;
   set_streaming_clusters(c, geometry,
                          std::clamp<int64_t>(facts.sm_count / geometry.cluster, 1, rows), true,
                          facts);

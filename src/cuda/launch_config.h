@@ -94,11 +94,11 @@ struct KernelFacts {
   // 1: backward rows that take the streaming plan (past what 16 pipelined CTAs hold: 262144
   // bf16 or 131072 float32 columns) run on a cluster of up to 16 CTAs per row instead of one
   // CTA, each streaming its chunk twice, the second time from L2, with the dweight/dbias sums in
-  // shared memory (rms_norm_bwd_cluster_streaming; apply_cluster_streaming), where those sums
-  // fit; 0: one CTA per row (NK_TUNE_BWD_CLUSTER_STREAMING). Prepared after the twenty-second
-  // session's calls. 1 (the default) measured faster everywhere it applies (twenty-third
-  // session, H100, bf16): 256 x 524288 2033 -> 562 us, 600 x 300000 2634 -> 823, 64 x 524288
-  // 728 -> 194; float32 512 x 262144 1490 -> 838; with dbias 512 x 300000 3908 -> 778.
+  // shared memory as far as they fit, the rest in the workspace (rms_norm_bwd_cluster_streaming;
+  // apply_cluster_streaming); 0: one CTA per row (NK_TUNE_BWD_CLUSTER_STREAMING). 1 (the
+  // default) measured faster everywhere it applied (twenty-third session, H100, bf16): 256 x
+  // 524288 2033 -> 562 us, 600 x 300000 2634 -> 823, 64 x 524288 728 -> 194; float32 512 x
+  // 262144 1490 -> 838; with dbias 512 x 300000 3908 -> 778.
   int bwd_cluster_streaming = 1;
   // 1 (the default): forward rows that take the streaming plan run on a cluster of up to 16
   // CTAs per row in the same way (rms_norm_fwd_cluster_streaming; apply_fwd_cluster_streaming);
@@ -473,8 +473,9 @@ int bwd_narrow_items(int64_t hidden, const KernelFacts& facts);
 void apply_split_row_extras(LaunchConfig& c, int64_t weight_bytes, bool dbias, bool dresidual,
                             const KernelFacts& facts);
 
-// A backward streaming plan as a cluster per row (KernelFacts::bwd_cluster_streaming), where
-// the dweight (and, with dbias, dbias) sums of a CTA's columns fit its shared memory: up to
+// A backward streaming plan as a cluster per row (KernelFacts::bwd_cluster_streaming), with
+// the dweight (and, with dbias, dbias) sums of as many of a CTA's columns in its shared memory
+// as fit, the others in the workspace: up to
 // max(max_cluster, max_cluster_pipelined) CTAs of kStreamingThreads threads, as many clusters as
 // fit the SMs once (the launcher caps them to those resident), one slot each.
 void apply_cluster_streaming(LaunchConfig& c, int64_t rows, int64_t hidden, bool dbias,

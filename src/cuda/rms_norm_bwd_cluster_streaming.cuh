@@ -3,7 +3,8 @@
 // streaming its chunk of the row's columns twice, first for its share of the row's dot product
 // (summed over the cluster through distributed shared memory), then, from L2, for dx. dweight
 // and dbias accumulate per column in shared memory over the cluster's rows and go to the
-// cluster's slot once, at the end.
+// cluster's slot once, at the end; where a chunk's sums do not all fit (bf16 past 917504
+// columns, or 458752 with dbias), its last passes accumulate in the slot itself.
 //
 // Why: rms_norm_bwd_streaming runs one CTA per row, so hundreds of rows of megabytes are in
 // flight and its second pass reads HBM again, and it adds every row into its slot of the
@@ -29,10 +30,36 @@ __device__ __forceinline__ int64_t column_sum_index(int64_t i, int k, int vec) {
   return (i * vec + k) * blockDim.x + threadIdx.x;
 }
 
+// This CTA's dynamic shared memory, in bytes, as launched.
+__device__ __forceinline__ unsigned dynamic_smem_bytes() {
+  unsigned bytes;
+  asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(bytes));
+  return bytes;
+}
+
+// Adds a vector's dy * xhat (and dy) into the slot's workspace sums at `offset` (n elements
+// left in the row): for the columns whose sums do not fit shared memory. `first`: the slot's
+// first row, which writes them.
+template <int VEC>
+__device__ __forceinline__ void add_to_slot(float* partial_w, float* partial_b, int64_t offset,
+                                            int64_t n, bool first, const float* xhat,
+                                            const float* dy) {
+#pragma unroll
+  for (int k = 0; k < VEC; ++k) {
+    if (k < n) {
+      if (partial_w) {
+        partial_w[offset + k] = (first ? 0.0f : partial_w[offset + k]) + dy[k] * xhat[k];
+      }
+      if (partial_b) partial_b[offset + k] = (first ? 0.0f : partial_b[offset + k]) + dy[k];
+    }
+  }
+}
+
 // blockDim = (T, 1); cluster_size CTAs per row, CTA `rank` covering columns [rank * cols_per_cta,
 // ...) (a multiple of VEC) of the rows slot, slot + slots, ... of its cluster. Dynamic shared
-// memory: ceil(cols_per_cta / (T * VEC)) * T * VEC floats of dweight sums, then as many of dbias
-// sums where wanted (apply_cluster_streaming). Each thread loads kClusterStreamingBatch full
+// memory: the dweight sums of as many whole passes of T * VEC columns as fit, up to the chunk's,
+// then as many of dbias sums where wanted (apply_cluster_streaming); the chunk's other passes
+// keep theirs in the workspace. Each thread loads kClusterStreamingBatch full
 // vectors before it uses any.
 template <typename XT, typename WT, typename DYT, int VEC>
 __global__ void __launch_bounds__(512) rms_norm_bwd_cluster_streaming(BwdParams p) {
@@ -54,11 +81,14 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_cluster_streaming(BwdParams 
   const int64_t full = first_col < col_end ? (col_end - first_col - VEC) / step + 1 : 0;
   const int64_t batched = full / B * B;
   const bool want_b = p.want_dbias();
-  // Each thread reads and writes only its own columns' sums: no barrier around them.
-  const int64_t sum_floats = (shape.cols_per_cta + step - 1) / step * step;
+  // Each thread reads and writes only its own columns' sums: no barrier around them. The first
+  // `kept` vectors of every thread keep theirs in shared memory (as many as the launch gave it);
+  // the rest (where the chunk's sums do not fit) add into the cluster's slot of the workspace.
+  const int64_t kept = dynamic_smem_bytes() / (step * sizeof(float) * (want_b ? 2 : 1));
+  const int64_t kept_vectors = min(vectors, kept);
   float* sum_w = reinterpret_cast<float*>(block_smem);
-  float* sum_b = sum_w + sum_floats;
-  for (int64_t i = 0; i < vectors; ++i) {
+  float* sum_b = sum_w + kept * step;
+  for (int64_t i = 0; i < kept_vectors; ++i) {
 #pragma unroll
     for (int k = 0; k < VEC; ++k) {
       sum_w[column_sum_index(i, k, VEC)] = 0.0f;
@@ -122,8 +152,16 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_cluster_streaming(BwdParams 
       for (int k = 0; k < VEC; ++k) {
         xhat[k] = xv[k] * rstd;
         g[k] = dy[k] * w[k];
-        sum_w[column_sum_index(i, k, VEC)] += dy[k] * xhat[k];  // (zeros past the row's end)
-        if (want_b) sum_b[column_sum_index(i, k, VEC)] += dy[k];
+      }
+      if (i < kept) {
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) {
+          sum_w[column_sum_index(i, k, VEC)] += dy[k] * xhat[k];  // (zeros past the row's end)
+          if (want_b) sum_b[column_sum_index(i, k, VEC)] += dy[k];
+        }
+      } else {
+        add_to_slot<VEC>(p.partial_dweight, p.partial_dbias, slot * shape.hidden + col, n, k_row == 0,
+                    xhat, dy);
       }
       store_dx<XT, VEC>(p, row, col, n, xhat, g, rstd, mean);
     };
@@ -153,7 +191,7 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_cluster_streaming(BwdParams 
   }
   cluster_sum_done();
   if (!p.want_dweight() && !want_b) return;
-  for (int64_t i = 0; i < vectors; ++i) {
+  for (int64_t i = 0; i < kept_vectors; ++i) {
     const int64_t col = first_col + i * step;
 #pragma unroll
     for (int k = 0; k < VEC; ++k) {

@@ -200,18 +200,19 @@ TEST_P(BwdLargeSplitRows, DeferredRowsWithResidualInPlace) {
   }
 }
 
-// Rows past what 16 pipelined CTAs hold take the streaming plan: one CTA per row, or a cluster
-// per row under NK_TUNE_BWD_CLUSTER_STREAMING where the column sums fit shared memory (bf16
-// 524288 columns with dweight alone; float32 262144 with dbias too; float16 300000 with dbias,
-// ragged; odd 600001 columns in 1-element vectors), else one CTA per row still (bf16 524288
-// with dbias). Fewer rows than clusters, and more.
+// Rows past what 16 pipelined CTAs hold take the streaming plan: a cluster per row
+// (NK_TUNE_BWD_CLUSTER_STREAMING, the default; the ctest entry bwd_streaming_one_cta_per_row
+// runs these cases on one CTA per row). Column sums all in shared memory (bf16 524288 columns
+// with dweight alone; float32 262144 with dbias too; float16 300000 with dbias, ragged; odd
+// 600001 columns in 1-element vectors), or their last passes in the workspace (bf16 524288
+// with dbias, 1048576). Fewer rows than clusters, and more.
 TEST_P(BwdLargeSplitRows, RowsPastThePipelinedClusters) {
   NK_SKIP_IF_UNAVAILABLE(GetParam());
   if (GetParam() == NK_BACKEND_CPU) GTEST_SKIP() << "GPU launch plans; CPU covered by BwdShapes";
   Rng rng;
   for (const bool dbias : {false, true}) {
     BwdCase c;
-    c.rows = dbias ? 3 : 11;
+    c.rows = dbias ? 9 : 11;  // (9: slots of two rows, their dbias sums partly in the workspace)
     c.hidden = 524288;
     c.x = c.dy = c.w = NK_BFLOAT16;
     c.dbias = dbias;
@@ -224,6 +225,13 @@ TEST_P(BwdLargeSplitRows, RowsPastThePipelinedClusters) {
     c.hidden = 262144;
     c.x = c.dy = c.w = NK_FLOAT32;
     c.dbias = true;
+    test_bwd_case(GetParam(), c, rng);
+  }
+  {
+    BwdCase c;
+    c.rows = 9;
+    c.hidden = 1048576;
+    c.x = c.dy = c.w = NK_BFLOAT16;
     test_bwd_case(GetParam(), c, rng);
   }
   {

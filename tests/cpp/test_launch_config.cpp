@@ -511,10 +511,18 @@ TEST(LaunchConfig, ClusterStreamingWhereTheColumnSumsFitSharedMemory) {
   EXPECT_EQ(c.slots, f.sm_count / 16);
   EXPECT_EQ(c.grid, c.slots * 16);
   EXPECT_TRUE(c.prefetch_next_row);  // (bf16: 8-element vectors)
-  // With dbias its sums double: 256 KB do not fit, so one CTA per row stays.
+  // With dbias its sums double: of 256 KB, the 7 passes of 4096 columns that fit (224 KB)
+  // stay in shared memory, the 8th goes to the workspace.
   LaunchConfig with_bias = normkit::cuda::plan_bwd(256, 524288, 8, f, 4);
   normkit::cuda::apply_cluster_streaming(with_bias, 256, 524288, true, f);
-  EXPECT_EQ(with_bias.cluster_size, 1) << with_bias.describe();
+  EXPECT_EQ(with_bias.cluster_size, 16) << with_bias.describe();
+  EXPECT_EQ(with_bias.smem_bytes, 7 * 4096 * 8) << with_bias.describe();
+  // 1048576 columns: 65536 per CTA, 14 of their 16 passes in shared memory.
+  LaunchConfig widest = normkit::cuda::plan_bwd(128, 1048576, 8, f, 4);
+  normkit::cuda::apply_cluster_streaming(widest, 128, 1048576, false, f);
+  EXPECT_EQ(widest.cluster_size, 16) << widest.describe();
+  EXPECT_EQ(widest.cols_per_cta, 65536);
+  EXPECT_EQ(widest.smem_bytes, 14 * 4096 * 4) << widest.describe();
   // The sums cover whole passes of the CTA's 512 x 8 columns: 18752 columns take 5 x 4096.
   LaunchConfig ragged = normkit::cuda::plan_bwd(600, 300000, 8, f, 4);
   normkit::cuda::apply_cluster_streaming(ragged, 600, 300000, false, f);

@@ -569,9 +569,12 @@ void apply_cluster_streaming(LaunchConfig& c, int64_t rows, int64_t hidden, bool
   const int64_t pass_bytes =
       int64_t(kStreamingThreads) * c.vec * int64_t(sizeof(float)) * (dbias ? 2 : 1);
   constexpr int64_t kStaticSmemMargin = 1024;  // (the kernel's own ~0.5 KB)
+  const int64_t room = facts.bwd_streaming_sums_max_kb > 0
+                           ? std::min<int64_t>(int64_t(facts.bwd_streaming_sums_max_kb) << 10,
+                                               facts.smem_per_block - kStaticSmemMargin)
+                           : facts.smem_per_block - kStaticSmemMargin;
   const int64_t passes =
-      std::min(ceil_div(geometry.cols, int64_t(kStreamingThreads) * c.vec),
-               (facts.smem_per_block - kStaticSmemMargin) / pass_bytes);
+      std::min(ceil_div(geometry.cols, int64_t(kStreamingThreads) * c.vec), room / pass_bytes);
   if (geometry.cluster < 2 || passes < 1) return;
   const int64_t smem = passes * pass_bytes;
   set_streaming_clusters(c, geometry,

@@ -100,6 +100,10 @@ struct KernelFacts {
   // 524288 2033 -> 562 us, 600 x 300000 2634 -> 823, 64 x 524288 728 -> 194; float32 512 x
   // 262144 1490 -> 838; with dbias 512 x 300000 3908 -> 778.
   int bwd_cluster_streaming = 1;
+  // The most KB of shared memory those kernels' column sums take (0: as many as fit); the
+  // passes past it accumulate in the workspace, and L1 keeps the rest of the SM's 256 KB
+  // (NK_TUNE_BWD_STREAMING_SUMS_MAX_KB).
+  int bwd_streaming_sums_max_kb = 0;
   // 1 (the default): forward rows that take the streaming plan run on a cluster of up to 16
   // CTAs per row in the same way (rms_norm_fwd_cluster_streaming; apply_fwd_cluster_streaming);
   // 0: one CTA per row (NK_TUNE_FWD_CLUSTER_STREAMING). Measured (same call): 256 x 524288

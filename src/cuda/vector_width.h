@@ -42,6 +42,8 @@ inline const KernelFacts& tuned_defaults() {
     k.bwd_smem_weight = tuning_knob("NK_TUNE_BWD_SMEM_WEIGHT", k.bwd_smem_weight, 0, 1);
     k.bwd_cluster_streaming =
         tuning_knob("NK_TUNE_BWD_CLUSTER_STREAMING", k.bwd_cluster_streaming, 0, 1);
+    k.bwd_streaming_sums_max_kb =
+        tuning_knob("NK_TUNE_BWD_STREAMING_SUMS_MAX_KB", k.bwd_streaming_sums_max_kb, 0, 1024);
     k.fwd_cluster_streaming =
         tuning_knob("NK_TUNE_FWD_CLUSTER_STREAMING", k.fwd_cluster_streaming, 0, 1);
     k.cluster_streaming_prefetch =

@@ -137,8 +137,9 @@ void launch_bwd(const nk_rms_norm_bwd_args& a, const LaunchConfig& planned, cuda
       }
     } else if (cfg.plan == RowPlan::kStreaming && cfg.cluster_size > 1) {
       // KernelFacts::bwd_cluster_streaming: persistent clusters, capped to those resident.
-      launch_main(rms_norm_bwd_cluster_streaming<XT, WT, DYT, VEC>, dim3(cfg.threads_per_row),
-                  "rms_norm_bwd (cluster streaming)");
+      launch_main(cfg.slot_sums ? rms_norm_bwd_cluster_streaming<XT, WT, DYT, VEC, true>
+                                : rms_norm_bwd_cluster_streaming<XT, WT, DYT, VEC, false>,
+                  dim3(cfg.threads_per_row), "rms_norm_bwd (cluster streaming)");
     } else if (cfg.plan == RowPlan::kStreaming) {
       set_outputs();
       launch(rms_norm_bwd_streaming<XT, WT, DYT, VEC>, cfg.grid, dim3(cfg.threads_per_row), {},

@@ -262,6 +262,7 @@ std::string LaunchConfig::describe() const {
   if (pending_in_registers) s += " pending-in-registers";
   if (smem_weight) s += " smem-weight";
   if (prefetch_next_row) s += " prefetch-next-row";
+  if (slot_sums) s += " slot-sums";
   if (evict_first_reads) s += " evict-first";
   if (evict_last_reads) s += " evict-last";
   if (smem_bytes) s += " smem=" + std::to_string(smem_bytes);
@@ -573,9 +574,10 @@ void apply_cluster_streaming(LaunchConfig& c, int64_t rows, int64_t hidden, bool
                            ? std::min<int64_t>(int64_t(facts.bwd_streaming_sums_max_kb) << 10,
                                                facts.smem_per_block - kStaticSmemMargin)
                            : facts.smem_per_block - kStaticSmemMargin;
-  const int64_t passes =
-      std::min(ceil_div(geometry.cols, int64_t(kStreamingThreads) * c.vec), room / pass_bytes);
+  const int64_t needed = ceil_div(geometry.cols, int64_t(kStreamingThreads) * c.vec);
+  const int64_t passes = std::min(needed, room / pass_bytes);
   if (geometry.cluster < 2 || passes < 1) return;
+  c.slot_sums = passes < needed;
   const int64_t smem = passes * pass_bytes;
   set_streaming_clusters(c, geometry,
                          std::clamp<int64_t>(facts.sm_count / geometry.cluster, 1, rows), true,

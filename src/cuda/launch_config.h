@@ -428,6 +428,9 @@ struct LaunchConfig {
   // Cluster-streaming plans (KernelFacts::cluster_streaming_prefetch): each CTA asks for its
   // chunk of its next row in L2 once it has read the current one.
   bool prefetch_next_row = false;
+  // Cluster-streaming backward: some of a CTA's column sums accumulate in its slot of the
+  // workspace, where shared memory does not hold them all.
+  bool slot_sums = false;
   // Inputs read once go through L2 as evict-first or evict-last (KernelFacts::
   // evict_first_max_mib, evict_last_min_mib; apply_read_policy).
   bool evict_first_reads = false;

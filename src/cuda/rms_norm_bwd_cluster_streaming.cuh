@@ -59,9 +59,10 @@ __device__ __forceinline__ void add_to_slot(float* partial_w, float* partial_b, 
 // ...) (a multiple of VEC) of the rows slot, slot + slots, ... of its cluster. Dynamic shared
 // memory: the dweight sums of as many whole passes of T * VEC columns as fit, up to the chunk's,
 // then as many of dbias sums where wanted (apply_cluster_streaming); the chunk's other passes
-// keep theirs in the workspace. Each thread loads kClusterStreamingBatch full
+// keep theirs in the workspace. SLOT_SUMS: whether some do (LaunchConfig::slot_sums); compiled
+// out otherwise (its branch cost the kernels that need none 5-13%, twenty-third session). Each thread loads kClusterStreamingBatch full
 // vectors before it uses any.
-template <typename XT, typename WT, typename DYT, int VEC>
+template <typename XT, typename WT, typename DYT, int VEC, bool SLOT_SUMS>
 __global__ void __launch_bounds__(512) rms_norm_bwd_cluster_streaming(BwdParams p) {
   extern __shared__ __align__(16) unsigned char block_smem[];
   __shared__ float scratch[kMaxWarps];
@@ -84,7 +85,9 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_cluster_streaming(BwdParams 
   // Each thread reads and writes only its own columns' sums: no barrier around them. The first
   // `kept` vectors of every thread keep theirs in shared memory (as many as the launch gave it);
   // the rest (where the chunk's sums do not fit) add into the cluster's slot of the workspace.
-  const int64_t kept = dynamic_smem_bytes() / (step * sizeof(float) * (want_b ? 2 : 1));
+  const int64_t kept = SLOT_SUMS
+                           ? dynamic_smem_bytes() / (step * sizeof(float) * (want_b ? 2 : 1))
+                           : (shape.cols_per_cta + step - 1) / step;
   const int64_t kept_vectors = min(vectors, kept);
   float* sum_w = reinterpret_cast<float*>(block_smem);
   float* sum_b = sum_w + kept * step;
@@ -153,7 +156,7 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_cluster_streaming(BwdParams 
         xhat[k] = xv[k] * rstd;
         g[k] = dy[k] * w[k];
       }
-      if (i < kept) {
+      if (!SLOT_SUMS || i < kept) {
 #pragma unroll
         for (int k = 0; k < VEC; ++k) {
           sum_w[column_sum_index(i, k, VEC)] += dy[k] * xhat[k];  // (zeros past the row's end)

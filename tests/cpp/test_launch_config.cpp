@@ -517,6 +517,8 @@ TEST(LaunchConfig, ClusterStreamingWhereTheColumnSumsFitSharedMemory) {
   normkit::cuda::apply_cluster_streaming(with_bias, 256, 524288, true, f);
   EXPECT_EQ(with_bias.cluster_size, 16) << with_bias.describe();
   EXPECT_EQ(with_bias.smem_bytes, 7 * 4096 * 8) << with_bias.describe();
+  EXPECT_TRUE(with_bias.slot_sums);
+  EXPECT_FALSE(c.slot_sums);
   // 1048576 columns: 65536 per CTA, 14 of their 16 passes in shared memory.
   LaunchConfig widest = normkit::cuda::plan_bwd(128, 1048576, 8, f, 4);
   normkit::cuda::apply_cluster_streaming(widest, 128, 1048576, false, f);

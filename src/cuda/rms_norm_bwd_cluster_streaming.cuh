@@ -60,8 +60,8 @@ __device__ __forceinline__ void add_to_slot(float* partial_w, float* partial_b, 
 // memory: the dweight sums of as many whole passes of T * VEC columns as fit, up to the chunk's,
 // then as many of dbias sums where wanted (apply_cluster_streaming); the chunk's other passes
 // keep theirs in the workspace. SLOT_SUMS: whether some do (LaunchConfig::slot_sums); compiled
-// out otherwise (its branch cost the kernels that need none 5-13%, twenty-third session). Each thread loads kClusterStreamingBatch full
-// vectors before it uses any.
+// out otherwise (its branch cost the kernels that need none 5-13%, twenty-third session). Each
+// thread loads kClusterStreamingBatch full vectors before it uses any.
 template <typename XT, typename WT, typename DYT, int VEC, bool SLOT_SUMS>
 __global__ void __launch_bounds__(512) rms_norm_bwd_cluster_streaming(BwdParams p) {
   extern __shared__ __align__(16) unsigned char block_smem[];
@@ -85,9 +85,8 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_cluster_streaming(BwdParams 
   // Each thread reads and writes only its own columns' sums: no barrier around them. The first
   // `kept` vectors of every thread keep theirs in shared memory (as many as the launch gave it);
   // the rest (where the chunk's sums do not fit) add into the cluster's slot of the workspace.
-  const int64_t kept = SLOT_SUMS
-                           ? dynamic_smem_bytes() / (step * sizeof(float) * (want_b ? 2 : 1))
-                           : (shape.cols_per_cta + step - 1) / step;
+  const int64_t kept = SLOT_SUMS ? dynamic_smem_bytes() / (step * sizeof(float) * (want_b ? 2 : 1))
+                                 : (shape.cols_per_cta + step - 1) / step;
   const int64_t kept_vectors = min(vectors, kept);
   float* sum_w = reinterpret_cast<float*>(block_smem);
   float* sum_b = sum_w + kept * step;
@@ -103,6 +102,20 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_cluster_streaming(BwdParams 
   constexpr bool kHinted = sizeof(XT) * VEC == 16 && sizeof(DYT) * VEC == 16;
   const ReadPolicy keep(false, kHinted);
   const ReadPolicy done(kHinted);
+  // A batch's x, dy and weight, all loads issued before any is used: with 224 KB of column sums
+  // L1 keeps little of the CTA's weight, and a weight load per vector after its x and dy waited
+  // for L2 once per vector.
+  const auto load_batch = [&](const XT* x, const DYT* dy_row, int64_t i, const ReadPolicy& policy,
+                              Lanes<XT, VEC>(&xs)[B], Lanes<DYT, VEC>(&dys)[B],
+                              Lanes<WT, VEC>(&ws)[B]) {
+#pragma unroll
+    for (int b = 0; b < B; ++b) {
+      const int64_t col = first_col + (i + b) * step;
+      xs[b].load(x + col, policy);
+      dys[b].load(dy_row + col, policy);
+      if (p.weight) ws[b].load_readonly(static_cast<const WT*>(p.weight) + col);
+    }
+  };
   cluster_row_sums_init(cluster_sums);
   unsigned sum_phases = 0;
   int k_row = 0;
@@ -116,15 +129,12 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_cluster_streaming(BwdParams 
     for (int64_t i = 0; i < batched; i += B) {
       Lanes<XT, VEC> xs[B];
       Lanes<DYT, VEC> dys[B];
-#pragma unroll
-      for (int b = 0; b < B; ++b) {
-        xs[b].load(x + first_col + (i + b) * step, keep);
-        dys[b].load(dy_row + first_col + (i + b) * step, keep);
-      }
+      Lanes<WT, VEC> ws[B];
+      load_batch(x, dy_row, i, keep, xs, dys, ws);
 #pragma unroll
       for (int b = 0; b < B; ++b) {
         float w[VEC];
-        load_scale<WT, VEC>(p, first_col + (i + b) * step, VEC, w);
+        weight_scale<WT, VEC>(p, ws[b], w);
 #pragma unroll
         for (int k = 0; k < VEC; ++k) dot += dys[b].get_float(k) * w[k] * xs[b].get_float(k) * rstd;
       }
@@ -147,10 +157,10 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_cluster_streaming(BwdParams 
     const float mean =
         cluster_row_wait(cluster_sums, k_row % kClusterRowSlots, sum_phases) * shape.inv_hidden;
     // Pass 2 (the same bytes, read moments ago: from L2): dx and the column sums.
-    const auto finish = [&](int64_t i, const float* xv, const float* dy, int64_t n) {
+    const auto finish = [&](int64_t i, const float* xv, const float* dy, const float* w,
+                            int64_t n) {
       const int64_t col = first_col + i * step;
-      float xhat[VEC], g[VEC], w[VEC];
-      load_scale<WT, VEC>(p, col, n, w);
+      float xhat[VEC], g[VEC];
 #pragma unroll
       for (int k = 0; k < VEC; ++k) {
         xhat[k] = xv[k] * rstd;
@@ -163,33 +173,30 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_cluster_streaming(BwdParams 
           if (want_b) sum_b[column_sum_index(i, k, VEC)] += dy[k];
         }
       } else {
-        add_to_slot<VEC>(p.partial_dweight, p.partial_dbias, slot * shape.hidden + col, n, k_row == 0,
-                    xhat, dy);
+        add_to_slot<VEC>(p.partial_dweight, p.partial_dbias, slot * shape.hidden + col, n,
+                         k_row == 0, xhat, dy);
       }
       store_dx<XT, VEC>(p, row, col, n, xhat, g, rstd, mean);
     };
     for (int64_t i = 0; i < batched; i += B) {
       Lanes<XT, VEC> xs[B];
       Lanes<DYT, VEC> dys[B];
+      Lanes<WT, VEC> ws[B];
+      load_batch(x, dy_row, i, done, xs, dys, ws);
 #pragma unroll
       for (int b = 0; b < B; ++b) {
-        xs[b].load(x + first_col + (i + b) * step, done);
-        dys[b].load(dy_row + first_col + (i + b) * step, done);
-      }
-#pragma unroll
-      for (int b = 0; b < B; ++b) {
-        float xv[VEC], dy[VEC];
+        float xv[VEC], dy[VEC], w[VEC];
 #pragma unroll
         for (int k = 0; k < VEC; ++k) xv[k] = xs[b].get_float(k), dy[k] = dys[b].get_float(k);
-        finish(i + b, xv, dy, VEC);
+        weight_scale<WT, VEC>(p, ws[b], w);
+        finish(i + b, xv, dy, w, VEC);
       }
     }
     for (int64_t i = batched; i < vectors; ++i) {
       const int64_t col = first_col + i * step;
-      float xv[VEC], dy[VEC];
-      load_upto<XT, VEC>(x + col, col_end - col, xv);
-      load_upto<DYT, VEC>(dy_row + col, col_end - col, dy);
-      finish(i, xv, dy, col_end - col);
+      float xv[VEC], dy[VEC], w[VEC];
+      load_streamed<XT, WT, DYT, VEC>(p, x, dy_row, col, col_end - col, xv, dy, w);
+      finish(i, xv, dy, w, col_end - col);
     }
   }
   cluster_sum_done();

@@ -105,8 +105,8 @@ __global__ void __launch_bounds__(512, 2) rms_norm_fwd_cluster_streaming(FwdPara
     if (p.rstd && rank == 0 && threadIdx.x == 0) p.rstd[row] = rstd;
     // Pass 2 (the same bytes, read moments ago: from L2): y. The normalized input lives in
     // residual_out when a residual was added (this thread wrote exactly these elements).
-    const XT* src = p.residual ? static_cast<const XT*>(p.residual_out) + row * p.residual_out_stride
-                               : x;
+    const XT* src =
+        p.residual ? static_cast<const XT*>(p.residual_out) + row * p.residual_out_stride : x;
     YT* y = static_cast<YT*>(p.y) + row * p.y_stride;
     for (int64_t i = 0; i < batched; i += B) {
       Lanes<XT, VEC> ss[B];

@@ -69,27 +69,17 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_cluster_streaming(BwdParams 
   __shared__ ClusterRowSums cluster_sums;
   constexpr int B = kClusterStreamingBatch;
   const RowShape& shape = p.shape;
-  const int cluster = shape.cluster_size;
-  const int64_t rank = blockIdx.x % cluster;
-  const int64_t slot = blockIdx.x / cluster;
-  const int64_t slots = gridDim.x / cluster;
-  const int64_t col_begin = rank * shape.cols_per_cta;
-  const int64_t col_end = min(shape.hidden, col_begin + shape.cols_per_cta);
-  const int64_t first_col = col_begin + static_cast<int64_t>(threadIdx.x) * VEC;
-  const int64_t step = static_cast<int64_t>(blockDim.x) * VEC;
-  // This thread's vectors: `full` of them whole, then one partial one where the row ends.
-  const int64_t vectors = first_col < col_end ? (col_end - first_col + step - 1) / step : 0;
-  const int64_t full = first_col < col_end ? (col_end - first_col - VEC) / step + 1 : 0;
-  const int64_t batched = full / B * B;
+  const StreamingChunk ch = streaming_chunk<VEC>(shape);
   const bool want_b = p.want_dbias();
   // Each thread reads and writes only its own columns' sums: no barrier around them. The first
   // `kept` vectors of every thread keep theirs in shared memory (as many as the launch gave it);
   // the rest (where the chunk's sums do not fit) add into the cluster's slot of the workspace.
-  const int64_t kept = SLOT_SUMS ? dynamic_smem_bytes() / (step * sizeof(float) * (want_b ? 2 : 1))
-                                 : (shape.cols_per_cta + step - 1) / step;
-  const int64_t kept_vectors = min(vectors, kept);
+  const int64_t kept = SLOT_SUMS
+                           ? dynamic_smem_bytes() / (ch.step * sizeof(float) * (want_b ? 2 : 1))
+                           : (shape.cols_per_cta + ch.step - 1) / ch.step;
+  const int64_t kept_vectors = min(ch.vectors, kept);
   float* sum_w = reinterpret_cast<float*>(block_smem);
-  float* sum_b = sum_w + kept * step;
+  float* sum_b = sum_w + kept * ch.step;
   for (int64_t i = 0; i < kept_vectors; ++i) {
 #pragma unroll
     for (int k = 0; k < VEC; ++k) {
@@ -110,7 +100,7 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_cluster_streaming(BwdParams 
                               Lanes<WT, VEC>(&ws)[B]) {
 #pragma unroll
     for (int b = 0; b < B; ++b) {
-      const int64_t col = first_col + (i + b) * step;
+      const int64_t col = ch.first_col + (i + b) * ch.step;
       xs[b].load(x + col, policy);
       dys[b].load(dy_row + col, policy);
       if (p.weight) ws[b].load_readonly(static_cast<const WT*>(p.weight) + col);
@@ -119,14 +109,14 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_cluster_streaming(BwdParams 
   cluster_row_sums_init(cluster_sums);
   unsigned sum_phases = 0;
   int k_row = 0;
-  for (int64_t row = slot; row < shape.rows; row += slots, ++k_row) {
+  for (int64_t row = ch.slot; row < shape.rows; row += ch.slots, ++k_row) {
     const float rstd = p.rstd[row];
     const XT* x = static_cast<const XT*>(p.x) + row * p.x_stride;
     const DYT* dy_row = static_cast<const DYT*>(p.dy) + row * p.dy_stride;
     // Pass 1 (from HBM): this CTA's share of sum(g * xhat), g = dy * w, as the streaming
     // kernel forms it.
     float dot = 0.0f;
-    for (int64_t i = 0; i < batched; i += B) {
+    for (int64_t i = 0; i < ch.batched; i += B) {
       Lanes<XT, VEC> xs[B];
       Lanes<DYT, VEC> dys[B];
       Lanes<WT, VEC> ws[B];
@@ -139,17 +129,17 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_cluster_streaming(BwdParams 
         for (int k = 0; k < VEC; ++k) dot += dys[b].get_float(k) * w[k] * xs[b].get_float(k) * rstd;
       }
     }
-    for (int64_t i = batched; i < vectors; ++i) {
-      const int64_t col = first_col + i * step;
+    for (int64_t i = ch.batched; i < ch.vectors; ++i) {
+      const int64_t col = ch.first_col + i * ch.step;
       float xv[VEC], dy[VEC], w[VEC];
-      load_streamed<XT, WT, DYT, VEC>(p, x, dy_row, col, col_end - col, xv, dy, w);
+      load_streamed<XT, WT, DYT, VEC>(p, x, dy_row, col, ch.col_end - col, xv, dy, w);
 #pragma unroll
       for (int k = 0; k < VEC; ++k) dot += dy[k] * w[k] * xv[k] * rstd;
     }
     // The next row's chunk, on its way into L2 through the reduction and pass 2.
-    if (kHinted && p.prefetch_next_row && threadIdx.x == 0 && row + slots < shape.rows) {
-      prefetch_chunk(x + slots * p.x_stride, col_begin, col_end);
-      prefetch_chunk(dy_row + slots * p.dy_stride, col_begin, col_end);
+    if (kHinted && p.prefetch_next_row && threadIdx.x == 0 && row + ch.slots < shape.rows) {
+      prefetch_chunk(x + ch.slots * p.x_stride, ch.col_begin, ch.col_end);
+      prefetch_chunk(dy_row + ch.slots * p.dy_stride, ch.col_begin, ch.col_end);
     }
     // Pushed to every CTA of the cluster and waited for at once (the pipelined kernels' slots
     // and their reuse rule: a CTA pushes row k only after its wait for row k - 1).
@@ -159,7 +149,7 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_cluster_streaming(BwdParams 
     // Pass 2 (the same bytes, read moments ago: from L2): dx and the column sums.
     const auto finish = [&](int64_t i, const float* xv, const float* dy, const float* w,
                             int64_t n) {
-      const int64_t col = first_col + i * step;
+      const int64_t col = ch.first_col + i * ch.step;
       float xhat[VEC], g[VEC];
 #pragma unroll
       for (int k = 0; k < VEC; ++k) {
@@ -173,12 +163,12 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_cluster_streaming(BwdParams 
           if (want_b) sum_b[column_sum_index(i, k, VEC)] += dy[k];
         }
       } else {
-        add_to_slot<VEC>(p.partial_dweight, p.partial_dbias, slot * shape.hidden + col, n,
+        add_to_slot<VEC>(p.partial_dweight, p.partial_dbias, ch.slot * shape.hidden + col, n,
                          k_row == 0, xhat, dy);
       }
       store_dx<XT, VEC>(p, row, col, n, xhat, g, rstd, mean);
     };
-    for (int64_t i = 0; i < batched; i += B) {
+    for (int64_t i = 0; i < ch.batched; i += B) {
       Lanes<XT, VEC> xs[B];
       Lanes<DYT, VEC> dys[B];
       Lanes<WT, VEC> ws[B];
@@ -192,21 +182,21 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_cluster_streaming(BwdParams 
         finish(i + b, xv, dy, w, VEC);
       }
     }
-    for (int64_t i = batched; i < vectors; ++i) {
-      const int64_t col = first_col + i * step;
+    for (int64_t i = ch.batched; i < ch.vectors; ++i) {
+      const int64_t col = ch.first_col + i * ch.step;
       float xv[VEC], dy[VEC], w[VEC];
-      load_streamed<XT, WT, DYT, VEC>(p, x, dy_row, col, col_end - col, xv, dy, w);
-      finish(i, xv, dy, w, col_end - col);
+      load_streamed<XT, WT, DYT, VEC>(p, x, dy_row, col, ch.col_end - col, xv, dy, w);
+      finish(i, xv, dy, w, ch.col_end - col);
     }
   }
   cluster_sum_done();
   if (!p.want_dweight() && !want_b) return;
   for (int64_t i = 0; i < kept_vectors; ++i) {
-    const int64_t col = first_col + i * step;
+    const int64_t col = ch.first_col + i * ch.step;
 #pragma unroll
     for (int k = 0; k < VEC; ++k) {
-      if (col + k < col_end) {
-        write_slot_sums<WT>(p, slot, col + k, sum_w[column_sum_index(i, k, VEC)],
+      if (col + k < ch.col_end) {
+        write_slot_sums<WT>(p, ch.slot, col + k, sum_w[column_sum_index(i, k, VEC)],
                             want_b ? sum_b[column_sum_index(i, k, VEC)] : 0.0f);
       }
     }

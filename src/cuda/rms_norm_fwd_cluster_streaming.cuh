@@ -28,18 +28,7 @@ __global__ void __launch_bounds__(512, 2) rms_norm_fwd_cluster_streaming(FwdPara
   __shared__ ClusterRowSums cluster_sums;
   constexpr int B = kClusterStreamingBatch;
   const RowShape& shape = p.shape;
-  const int cluster = shape.cluster_size;
-  const int64_t rank = blockIdx.x % cluster;
-  const int64_t slot = blockIdx.x / cluster;
-  const int64_t slots = gridDim.x / cluster;
-  const int64_t col_begin = rank * shape.cols_per_cta;
-  const int64_t col_end = min(shape.hidden, col_begin + shape.cols_per_cta);
-  const int64_t first_col = col_begin + static_cast<int64_t>(threadIdx.x) * VEC;
-  const int64_t step = static_cast<int64_t>(blockDim.x) * VEC;
-  // This thread's vectors: `full` of them whole, then one partial one where the row ends.
-  const int64_t vectors = first_col < col_end ? (col_end - first_col + step - 1) / step : 0;
-  const int64_t full = first_col < col_end ? (col_end - first_col - VEC) / step + 1 : 0;
-  const int64_t batched = full / B * B;
+  const StreamingChunk ch = streaming_chunk<VEC>(shape);
   // Pass 1's reads of x stay in L2 for pass 2 (evict-last) unless a residual is added: pass 2
   // then reads residual_out, written in pass 1. Pass 2's reads are their last use.
   constexpr bool kHinted = sizeof(XT) * VEC == 16;
@@ -48,19 +37,19 @@ __global__ void __launch_bounds__(512, 2) rms_norm_fwd_cluster_streaming(FwdPara
   cluster_row_sums_init(cluster_sums);
   unsigned sum_phases = 0;
   int k_row = 0;
-  for (int64_t row = slot; row < shape.rows; row += slots, ++k_row) {
+  for (int64_t row = ch.slot; row < shape.rows; row += ch.slots, ++k_row) {
     const XT* x = static_cast<const XT*>(p.x) + row * p.x_stride;
     // Pass 1 (from HBM): this CTA's share of the sum of squares of s = x (+ residual).
     float sum_sq = 0.0f;
-    for (int64_t i = 0; i < batched; i += B) {
+    for (int64_t i = 0; i < ch.batched; i += B) {
       Lanes<XT, VEC> xs[B];
 #pragma unroll
-      for (int b = 0; b < B; ++b) xs[b].load(x + first_col + (i + b) * step, keep);
+      for (int b = 0; b < B; ++b) xs[b].load(x + ch.first_col + (i + b) * ch.step, keep);
       if (p.residual) {
         const XT* r = static_cast<const XT*>(p.residual) + row * p.residual_stride;
         Lanes<XT, VEC> rs[B];
 #pragma unroll
-        for (int b = 0; b < B; ++b) rs[b].load(r + first_col + (i + b) * step, done);
+        for (int b = 0; b < B; ++b) rs[b].load(r + ch.first_col + (i + b) * ch.step, done);
 #pragma unroll
         for (int b = 0; b < B; ++b) {
           float s[VEC];
@@ -70,7 +59,7 @@ __global__ void __launch_bounds__(512, 2) rms_norm_fwd_cluster_streaming(FwdPara
             sum_sq += s[k] * s[k];
           }
           store_vec<XT, VEC>(static_cast<XT*>(p.residual_out) + row * p.residual_out_stride +
-                                 first_col + (i + b) * step,
+                                 ch.first_col + (i + b) * ch.step,
                              s);
         }
       } else {
@@ -81,19 +70,19 @@ __global__ void __launch_bounds__(512, 2) rms_norm_fwd_cluster_streaming(FwdPara
         }
       }
     }
-    for (int64_t i = batched; i < vectors; ++i) {
-      const int64_t col = first_col + i * step;
+    for (int64_t i = ch.batched; i < ch.vectors; ++i) {
+      const int64_t col = ch.first_col + i * ch.step;
       float s[VEC];
-      load_input<XT, VEC>(p, row, col, col_end - col, s);
+      load_input<XT, VEC>(p, row, col, ch.col_end - col, s);
 #pragma unroll
       for (int k = 0; k < VEC; ++k) sum_sq += s[k] * s[k];
     }
     // The next row's chunk, on its way into L2 through the reduction and pass 2.
-    if (kHinted && p.prefetch_next_row && threadIdx.x == 0 && row + slots < shape.rows) {
-      prefetch_chunk(x + slots * p.x_stride, col_begin, col_end);
+    if (kHinted && p.prefetch_next_row && threadIdx.x == 0 && row + ch.slots < shape.rows) {
+      prefetch_chunk(x + ch.slots * p.x_stride, ch.col_begin, ch.col_end);
       if (p.residual) {
-        prefetch_chunk(static_cast<const XT*>(p.residual) + (row + slots) * p.residual_stride,
-                       col_begin, col_end);
+        prefetch_chunk(static_cast<const XT*>(p.residual) + (row + ch.slots) * p.residual_stride,
+                       ch.col_begin, ch.col_end);
       }
     }
     // Pushed to every CTA of the cluster and waited for at once (as the backward's).
@@ -102,19 +91,19 @@ __global__ void __launch_bounds__(512, 2) rms_norm_fwd_cluster_streaming(FwdPara
         1.0f / sqrtf(cluster_row_wait(cluster_sums, k_row % kClusterRowSlots, sum_phases) *
                          shape.inv_hidden +
                      p.eps);
-    if (p.rstd && rank == 0 && threadIdx.x == 0) p.rstd[row] = rstd;
+    if (p.rstd && ch.rank == 0 && threadIdx.x == 0) p.rstd[row] = rstd;
     // Pass 2 (the same bytes, read moments ago: from L2): y. The normalized input lives in
     // residual_out when a residual was added (this thread wrote exactly these elements).
     const XT* src =
         p.residual ? static_cast<const XT*>(p.residual_out) + row * p.residual_out_stride : x;
     YT* y = static_cast<YT*>(p.y) + row * p.y_stride;
-    for (int64_t i = 0; i < batched; i += B) {
+    for (int64_t i = 0; i < ch.batched; i += B) {
       Lanes<XT, VEC> ss[B];
 #pragma unroll
-      for (int b = 0; b < B; ++b) ss[b].load(src + first_col + (i + b) * step, done);
+      for (int b = 0; b < B; ++b) ss[b].load(src + ch.first_col + (i + b) * ch.step, done);
 #pragma unroll
       for (int b = 0; b < B; ++b) {
-        const int64_t col = first_col + (i + b) * step;
+        const int64_t col = ch.first_col + (i + b) * ch.step;
         float s[VEC];
 #pragma unroll
         for (int k = 0; k < VEC; ++k) s[k] = ss[b].get_float(k);
@@ -122,12 +111,12 @@ __global__ void __launch_bounds__(512, 2) rms_norm_fwd_cluster_streaming(FwdPara
         store_vec<YT, VEC>(y + col, s);
       }
     }
-    for (int64_t i = batched; i < vectors; ++i) {
-      const int64_t col = first_col + i * step;
+    for (int64_t i = ch.batched; i < ch.vectors; ++i) {
+      const int64_t col = ch.first_col + i * ch.step;
       float s[VEC];
-      load_upto<XT, VEC>(src + col, col_end - col, s);
-      scale_in_place<WT, VEC>(p, col, col_end - col, s, rstd);
-      store_upto<YT, VEC>(y + col, col_end - col, s);
+      load_upto<XT, VEC>(src + col, ch.col_end - col, s);
+      scale_in_place<WT, VEC>(p, col, ch.col_end - col, s, rstd);
+      store_upto<YT, VEC>(y + col, ch.col_end - col, s);
     }
   }
   cluster_sum_done();

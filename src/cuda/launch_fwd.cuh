@@ -71,7 +71,8 @@ void launch_fwd(const nk_rms_norm_fwd_args& a, const LaunchConfig& cfg, cudaStre
     } else if (cfg.plan == RowPlan::kStreaming && cfg.cluster_size > 1) {
       // KernelFacts::fwd_cluster_streaming: persistent clusters, capped to those resident.
       auto kernel = rms_norm_fwd_cluster_streaming<XT, WT, YT, VEC>;
-      const LaunchConfig run = fit_resident_clusters(cfg, kernel, "rms_norm_fwd (cluster streaming)");
+      const LaunchConfig run =
+          fit_resident_clusters(cfg, kernel, "rms_norm_fwd (cluster streaming)");
       launch(kernel, run.grid, dim3(run.threads_per_row), {run.cluster_size}, stream,
              "rms_norm_fwd (cluster streaming)", 0, p);
     } else if (cfg.plan == RowPlan::kStreaming) {

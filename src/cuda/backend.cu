@@ -77,7 +77,9 @@ int64_t bwd_staged_bytes(int vec, nk_dtype x, nk_dtype dy, bool with_dresidual) 
 }
 
 // plan_fwd / plan_bwd with the L2 policy of the inputs they read once (x and residual; x, dy
-// and dresidual_out), weighed by those inputs' bytes: what the launches and --explain share.
+// and dresidual_out), weighed by those inputs' bytes, and their cluster-streaming steps (the
+// backward's also its split-row extras; weight_bytes 0 without a weight): what the launches and
+// --explain share.
 LaunchConfig plan_fwd_with_reads(int64_t rows, int64_t hidden, int vec, nk_dtype x,
                                  bool with_residual, const KernelFacts& facts) {
   LaunchConfig c = plan_fwd(rows, hidden, vec, facts, fwd_staged_bytes(vec, x, with_residual));
@@ -87,13 +89,16 @@ LaunchConfig plan_fwd_with_reads(int64_t rows, int64_t hidden, int vec, nk_dtype
   return c;
 }
 LaunchConfig plan_bwd_with_reads(int64_t rows, int64_t hidden, int vec, nk_dtype x, nk_dtype dy,
-                                 bool with_dresidual, const KernelFacts& facts) {
+                                 int64_t weight_bytes, bool dbias, bool with_dresidual,
+                                 const KernelFacts& facts) {
   LaunchConfig c =
       plan_bwd(rows, hidden, vec, facts, bwd_staged_bytes(vec, x, dy, with_dresidual));
   const int64_t xs = static_cast<int64_t>(nk_dtype_size(x));
   const int64_t read_once =
       rows * hidden * (xs + static_cast<int64_t>(nk_dtype_size(dy)) + (with_dresidual ? xs : 0));
   apply_read_policy(c, read_once, true, facts);
+  apply_split_row_extras(c, weight_bytes, dbias, with_dresidual, facts);
+  apply_cluster_streaming(c, rows, hidden, dbias, facts);
   return c;
 }
 
@@ -117,12 +122,9 @@ LaunchConfig plan_bwd_for(const nk_rms_norm_bwd_args& a, const KernelFacts& fact
                        facts, staged, outputs);
   if (columns.grid > 0) return columns;
   const int vec = bwd_vector_width(a);
-  LaunchConfig c = plan_bwd_with_reads(a.rows, a.hidden, vec, a.x_dtype, a.dy_dtype,
-                                       a.dresidual_out != nullptr, facts);
-  apply_split_row_extras(c, a.weight ? int64_t(nk_dtype_size(a.weight_dtype)) : 0,
-                         a.dbias != nullptr, a.dresidual_out != nullptr, facts);
-  apply_cluster_streaming(c, a.rows, a.hidden, a.dbias != nullptr, facts);
-  return c;
+  return plan_bwd_with_reads(a.rows, a.hidden, vec, a.x_dtype, a.dy_dtype,
+                             a.weight ? int64_t(nk_dtype_size(a.weight_dtype)) : 0,
+                             a.dbias != nullptr, a.dresidual_out != nullptr, facts);
 }
 
 int natural_vec(nk_dtype a, nk_dtype b, nk_dtype c) {
@@ -243,10 +245,9 @@ std::string explain_bwd(int64_t rows, int64_t hidden, nk_dtype x, nk_dtype w, nk
   const LaunchConfig columns =
       plan_bwd_columns(rows, hidden, dx_vec, facts, staged, dbias ? 2 : 1);
   if (columns.grid > 0) return columns.describe();
-  LaunchConfig c = plan_bwd_with_reads(rows, hidden, vec, x, dy, false, facts);
-  apply_split_row_extras(c, int64_t(nk_dtype_size(w)), dbias, false, facts);
-  apply_cluster_streaming(c, rows, hidden, dbias, facts);
-  return c.describe();
+  return plan_bwd_with_reads(rows, hidden, vec, x, dy, int64_t(nk_dtype_size(w)), dbias, false,
+                             facts)
+      .describe();
 }
 
 }  // namespace normkit::cuda

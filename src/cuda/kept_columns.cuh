@@ -10,8 +10,8 @@ namespace normkit::cuda {
 // more, 32 more registers would spill in the pipelined kernels, and a packed copy (converted
 // at each read) measured slower than re-reading the vector per row, which hits L1: so then
 // get() re-reads it (where the kernel's shared memory leaves L1 too small for that,
-// SharedColumns below holds it instead). Reads add `offset`: 1 gives the zero-centered weight 1 + w, and a missing
-// vector (null) reads as `offset` alone.
+// SharedColumns below holds it instead). Reads add `offset`: 1 gives the zero-centered weight
+// 1 + w, and a missing vector (null) reads as `offset` alone.
 template <typename T, int VEC, int IMAX>
 struct KeptColumns {
   static constexpr bool kKept = IMAX <= 2;

@@ -316,18 +316,26 @@ for step in "${steps[@]}"; do
     modes)  # A/B over the plain forward and the quantized modes in one run (mode_runs) of
       # AB_MODES under AB_CONFIGS
       mode_runs "${AB_MODES:-plain tensor token block mxfp8 transposed}" "${AB_CONFIGS:-none}" ;;
-    pending)  # rows past what 16 pipelined CTAs hold, on a cluster per row (the default since the
-      # twenty-third session): their tests, then the next-row L2 prefetch
-      # (NK_TUNE_CLUSTER_STREAMING_PREFETCH=1) against without, twice, and one CTA per row
+    pending)  # rows past what 16 pipelined CTAs hold: their tests, then the next-row L2 prefetch
+      # capped to the first 16/32/64 KB of each CTA's chunk (NK_TUNE_CLUSTER_STREAMING_PREFETCH_KB)
+      # against all of it and none, each twice; float32 and the forward with the prefetch on
       run ctest_pending ctest --test-dir "$BUILD" --output-on-failure \
-        -R 'streaming|LargeSplitRows|LaunchConfig'
-      one="NK_TUNE_FWD_CLUSTER_STREAMING=0,NK_TUNE_BWD_CLUSTER_STREAMING=0"
-      pre=NK_TUNE_CLUSTER_STREAMING_PREFETCH=1
-      knob_runs bench_pending 600 "none $pre none $pre $one" \
+        -R 'LaunchConfig|RowsPastTheClusters|RowsPastThePipelinedClusters'
+      kb=NK_TUNE_CLUSTER_STREAMING_PREFETCH_KB
+      on=NK_TUNE_CLUSTER_STREAMING_PREFETCH=1
+      off=NK_TUNE_CLUSTER_STREAMING_PREFETCH=0
+      caps="none $kb=16 $kb=32 $kb=64 $off"
+      knob_runs bench_pending 600 "$caps $caps" --bwd-only \
+        --shapes 128x1048576,64x1048576,256x524288,600x300000,64x524288
+      knob_runs bench_pending_bias 600 "$caps $caps" --bwd-only --bias \
+        --shapes 256x524288,512x300000,128x1048576
+      caps_on="none $on $on,$kb=16 $on,$kb=32 $on,$kb=64"
+      knob_runs bench_pending_fp32 600 "$caps_on $caps_on" --bwd-only --dtype fp32 \
+        --shapes 512x262144,64x262144
+      knob_runs bench_pending_fwd 600 "$caps_on $caps_on" --fwd-only \
         --shapes 256x524288,128x1048576,64x524288,600x300000
-      knob_runs bench_pending_fp32 600 "none $pre" --dtype fp32 --shapes 512x262144,64x262144
-      knob_runs bench_pending_bias 600 "none $pre" --bias --shapes 256x524288,512x300000
-      knob_runs bench_pending_residual 600 "none $pre" --fwd-only --residual --shapes 256x524288 ;;
+      knob_runs bench_pending_fwd_residual 600 "$caps_on $caps_on" --fwd-only --residual \
+        --shapes 256x524288 ;;
     probe)  # knob A/Bs in one run: `normkit bench $PROBE_ARGS` over PROBE_SHAPES (default: the
       # sweep) under each of PROBE_CONFIGS (knobs joined by commas; "none": the defaults)
       shape_args=()

@@ -41,12 +41,14 @@ __device__ __forceinline__ StreamingChunk streaming_chunk(const RowShape& shape)
   return c;
 }
 
-// Asks for the CTA's chunk [col_begin, col_end) of the row at `row` in L2 (one bulk request by
-// one thread, rounded down to whole 16-byte words). `row + col_begin` must be 16-byte aligned:
-// callers use it only with 16-byte vectors.
+// Asks for the first max_bytes of the CTA's chunk [col_begin, col_end) of the row at `row` in
+// L2 (one bulk request by one thread, rounded down to whole 16-byte words). `row + col_begin`
+// must be 16-byte aligned: callers use it only with 16-byte vectors.
 template <typename T>
-__device__ __forceinline__ void prefetch_chunk(const T* row, int64_t col_begin, int64_t col_end) {
-  const uint32_t bytes = static_cast<uint32_t>((col_end - col_begin) * sizeof(T)) & ~15u;
+__device__ __forceinline__ void prefetch_chunk(const T* row, int64_t col_begin, int64_t col_end,
+                                               uint32_t max_bytes) {
+  const uint32_t bytes =
+      min(static_cast<uint32_t>((col_end - col_begin) * sizeof(T)), max_bytes) & ~15u;
   if (bytes > 0) prefetch_l2_bulk(row + col_begin, bytes);
 }
 

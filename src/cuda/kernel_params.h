@@ -55,7 +55,9 @@ struct FwdParams {
   QuantParams quant;  // used by the quantizing kernels only
   bool evict_first_reads;  // x and residual through L2 as evict-first (read_policy.cuh)
   bool evict_last_reads;   // ... as evict-last
-  bool prefetch_next_row;  // cluster streaming: the CTA's chunk of its next row into L2 early
+  // Cluster streaming: the first prefetch_bytes of the CTA's chunk of its next row, per tensor,
+  // into L2 early (0: none).
+  uint32_t prefetch_bytes;
 
   // Whether the weight comes with extras: the zero-centered add (1 + w) or a bias. Kernels
   // with an EXTRAS template flag are launched with it false where this is false, and leave both
@@ -91,7 +93,9 @@ struct BwdParams {
   bool early_dependent;  // allow_dependent_launch at the kernel's start
   bool evict_first_reads;  // x, dy and dresidual_out through L2 as evict-first (read_policy.cuh)
   bool evict_last_reads;   // ... as evict-last
-  bool prefetch_next_row;  // cluster streaming: the CTA's chunk of its next row into L2 early
+  // Cluster streaming: the first prefetch_bytes of the CTA's chunk of its next row, per tensor,
+  // into L2 early (0: none).
+  uint32_t prefetch_bytes;
 
   __host__ __device__ bool want_dweight() const { return partial_dweight || dweight; }
   __host__ __device__ bool want_dbias() const { return partial_dbias || dbias; }

@@ -33,7 +33,7 @@ void launch_bwd(const nk_rms_norm_bwd_args& a, const LaunchConfig& planned, cuda
   p.early_dependent = planned.early_dependent;
   p.evict_first_reads = planned.evict_first_reads;
   p.evict_last_reads = planned.evict_last_reads;
-  p.prefetch_next_row = planned.prefetch_next_row;
+  p.prefetch_bytes = static_cast<uint32_t>(planned.prefetch_bytes);
   LaunchConfig cfg = planned;  // a pipelined cluster plan may get fewer slots at launch
   // Whether the main kernel sums the partial sums over the slots itself (a cooperative launch
   // where the plan asks for it: its grid is already capped to the CTAs resident at once by

@@ -261,7 +261,7 @@ std::string LaunchConfig::describe() const {
   if (reduce_in_grid) s += " reduce-in-grid";
   if (pending_in_registers) s += " pending-in-registers";
   if (smem_weight) s += " smem-weight";
-  if (prefetch_next_row) s += " prefetch-next-row";
+  if (prefetch_bytes) s += " prefetch-next-row=" + std::to_string(prefetch_bytes >> 10) + "KB";
   if (slot_sums) s += " slot-sums";
   if (evict_first_reads) s += " evict-first";
   if (evict_last_reads) s += " evict-last";
@@ -543,12 +543,19 @@ StreamingCluster streaming_cluster(int64_t hidden, int vec, const KernelFacts& f
   return {cluster, ceil_div(nvec, cluster) * vec};
 }
 
-// c as `clusters` persistent clusters of `geometry`, one slot each, prefetching next rows
-// where the facts ask.
+// c as `clusters` persistent clusters of `geometry`, one slot each, prefetching (the start of)
+// next rows where the facts ask. The kernels prefetch with 16-byte vectors only: 16 / vec bytes
+// per element.
 void set_streaming_clusters(LaunchConfig& c, StreamingCluster geometry, int64_t clusters,
                             bool backward, const KernelFacts& facts) {
-  c.prefetch_next_row = facts.cluster_streaming_prefetch == 1 ||
+  const bool prefetch = facts.cluster_streaming_prefetch == 1 ||
                         (facts.cluster_streaming_prefetch == 2 && backward && c.vec == 8);
+  const int64_t chunk_bytes = geometry.cols * (16 / c.vec);
+  c.prefetch_bytes =
+      !prefetch ? 0
+      : facts.cluster_streaming_prefetch_kb > 0
+          ? std::min<int64_t>(chunk_bytes, int64_t(facts.cluster_streaming_prefetch_kb) << 10)
+          : chunk_bytes;
   c.cluster_size = geometry.cluster;
   c.cols_per_cta = geometry.cols;
   c.threads_per_row = kStreamingThreads;

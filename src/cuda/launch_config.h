@@ -118,6 +118,9 @@ struct KernelFacts {
   // 600 x 300000 825 -> 670, with dbias 512 x 300000 788 -> 646; but float32 512 x 262144
   // 899 -> 995, and every forward slower (256 x 524288 243 -> 297, residual 425 -> 558).
   int cluster_streaming_prefetch = 2;
+  // The most of each chunk that prefetch asks for, in KB per tensor (0: all of it;
+  // NK_TUNE_CLUSTER_STREAMING_PREFETCH_KB).
+  int cluster_streaming_prefetch_kb = 0;
   // Pipelined forward: resident CTAs per SM, and the most rows for which it is chosen over the
   // registers kernel (NK_TUNE_FWD_CTAS_PER_SM, NK_TUNE_FWD_PIPELINE_MAX_ROWS).
   int fwd_ctas_per_sm = 2;
@@ -425,9 +428,10 @@ struct LaunchConfig {
   // says they apply (smem_bytes then includes the weight's chunk).
   bool pending_in_registers = false;
   bool smem_weight = false;
-  // Cluster-streaming plans (KernelFacts::cluster_streaming_prefetch): each CTA asks for its
-  // chunk of its next row in L2 once it has read the current one.
-  bool prefetch_next_row = false;
+  // Cluster-streaming plans (KernelFacts::cluster_streaming_prefetch, _prefetch_kb): each CTA
+  // asks for the first prefetch_bytes of its chunk of its next row (per tensor) in L2 once it
+  // has read the current one; 0: no prefetch.
+  int64_t prefetch_bytes = 0;
   // Cluster-streaming backward: some of a CTA's column sums accumulate in its slot of the
   // workspace, where shared memory does not hold them all.
   bool slot_sums = false;

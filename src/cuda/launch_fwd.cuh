@@ -28,7 +28,7 @@ inline FwdParams fwd_params(const nk_rms_norm_fwd_args& a, const LaunchConfig& c
   p.rstd = a.rstd;
   p.evict_first_reads = cfg.evict_first_reads;
   p.evict_last_reads = cfg.evict_last_reads;
-  p.prefetch_next_row = cfg.prefetch_next_row;
+  p.prefetch_bytes = static_cast<uint32_t>(cfg.prefetch_bytes);
   return p;
 }
 

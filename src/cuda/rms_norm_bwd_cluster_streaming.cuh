@@ -37,23 +37,75 @@ __device__ __forceinline__ unsigned dynamic_smem_bytes() {
   return bytes;
 }
 
-// Adds a vector's dy * xhat (and dy) into the slot's workspace sums at `offset` (n elements
-// left in the row): for the columns whose sums do not fit shared memory. `first`: the slot's
-// first row, which writes them.
+// Reads VEC workspace sums at `at` (n columns left in the row) into `sums`: zeros for the
+// slot's first row, or where there is no such output. 16-byte loads where the address allows.
 template <int VEC>
-__device__ __forceinline__ void add_to_slot(float* partial_w, float* partial_b, int64_t offset,
-                                            int64_t n, bool first, const float* xhat,
-                                            const float* dy) {
+__device__ __forceinline__ void read_slot_sums(const float* partial, int64_t at, int64_t n,
+                                               bool first, float (&sums)[VEC]) {
+  if (first || partial == nullptr) {
 #pragma unroll
-  for (int k = 0; k < VEC; ++k) {
-    if (k < n) {
-      if (partial_w) {
-        partial_w[offset + k] = (first ? 0.0f : partial_w[offset + k]) + dy[k] * xhat[k];
+    for (int k = 0; k < VEC; ++k) sums[k] = 0.0f;
+    return;
+  }
+  if constexpr (VEC % 4 == 0) {
+    if (n >= VEC && reinterpret_cast<uintptr_t>(partial + at) % 16 == 0) {
+#pragma unroll
+      for (int k = 0; k < VEC; k += 4) {
+        const float4 v = __ldcg(reinterpret_cast<const float4*>(partial + at + k));
+        sums[k] = v.x, sums[k + 1] = v.y, sums[k + 2] = v.z, sums[k + 3] = v.w;
       }
-      if (partial_b) partial_b[offset + k] = (first ? 0.0f : partial_b[offset + k]) + dy[k];
+      return;
     }
   }
+#pragma unroll
+  for (int k = 0; k < VEC; ++k) sums[k] = k < n ? __ldcg(partial + at + k) : 0.0f;
 }
+
+// Writes VEC workspace sums back where read_slot_sums read them.
+template <int VEC>
+__device__ __forceinline__ void write_slot_sums_back(float* partial, int64_t at, int64_t n,
+                                                     const float (&sums)[VEC]) {
+  if (partial == nullptr) return;
+  if constexpr (VEC % 4 == 0) {
+    if (n >= VEC && reinterpret_cast<uintptr_t>(partial + at) % 16 == 0) {
+#pragma unroll
+      for (int k = 0; k < VEC; k += 4) {
+        __stcg(reinterpret_cast<float4*>(partial + at + k),
+               make_float4(sums[k], sums[k + 1], sums[k + 2], sums[k + 3]));
+      }
+      return;
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < VEC; ++k) {
+    if (k < n) __stcg(partial + at + k, sums[k]);
+  }
+}
+
+// One vector's dweight and dbias sums in the cluster's slot of the workspace, for the columns
+// whose sums do not fit shared memory. Read before the vector's data is used, with the batch's
+// loads: added element by element after the dx stores, each read waited for the store before
+// it (the compiler cannot move a load above a store that may alias it), a chain of 8-16 L2
+// round trips per vector.
+template <int VEC>
+struct SlotVector {
+  float w[VEC], b[VEC];
+  __device__ __forceinline__ void read(const BwdParams& p, int64_t at, int64_t n, bool first) {
+    read_slot_sums<VEC>(p.partial_dweight, at, n, first, w);
+    read_slot_sums<VEC>(p.partial_dbias, at, n, first, b);
+  }
+  // Adds dy * xhat (and dy) and writes the sums back.
+  __device__ __forceinline__ void add_and_write(const BwdParams& p, int64_t at, int64_t n,
+                                                const float* xhat, const float* dy) {
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) {
+      w[k] += dy[k] * xhat[k];
+      b[k] += dy[k];
+    }
+    write_slot_sums_back<VEC>(p.partial_dweight, at, n, w);
+    write_slot_sums_back<VEC>(p.partial_dbias, at, n, b);
+  }
+};
 
 // blockDim = (T, 1); cluster_size CTAs per row, CTA `rank` covering columns [rank * cols_per_cta,
 // ...) (a multiple of VEC) of the rows slot, slot + slots, ... of its cluster. Dynamic shared
@@ -137,9 +189,9 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_cluster_streaming(BwdParams 
       for (int k = 0; k < VEC; ++k) dot += dy[k] * w[k] * xv[k] * rstd;
     }
     // The next row's chunk, on its way into L2 through the reduction and pass 2.
-    if (kHinted && p.prefetch_next_row && threadIdx.x == 0 && row + ch.slots < shape.rows) {
-      prefetch_chunk(x + ch.slots * p.x_stride, ch.col_begin, ch.col_end);
-      prefetch_chunk(dy_row + ch.slots * p.dy_stride, ch.col_begin, ch.col_end);
+    if (kHinted && p.prefetch_bytes && threadIdx.x == 0 && row + ch.slots < shape.rows) {
+      prefetch_chunk(x + ch.slots * p.x_stride, ch.col_begin, ch.col_end, p.prefetch_bytes);
+      prefetch_chunk(dy_row + ch.slots * p.dy_stride, ch.col_begin, ch.col_end, p.prefetch_bytes);
     }
     // Pushed to every CTA of the cluster and waited for at once (the pipelined kernels' slots
     // and their reuse rule: a CTA pushes row k only after its wait for row k - 1).
@@ -147,8 +199,11 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_cluster_streaming(BwdParams 
     const float mean =
         cluster_row_wait(cluster_sums, k_row % kClusterRowSlots, sum_phases) * shape.inv_hidden;
     // Pass 2 (the same bytes, read moments ago: from L2): dx and the column sums.
+    const auto slot_at = [&](int64_t i) {
+      return ch.slot * shape.hidden + ch.first_col + i * ch.step;
+    };
     const auto finish = [&](int64_t i, const float* xv, const float* dy, const float* w,
-                            int64_t n) {
+                            int64_t n, SlotVector<VEC>& in_slot) {
       const int64_t col = ch.first_col + i * ch.step;
       float xhat[VEC], g[VEC];
 #pragma unroll
@@ -163,8 +218,7 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_cluster_streaming(BwdParams 
           if (want_b) sum_b[column_sum_index(i, k, VEC)] += dy[k];
         }
       } else {
-        add_to_slot<VEC>(p.partial_dweight, p.partial_dbias, ch.slot * shape.hidden + col, n,
-                         k_row == 0, xhat, dy);
+        in_slot.add_and_write(p, slot_at(i), n, xhat, dy);
       }
       store_dx<XT, VEC>(p, row, col, n, xhat, g, rstd, mean);
     };
@@ -175,18 +229,22 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_cluster_streaming(BwdParams 
       load_batch(x, dy_row, i, done, xs, dys, ws);
 #pragma unroll
       for (int b = 0; b < B; ++b) {
+        SlotVector<VEC> in_slot;
+        if (SLOT_SUMS && i + b >= kept) in_slot.read(p, slot_at(i + b), VEC, k_row == 0);
         float xv[VEC], dy[VEC], w[VEC];
 #pragma unroll
         for (int k = 0; k < VEC; ++k) xv[k] = xs[b].get_float(k), dy[k] = dys[b].get_float(k);
         weight_scale<WT, VEC>(p, ws[b], w);
-        finish(i + b, xv, dy, w, VEC);
+        finish(i + b, xv, dy, w, VEC, in_slot);
       }
     }
     for (int64_t i = ch.batched; i < ch.vectors; ++i) {
       const int64_t col = ch.first_col + i * ch.step;
       float xv[VEC], dy[VEC], w[VEC];
       load_streamed<XT, WT, DYT, VEC>(p, x, dy_row, col, ch.col_end - col, xv, dy, w);
-      finish(i, xv, dy, w, ch.col_end - col);
+      SlotVector<VEC> in_slot;
+      if (SLOT_SUMS && i >= kept) in_slot.read(p, slot_at(i), ch.col_end - col, k_row == 0);
+      finish(i, xv, dy, w, ch.col_end - col, in_slot);
     }
   }
   cluster_sum_done();

@@ -78,11 +78,11 @@ __global__ void __launch_bounds__(512, 2) rms_norm_fwd_cluster_streaming(FwdPara
       for (int k = 0; k < VEC; ++k) sum_sq += s[k] * s[k];
     }
     // The next row's chunk, on its way into L2 through the reduction and pass 2.
-    if (kHinted && p.prefetch_next_row && threadIdx.x == 0 && row + ch.slots < shape.rows) {
-      prefetch_chunk(x + ch.slots * p.x_stride, ch.col_begin, ch.col_end);
+    if (kHinted && p.prefetch_bytes && threadIdx.x == 0 && row + ch.slots < shape.rows) {
+      prefetch_chunk(x + ch.slots * p.x_stride, ch.col_begin, ch.col_end, p.prefetch_bytes);
       if (p.residual) {
         prefetch_chunk(static_cast<const XT*>(p.residual) + (row + ch.slots) * p.residual_stride,
-                       ch.col_begin, ch.col_end);
+                       ch.col_begin, ch.col_end, p.prefetch_bytes);
       }
     }
     // Pushed to every CTA of the cluster and waited for at once (as the backward's).

@@ -48,6 +48,8 @@ inline const KernelFacts& tuned_defaults() {
         tuning_knob("NK_TUNE_FWD_CLUSTER_STREAMING", k.fwd_cluster_streaming, 0, 1);
     k.cluster_streaming_prefetch =
         tuning_knob("NK_TUNE_CLUSTER_STREAMING_PREFETCH", k.cluster_streaming_prefetch, 0, 2);
+    k.cluster_streaming_prefetch_kb = tuning_knob("NK_TUNE_CLUSTER_STREAMING_PREFETCH_KB",
+                                                  k.cluster_streaming_prefetch_kb, 0, 1 << 20);
     k.fwd_ctas_per_sm = tuning_knob("NK_TUNE_FWD_CTAS_PER_SM", k.fwd_ctas_per_sm, 1, 16);
     k.fwd_pipeline_max_rows =
         tuning_knob("NK_TUNE_FWD_PIPELINE_MAX_ROWS", k.fwd_pipeline_max_rows, 0, 1 << 30);

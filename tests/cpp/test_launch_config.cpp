@@ -510,7 +510,7 @@ TEST(LaunchConfig, ClusterStreamingWhereTheColumnSumsFitSharedMemory) {
   EXPECT_EQ(c.smem_bytes, 32768 * 4);
   EXPECT_EQ(c.slots, f.sm_count / 16);
   EXPECT_EQ(c.grid, c.slots * 16);
-  EXPECT_TRUE(c.prefetch_next_row);  // (bf16: 8-element vectors)
+  EXPECT_EQ(c.prefetch_bytes, 32768 * 2);  // (bf16: 8-element vectors; all of the chunk)
   // With dbias its sums double: of 256 KB, the 7 passes of 4096 columns that fit (224 KB)
   // stay in shared memory, the 8th goes to the workspace.
   LaunchConfig with_bias = normkit::cuda::plan_bwd(256, 524288, 8, f, 4);
@@ -534,7 +534,7 @@ TEST(LaunchConfig, ClusterStreamingWhereTheColumnSumsFitSharedMemory) {
   LaunchConfig fp32 = normkit::cuda::plan_bwd(512, 262144, 4, f, 4);
   normkit::cuda::apply_cluster_streaming(fp32, 512, 262144, false, f);
   EXPECT_EQ(fp32.cluster_size, 16) << fp32.describe();
-  EXPECT_FALSE(fp32.prefetch_next_row) << fp32.describe();
+  EXPECT_EQ(fp32.prefetch_bytes, 0) << fp32.describe();
   // Fewer rows than clusters: a cluster per row. Pipelined plans are left alone.
   LaunchConfig few = normkit::cuda::plan_bwd(3, 524288, 8, f, 4);
   normkit::cuda::apply_cluster_streaming(few, 3, 524288, false, f);
@@ -573,12 +573,17 @@ TEST(LaunchConfig, ForwardClusterStreamingPastTheWidestClusters) {
   EXPECT_EQ(fp32.cols_per_cta, 16384);
   EXPECT_EQ(fp32.slots, 3);
   // The next row's prefetch: by default (2) in the backward of 8-element vectors only.
-  EXPECT_FALSE(c.prefetch_next_row);
-  EXPECT_FALSE(fp32.prefetch_next_row);
+  EXPECT_EQ(c.prefetch_bytes, 0);
+  EXPECT_EQ(fp32.prefetch_bytes, 0);
   f.cluster_streaming_prefetch = 1;
   LaunchConfig prefetching = normkit::cuda::plan_fwd(3, 262144, 4, f, 4);
   normkit::cuda::apply_fwd_cluster_streaming(prefetching, 3, 262144, f);
-  EXPECT_TRUE(prefetching.prefetch_next_row) << prefetching.describe();
+  EXPECT_EQ(prefetching.prefetch_bytes, 16384 * 4) << prefetching.describe();
+  // Capped (NK_TUNE_CLUSTER_STREAMING_PREFETCH_KB): the first 40 KB of each chunk.
+  f.cluster_streaming_prefetch_kb = 40;
+  LaunchConfig capped = normkit::cuda::plan_fwd(3, 262144, 4, f, 4);
+  normkit::cuda::apply_fwd_cluster_streaming(capped, 3, 262144, f);
+  EXPECT_EQ(capped.prefetch_bytes, 40 << 10) << capped.describe();
 }
 
 TEST(LaunchConfig, SplitsBackwardRowsOfMoreThan1024VectorsOverClusters) {

@@ -543,19 +543,8 @@ StreamingCluster streaming_cluster(int64_t hidden, int vec, const KernelFacts& f
   return {cluster, ceil_div(nvec, cluster) * vec};
 }
 
-// c as `clusters` persistent clusters of `geometry`, one slot each, prefetching (the start of)
-// next rows where the facts ask. The kernels prefetch with 16-byte vectors only: 16 / vec bytes
-// per element.
-void set_streaming_clusters(LaunchConfig& c, StreamingCluster geometry, int64_t clusters,
-                            bool backward, const KernelFacts& facts) {
-  const bool prefetch = facts.cluster_streaming_prefetch == 1 ||
-                        (facts.cluster_streaming_prefetch == 2 && backward && c.vec == 8);
-  const int64_t chunk_bytes = geometry.cols * (16 / c.vec);
-  c.prefetch_bytes =
-      !prefetch ? 0
-      : facts.cluster_streaming_prefetch_kb > 0
-          ? std::min<int64_t>(chunk_bytes, int64_t(facts.cluster_streaming_prefetch_kb) << 10)
-          : chunk_bytes;
+// c as `clusters` persistent clusters of `geometry`, one slot each.
+void set_streaming_clusters(LaunchConfig& c, StreamingCluster geometry, int64_t clusters) {
   c.cluster_size = geometry.cluster;
   c.cols_per_cta = geometry.cols;
   c.threads_per_row = kStreamingThreads;
@@ -587,8 +576,7 @@ void apply_cluster_streaming(LaunchConfig& c, int64_t rows, int64_t hidden, bool
   c.slot_sums = passes < needed;
   const int64_t smem = passes * pass_bytes;
   set_streaming_clusters(c, geometry,
-                         std::clamp<int64_t>(facts.sm_count / geometry.cluster, 1, rows), true,
-                         facts);
+                         std::clamp<int64_t>(facts.sm_count / geometry.cluster, 1, rows));
   c.smem_bytes = smem;
 }
 
@@ -602,9 +590,28 @@ void apply_fwd_cluster_streaming(LaunchConfig& c, int64_t rows, int64_t hidden,
   if (geometry.cluster < 2) return;
   set_streaming_clusters(
       c, geometry,
-      std::clamp<int64_t>(facts.sm_count * facts.fwd_ctas_per_sm / geometry.cluster, 1, rows),
-      false, facts);
+      std::clamp<int64_t>(facts.sm_count * facts.fwd_ctas_per_sm / geometry.cluster, 1, rows));
   c.smem_bytes = 0;
+}
+
+void apply_streaming_prefetch(LaunchConfig& c, int64_t x_bytes, int64_t other_bytes,
+                              bool backward, const KernelFacts& facts) {
+  c.prefetch_bytes = 0;
+  const int mode = facts.cluster_streaming_prefetch;
+  if (c.plan != RowPlan::kStreaming || c.cluster_size < 2 || mode == 0 ||
+      (mode == 2 && !backward) || x_bytes * c.vec != 16 || other_bytes * c.vec != 16) {
+    return;
+  }
+  const int64_t chunk = c.cols_per_cta * x_bytes;
+  if (facts.cluster_streaming_prefetch_kb > 0) {
+    c.prefetch_bytes = std::min<int64_t>(chunk, int64_t(facts.cluster_streaming_prefetch_kb) << 10);
+    return;
+  }
+  // Two tensors' chunks per CTA in flight, and as much of the next row's as fits beside them.
+  const int64_t budget = facts.l2_bytes * facts.cluster_streaming_l2_percent / 100;
+  const int64_t room = (budget - c.grid * chunk * 2) / (c.grid * 2) / 16 * 16;
+  constexpr int64_t kLeastPrefetch = 4096;  // (smaller requests would not pay for themselves)
+  if (room >= kLeastPrefetch) c.prefetch_bytes = std::min(chunk, room);
 }
 
 void apply_read_policy(LaunchConfig& c, int64_t read_bytes, bool backward,

@@ -110,17 +110,24 @@ struct KernelFacts {
   // 311 -> 241 us, 128 x 1048576 442 -> 286, 64 x 524288 204 -> 73, 600 x 300000 465 -> 359,
   // float32 512 x 262144 563 -> 462, with the residual 256 x 524288 529 -> 417.
   int fwd_cluster_streaming = 1;
-  // The cluster-streaming kernels can prefetch each CTA's chunk of its next row into L2 (one
-  // bulk request per tensor) once pass 1 of the current row has read it, so that HBM works
-  // through the cluster's reduction and pass 2 (NK_TUNE_CLUSTER_STREAMING_PREFETCH): 0 never,
-  // 1 always, 2 (the default) in the backward of 16-bit inputs (8-element vectors) only.
-  // Measured (twenty-third session, H100, twice each): backward bf16 256 x 524288 558 -> 512 us,
-  // 600 x 300000 825 -> 670, with dbias 512 x 300000 788 -> 646; but float32 512 x 262144
-  // 899 -> 995, and every forward slower (256 x 524288 243 -> 297, residual 425 -> 558).
+  // The cluster-streaming kernels can prefetch (the start of) each CTA's chunk of its next row
+  // into L2 (one bulk request per tensor) once pass 1 of the current row has read it, so that
+  // HBM works through the cluster's reduction and pass 2 (NK_TUNE_CLUSTER_STREAMING_PREFETCH):
+  // 0 never, 1 always, 2 (the default) in the backward only. How much: a cap that keeps the
+  // rows in flight and the prefetch within 40% of L2 (below). Measured (H100, twice each, µs):
+  // the whole chunk helped only where the rows in flight were small (600 x 300000 795 -> 633,
+  // 8 MB of chunks); at 256 x 524288 (14 MB) the first 16 KB per tensor was best (472 without,
+  // 455, 463 with 32 KB, 511 with all 64 KB) and at 1048576 columns (28 MB) none (128 x 1048576
+  // 671, 678 with 16 KB, 814 with all); float32 512 x 262144 750 -> 743 with 16 KB, 857 with all.
+  // Every forward slower with it (256 x 524288 243.5 -> 248.6 with 16 KB, 297 with all) but
+  // 600 x 300000 (358 -> 347). Twenty-third and twenty-fourth sessions, docs/notes.md.
   int cluster_streaming_prefetch = 2;
-  // The most of each chunk that prefetch asks for, in KB per tensor (0: all of it;
-  // NK_TUNE_CLUSTER_STREAMING_PREFETCH_KB).
+  // How much of each CTA's chunk of its next row the prefetch asks for, per tensor
+  // (apply_streaming_prefetch): NK_TUNE_CLUSTER_STREAMING_PREFETCH_KB if set (> 0), else what
+  // fits with the rows in flight within NK_TUNE_CLUSTER_STREAMING_L2_PERCENT of L2.
   int cluster_streaming_prefetch_kb = 0;
+  int cluster_streaming_l2_percent = 40;
+  int64_t l2_bytes = int64_t(50) << 20;
   // Pipelined forward: resident CTAs per SM, and the most rows for which it is chosen over the
   // registers kernel (NK_TUNE_FWD_CTAS_PER_SM, NK_TUNE_FWD_PIPELINE_MAX_ROWS).
   int fwd_ctas_per_sm = 2;
@@ -496,6 +503,15 @@ void apply_cluster_streaming(LaunchConfig& c, int64_t rows, int64_t hidden, bool
 // backward's, without shared memory, fwd_ctas_per_sm CTAs per SM.
 void apply_fwd_cluster_streaming(LaunchConfig& c, int64_t rows, int64_t hidden,
                                  const KernelFacts& facts);
+
+// Sets c.prefetch_bytes of a cluster-streaming plan (0 otherwise) whose reads are x_bytes and
+// other_bytes elements (dy, or the forward's residual): where KernelFacts::
+// cluster_streaming_prefetch asks and both are 16-byte vectors, the first
+// cluster_streaming_prefetch_kb of each CTA's chunk, or by default as much as fits with the
+// plan's CTAs' chunks of the current row (x and the other, all in flight at once) within
+// cluster_streaming_l2_percent of L2.
+void apply_streaming_prefetch(LaunchConfig& c, int64_t x_bytes, int64_t other_bytes,
+                              bool backward, const KernelFacts& facts);
 
 // Sets c.evict_first_reads (or else c.evict_last_reads) where c's kernel honors it (the
 // pipelined plans, and the forwards' registers and cluster plans of whole vectors that are not

@@ -50,6 +50,8 @@ inline const KernelFacts& tuned_defaults() {
         tuning_knob("NK_TUNE_CLUSTER_STREAMING_PREFETCH", k.cluster_streaming_prefetch, 0, 2);
     k.cluster_streaming_prefetch_kb = tuning_knob("NK_TUNE_CLUSTER_STREAMING_PREFETCH_KB",
                                                   k.cluster_streaming_prefetch_kb, 0, 1 << 20);
+    k.cluster_streaming_l2_percent = tuning_knob("NK_TUNE_CLUSTER_STREAMING_L2_PERCENT",
+                                                 k.cluster_streaming_l2_percent, 0, 100);
     k.fwd_ctas_per_sm = tuning_knob("NK_TUNE_FWD_CTAS_PER_SM", k.fwd_ctas_per_sm, 1, 16);
     k.fwd_pipeline_max_rows =
         tuning_knob("NK_TUNE_FWD_PIPELINE_MAX_ROWS", k.fwd_pipeline_max_rows, 0, 1 << 30);
@@ -135,6 +137,7 @@ inline KernelFacts kernel_facts(const DeviceFacts& d) {
   // Less 1 KB for the kernels' static shared memory (reduction scratch).
   if (d.smem_per_block_optin > 1024) k.smem_per_block = static_cast<int64_t>(d.smem_per_block_optin) - 1024;
   if (d.smem_per_sm > 0) k.smem_per_sm = static_cast<int64_t>(d.smem_per_sm);
+  if (d.l2_bytes > 0) k.l2_bytes = static_cast<int64_t>(d.l2_bytes);
   return k;
 }
 

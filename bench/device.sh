@@ -319,15 +319,14 @@ for step in "${steps[@]}"; do
     pending)  # rows past what 16 pipelined CTAs hold: their tests, then the backward with each
       # row's pass 2 in one loop with the next row's pass 1 (NK_TUNE_BWD_STREAMING_OVERLAP=1)
       # against the default (the next row's start prefetched), each twice
-      run ctest_pending ctest --test-dir "$BUILD" --output-on-failure \
-        -R 'LaunchConfig|RowsPastTheClusters|RowsPastThePipelinedClusters|streaming_overlap'
+      run ctest_pending ctest --test-dir "$BUILD" --output-on-failure -R 'streaming_overlap'
       ov=NK_TUNE_BWD_STREAMING_OVERLAP=1
       knob_runs bench_pending 600 "none $ov none $ov" --bwd-only \
         --shapes 128x1048576,64x1048576,256x524288,600x300000,64x524288
       knob_runs bench_pending_bias 600 "none $ov none $ov" --bwd-only --bias \
         --shapes 256x524288,512x300000,128x1048576
       knob_runs bench_pending_fp32 600 "none $ov none $ov" --bwd-only --dtype fp32 \
-        --shapes 512x262144,64x262144 ;;
+        --shapes 512x262144,64x262144,256x262144 ;;
     probe)  # knob A/Bs in one run: `normkit bench $PROBE_ARGS` over PROBE_SHAPES (default: the
       # sweep) under each of PROBE_CONFIGS (knobs joined by commas; "none": the defaults)
       shape_args=()

@@ -83,7 +83,7 @@ __device__ __forceinline__ void write_slot_sums_back(float* partial, int64_t at,
 }
 
 // Vectors of each of the two rows that an OVERLAP loop loads before it uses any.
-constexpr int kOverlapBatch = 2;
+constexpr int kOverlapBatch = 4;
 
 // One vector's dweight and dbias sums in the cluster's slot of the workspace, for the columns
 // whose sums do not fit shared memory. Read before the vector's data is used, with the batch's

@@ -86,7 +86,7 @@ LaunchConfig plan_fwd_with_reads(int64_t rows, int64_t hidden, int vec, nk_dtype
   apply_read_policy(c, fwd_read_once_bytes(rows, hidden, nk_dtype_size(x), with_residual), false,
                     facts);
   apply_fwd_cluster_streaming(c, rows, hidden, facts);
-  apply_streaming_next_row(c, int64_t(nk_dtype_size(x)), int64_t(nk_dtype_size(x)), false, facts);
+  apply_streaming_prefetch(c, int64_t(nk_dtype_size(x)), int64_t(nk_dtype_size(x)), false, facts);
   return c;
 }
 LaunchConfig plan_bwd_with_reads(int64_t rows, int64_t hidden, int vec, nk_dtype x, nk_dtype dy,
@@ -100,7 +100,7 @@ LaunchConfig plan_bwd_with_reads(int64_t rows, int64_t hidden, int vec, nk_dtype
   apply_read_policy(c, read_once, true, facts);
   apply_split_row_extras(c, weight_bytes, dbias, with_dresidual, facts);
   apply_cluster_streaming(c, rows, hidden, dbias, facts);
-  apply_streaming_next_row(c, xs, int64_t(nk_dtype_size(dy)), true, facts);
+  apply_streaming_prefetch(c, xs, int64_t(nk_dtype_size(dy)), true, facts);
   return c;
 }
 

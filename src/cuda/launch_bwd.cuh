@@ -136,17 +136,10 @@ void launch_bwd(const nk_rms_norm_bwd_args& a, const LaunchConfig& planned, cuda
         throw Error(NK_ERROR_INTERNAL, "rms_norm_bwd: pipelined plan with accesses under 4 bytes");
       }
     } else if (cfg.plan == RowPlan::kStreaming && cfg.cluster_size > 1) {
-      // KernelFacts::bwd_cluster_streaming: persistent clusters, capped to those resident. The
-      // overlapped rows only for 16-byte vectors of x (the planner's rule; fewer kernels).
-      auto kernel = cfg.slot_sums ? rms_norm_bwd_cluster_streaming<XT, WT, DYT, VEC, true, false>
-                                  : rms_norm_bwd_cluster_streaming<XT, WT, DYT, VEC, false, false>;
-      if constexpr (sizeof(XT) * VEC == 16) {
-        if (cfg.overlap_rows) {
-          kernel = cfg.slot_sums ? rms_norm_bwd_cluster_streaming<XT, WT, DYT, VEC, true, true>
-                                 : rms_norm_bwd_cluster_streaming<XT, WT, DYT, VEC, false, true>;
-        }
-      }
-      launch_main(kernel, dim3(cfg.threads_per_row), "rms_norm_bwd (cluster streaming)");
+      // KernelFacts::bwd_cluster_streaming: persistent clusters, capped to those resident.
+      launch_main(cfg.slot_sums ? rms_norm_bwd_cluster_streaming<XT, WT, DYT, VEC, true>
+                                : rms_norm_bwd_cluster_streaming<XT, WT, DYT, VEC, false>,
+                  dim3(cfg.threads_per_row), "rms_norm_bwd (cluster streaming)");
     } else if (cfg.plan == RowPlan::kStreaming) {
       set_outputs();
       launch(rms_norm_bwd_streaming<XT, WT, DYT, VEC>, cfg.grid, dim3(cfg.threads_per_row), {},

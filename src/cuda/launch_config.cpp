@@ -263,7 +263,6 @@ std::string LaunchConfig::describe() const {
   if (smem_weight) s += " smem-weight";
   if (prefetch_bytes) s += " prefetch-next-row=" + std::to_string(prefetch_bytes >> 10) + "KB";
   if (slot_sums) s += " slot-sums";
-  if (overlap_rows) s += " overlap-rows";
   if (evict_first_reads) s += " evict-first";
   if (evict_last_reads) s += " evict-last";
   if (smem_bytes) s += " smem=" + std::to_string(smem_bytes);
@@ -595,18 +594,12 @@ void apply_fwd_cluster_streaming(LaunchConfig& c, int64_t rows, int64_t hidden,
   c.smem_bytes = 0;
 }
 
-void apply_streaming_next_row(LaunchConfig& c, int64_t x_bytes, int64_t other_bytes,
+void apply_streaming_prefetch(LaunchConfig& c, int64_t x_bytes, int64_t other_bytes,
                               bool backward, const KernelFacts& facts) {
   c.prefetch_bytes = 0;
-  c.overlap_rows = false;
-  if (c.plan != RowPlan::kStreaming || c.cluster_size < 2) return;
-  if (backward && facts.bwd_streaming_overlap && x_bytes * c.vec == 16) {
-    c.overlap_rows = true;  // (its loop reads the next row itself: no prefetch)
-    return;
-  }
   const int mode = facts.cluster_streaming_prefetch;
-  if (mode == 0 || (mode == 2 && !backward) || x_bytes * c.vec != 16 ||
-      other_bytes * c.vec != 16) {
+  if (c.plan != RowPlan::kStreaming || c.cluster_size < 2 || mode == 0 ||
+      (mode == 2 && !backward) || x_bytes * c.vec != 16 || other_bytes * c.vec != 16) {
     return;
   }
   const int64_t chunk = c.cols_per_cta * x_bytes;

@@ -123,13 +123,10 @@ struct KernelFacts {
   // 600 x 300000 (358 -> 347). Twenty-third and twenty-fourth sessions, docs/notes.md.
   int cluster_streaming_prefetch = 2;
   // How much of each CTA's chunk of its next row the prefetch asks for, per tensor
-  // (apply_streaming_next_row): NK_TUNE_CLUSTER_STREAMING_PREFETCH_KB if set (> 0), else what
+  // (apply_streaming_prefetch): NK_TUNE_CLUSTER_STREAMING_PREFETCH_KB if set (> 0), else what
   // fits with the rows in flight within NK_TUNE_CLUSTER_STREAMING_L2_PERCENT of L2.
   int cluster_streaming_prefetch_kb = 0;
   int cluster_streaming_l2_percent = 40;
-  // The cluster-streaming backward's rows overlapped, each row's pass 2 in one loop with the
-  // next row's pass 1 (NK_TUNE_BWD_STREAMING_OVERLAP; 16-byte vectors of x only).
-  int bwd_streaming_overlap = 0;
   int64_t l2_bytes = int64_t(50) << 20;
   // Pipelined forward: resident CTAs per SM, and the most rows for which it is chosen over the
   // registers kernel (NK_TUNE_FWD_CTAS_PER_SM, NK_TUNE_FWD_PIPELINE_MAX_ROWS).
@@ -442,9 +439,6 @@ struct LaunchConfig {
   // asks for the first prefetch_bytes of its chunk of its next row (per tensor) in L2 once it
   // has read the current one; 0: no prefetch.
   int64_t prefetch_bytes = 0;
-  // Cluster-streaming backward of 16-byte vectors (KernelFacts::bwd_streaming_overlap): each
-  // row's second pass in one loop with the next row's first (no prefetch then).
-  bool overlap_rows = false;
   // Cluster-streaming backward: some of a CTA's column sums accumulate in its slot of the
   // workspace, where shared memory does not hold them all.
   bool slot_sums = false;
@@ -510,14 +504,13 @@ void apply_cluster_streaming(LaunchConfig& c, int64_t rows, int64_t hidden, bool
 void apply_fwd_cluster_streaming(LaunchConfig& c, int64_t rows, int64_t hidden,
                                  const KernelFacts& facts);
 
-// How a cluster-streaming plan whose reads are x_bytes and other_bytes elements (dy, or the
-// forward's residual) takes its next row (nothing for other plans): c.overlap_rows for a
-// backward of 16-byte vectors of x where KernelFacts::bwd_streaming_overlap asks; else
-// c.prefetch_bytes where cluster_streaming_prefetch asks and both are 16-byte vectors: the
-// first cluster_streaming_prefetch_kb of each CTA's chunk, or by default as much as fits with
-// the plan's CTAs' chunks of the current row (x and the other, all in flight at once) within
+// Sets c.prefetch_bytes of a cluster-streaming plan (0 otherwise) whose reads are x_bytes and
+// other_bytes elements (dy, or the forward's residual): where KernelFacts::
+// cluster_streaming_prefetch asks and both are 16-byte vectors, the first
+// cluster_streaming_prefetch_kb of each CTA's chunk, or by default as much as fits with the
+// plan's CTAs' chunks of the current row (x and the other, all in flight at once) within
 // cluster_streaming_l2_percent of L2.
-void apply_streaming_next_row(LaunchConfig& c, int64_t x_bytes, int64_t other_bytes,
+void apply_streaming_prefetch(LaunchConfig& c, int64_t x_bytes, int64_t other_bytes,
                               bool backward, const KernelFacts& facts);
 
 // Sets c.evict_first_reads (or else c.evict_last_reads) where c's kernel honors it (the

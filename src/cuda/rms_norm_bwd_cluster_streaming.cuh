@@ -82,9 +82,6 @@ __device__ __forceinline__ void write_slot_sums_back(float* partial, int64_t at,
   }
 }
 
-// Vectors of each of the two rows that an OVERLAP loop loads before it uses any.
-constexpr int kOverlapBatch = 4;
-
 // One vector's dweight and dbias sums in the cluster's slot of the workspace, for the columns
 // whose sums do not fit shared memory. Read before the vector's data is used, with the batch's
 // loads: added element by element after the dx stores, each read waited for the store before
@@ -116,10 +113,8 @@ struct SlotVector {
 // then as many of dbias sums where wanted (apply_cluster_streaming); the chunk's other passes
 // keep theirs in the workspace. SLOT_SUMS: whether some do (LaunchConfig::slot_sums); compiled
 // out otherwise (its branch cost the kernels that need none 5-13%, twenty-third session). Each
-// thread loads kClusterStreamingBatch full vectors before it uses any. OVERLAP: each row's pass
-// 2 runs in one loop with the next row's pass 1 (LaunchConfig::overlap_rows), kOverlapBatch
-// vectors of each at a time.
-template <typename XT, typename WT, typename DYT, int VEC, bool SLOT_SUMS, bool OVERLAP>
+// thread loads kClusterStreamingBatch full vectors before it uses any.
+template <typename XT, typename WT, typename DYT, int VEC, bool SLOT_SUMS>
 __global__ void __launch_bounds__(512) rms_norm_bwd_cluster_streaming(BwdParams p) {
   extern __shared__ __align__(16) unsigned char block_smem[];
   __shared__ float scratch[kMaxWarps];
@@ -163,186 +158,93 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_cluster_streaming(BwdParams 
       if (p.weight) ws[b].load_readonly(static_cast<const WT*>(p.weight) + col);
     }
   };
-  // One row of the CTA's: its pointers and rstd, and its index k among the slot's rows (the
-  // cluster's sum slot, and whether it is the slot's first for the workspace sums).
-  struct RowRef {
-    int64_t row;
-    int k;
-    float rstd;
-    const XT* x;
-    const DYT* dy;
-  };
-  const auto row_ref = [&](int64_t row, int k) {
-    return RowRef{row, k, p.rstd[row], static_cast<const XT*>(p.x) + row * p.x_stride,
-                  static_cast<const DYT*>(p.dy) + row * p.dy_stride};
-  };
-  // Pass 1's terms of the CTA's share of sum(g * xhat), g = dy * w, as the streaming kernel
-  // forms them.
-  const auto add_dot = [&](float& dot, const float* xv, const float* dy, const float* w,
-                           float rstd) {
-#pragma unroll
-    for (int k = 0; k < VEC; ++k) dot += dy[k] * w[k] * xv[k] * rstd;
-  };
-  const auto slot_at = [&](int64_t i) {
-    return ch.slot * shape.hidden + ch.first_col + i * ch.step;
-  };
-  // Pass 2's work on vector i of row r: dx and the column sums.
-  const auto finish = [&](const RowRef& r, float mean, int64_t i, const float* xv,
-                          const float* dy, const float* w, int64_t n, SlotVector<VEC>& in_slot) {
-    const int64_t col = ch.first_col + i * ch.step;
-    float xhat[VEC], g[VEC];
-#pragma unroll
-    for (int k = 0; k < VEC; ++k) {
-      xhat[k] = xv[k] * r.rstd;
-      g[k] = dy[k] * w[k];
-    }
-    if (!SLOT_SUMS || i < kept) {
-#pragma unroll
-      for (int k = 0; k < VEC; ++k) {
-        sum_w[column_sum_index(i, k, VEC)] += dy[k] * xhat[k];  // (zeros past the row's end)
-        if (want_b) sum_b[column_sum_index(i, k, VEC)] += dy[k];
-      }
-    } else {
-      in_slot.add_and_write(p, slot_at(i), n, xhat, dy);
-    }
-    store_dx<XT, VEC>(p, r.row, col, n, xhat, g, r.rstd, mean);
-  };
-  // The row's vector i past the whole batches (a partial vector may end the chunk).
-  const auto load_tail = [&](const RowRef& r, int64_t i, float* xv, float* dy, float* w) {
-    const int64_t col = ch.first_col + i * ch.step;
-    load_streamed<XT, WT, DYT, VEC>(p, r.x, r.dy, col, ch.col_end - col, xv, dy, w);
-  };
-  const auto read_slot = [&](const RowRef& r, int64_t i, int64_t n, SlotVector<VEC>& in_slot) {
-    if (SLOT_SUMS && i >= kept) in_slot.read(p, slot_at(i), n, r.k == 0);
-  };
-  // Pass 1 (from HBM) of row r alone.
-  const auto dot_of = [&](const RowRef& r) {
-    float dot = 0.0f;
-    for (int64_t i = 0; i < ch.batched; i += B) {
-      Lanes<XT, VEC> xs[B];
-      Lanes<DYT, VEC> dys[B];
-      Lanes<WT, VEC> ws[B];
-      load_batch(r.x, r.dy, i, keep, xs, dys, ws);
-#pragma unroll
-      for (int b = 0; b < B; ++b) {
-        float xv[VEC], dy[VEC], w[VEC];
-#pragma unroll
-        for (int k = 0; k < VEC; ++k) xv[k] = xs[b].get_float(k), dy[k] = dys[b].get_float(k);
-        weight_scale<WT, VEC>(p, ws[b], w);
-        add_dot(dot, xv, dy, w, r.rstd);
-      }
-    }
-    for (int64_t i = ch.batched; i < ch.vectors; ++i) {
-      float xv[VEC], dy[VEC], w[VEC];
-      load_tail(r, i, xv, dy, w);
-      add_dot(dot, xv, dy, w, r.rstd);
-    }
-    return dot;
-  };
-  // Pass 2 (the same bytes, read moments ago: from L2) of row r alone.
-  const auto finish_row = [&](const RowRef& r, float mean) {
-    for (int64_t i = 0; i < ch.batched; i += B) {
-      Lanes<XT, VEC> xs[B];
-      Lanes<DYT, VEC> dys[B];
-      Lanes<WT, VEC> ws[B];
-      load_batch(r.x, r.dy, i, done, xs, dys, ws);
-#pragma unroll
-      for (int b = 0; b < B; ++b) {
-        SlotVector<VEC> in_slot;
-        read_slot(r, i + b, VEC, in_slot);
-        float xv[VEC], dy[VEC], w[VEC];
-#pragma unroll
-        for (int k = 0; k < VEC; ++k) xv[k] = xs[b].get_float(k), dy[k] = dys[b].get_float(k);
-        weight_scale<WT, VEC>(p, ws[b], w);
-        finish(r, mean, i + b, xv, dy, w, VEC, in_slot);
-      }
-    }
-    for (int64_t i = ch.batched; i < ch.vectors; ++i) {
-      float xv[VEC], dy[VEC], w[VEC];
-      load_tail(r, i, xv, dy, w);
-      SlotVector<VEC> in_slot;
-      read_slot(r, i, ch.col_end - ch.first_col - i * ch.step, in_slot);
-      finish(r, mean, i, xv, dy, w, ch.col_end - ch.first_col - i * ch.step, in_slot);
-    }
-  };
-  // Pass 2 of row a and pass 1 of row b in one loop (OVERLAP): b's reads from HBM in flight
-  // with a's from L2 and its dx stores, the weight read once for both. Returns b's dot.
-  const auto finish_and_dot = [&](const RowRef& a, float mean, const RowRef& b_row) {
-    constexpr int B2 = kOverlapBatch;
-    float dot = 0.0f;
-    const int64_t batched = ch.full / B2 * B2;
-    for (int64_t i = 0; i < batched; i += B2) {
-      Lanes<XT, VEC> xa[B2], xb[B2];
-      Lanes<DYT, VEC> dya[B2], dyb[B2];
-      Lanes<WT, VEC> ws[B2];
-#pragma unroll
-      for (int b = 0; b < B2; ++b) {
-        const int64_t col = ch.first_col + (i + b) * ch.step;
-        xb[b].load(b_row.x + col, keep);
-        dyb[b].load(b_row.dy + col, keep);
-        xa[b].load(a.x + col, done);
-        dya[b].load(a.dy + col, done);
-        if (p.weight) ws[b].load_readonly(static_cast<const WT*>(p.weight) + col);
-      }
-#pragma unroll
-      for (int b = 0; b < B2; ++b) {
-        SlotVector<VEC> in_slot;
-        read_slot(a, i + b, VEC, in_slot);
-        float xv[VEC], dy[VEC], w[VEC];
-        weight_scale<WT, VEC>(p, ws[b], w);
-#pragma unroll
-        for (int k = 0; k < VEC; ++k) xv[k] = xb[b].get_float(k), dy[k] = dyb[b].get_float(k);
-        add_dot(dot, xv, dy, w, b_row.rstd);
-#pragma unroll
-        for (int k = 0; k < VEC; ++k) xv[k] = xa[b].get_float(k), dy[k] = dya[b].get_float(k);
-        finish(a, mean, i + b, xv, dy, w, VEC, in_slot);
-      }
-    }
-    for (int64_t i = batched; i < ch.vectors; ++i) {
-      const int64_t n = ch.col_end - ch.first_col - i * ch.step;
-      float xv[VEC], dy[VEC], w[VEC];
-      load_tail(b_row, i, xv, dy, w);
-      add_dot(dot, xv, dy, w, b_row.rstd);
-      load_tail(a, i, xv, dy, w);
-      SlotVector<VEC> in_slot;
-      read_slot(a, i, n, in_slot);
-      finish(a, mean, i, xv, dy, w, n, in_slot);
-    }
-    return dot;
-  };
-  // Row r's dot pushed to every CTA of the cluster and its mean waited for at once (the
-  // pipelined kernels' slots and their reuse rule: a CTA pushes row k only after its wait for
-  // row k - 1).
   cluster_row_sums_init(cluster_sums);
   unsigned sum_phases = 0;
-  const auto row_mean = [&](const RowRef& r, float dot) {
-    cluster_row_push(block_sum(dot, scratch), cluster_sums, r.k % kClusterRowSlots);
-    return cluster_row_wait(cluster_sums, r.k % kClusterRowSlots, sum_phases) * shape.inv_hidden;
-  };
-  if constexpr (OVERLAP) {
-    if (ch.slot < shape.rows) {
-      RowRef r = row_ref(ch.slot, 0);
-      float mean = row_mean(r, dot_of(r));
-      for (int64_t next = r.row + ch.slots; next < shape.rows; next += ch.slots) {
-        const RowRef n = row_ref(next, r.k + 1);
-        const float dot = finish_and_dot(r, mean, n);
-        r = n;
-        mean = row_mean(r, dot);
+  int k_row = 0;
+  for (int64_t row = ch.slot; row < shape.rows; row += ch.slots, ++k_row) {
+    const float rstd = p.rstd[row];
+    const XT* x = static_cast<const XT*>(p.x) + row * p.x_stride;
+    const DYT* dy_row = static_cast<const DYT*>(p.dy) + row * p.dy_stride;
+    // Pass 1 (from HBM): this CTA's share of sum(g * xhat), g = dy * w, as the streaming
+    // kernel forms it.
+    float dot = 0.0f;
+    for (int64_t i = 0; i < ch.batched; i += B) {
+      Lanes<XT, VEC> xs[B];
+      Lanes<DYT, VEC> dys[B];
+      Lanes<WT, VEC> ws[B];
+      load_batch(x, dy_row, i, keep, xs, dys, ws);
+#pragma unroll
+      for (int b = 0; b < B; ++b) {
+        float w[VEC];
+        weight_scale<WT, VEC>(p, ws[b], w);
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) dot += dys[b].get_float(k) * w[k] * xs[b].get_float(k) * rstd;
       }
-      finish_row(r, mean);
     }
-  } else {
-    int k = 0;
-    for (int64_t row = ch.slot; row < shape.rows; row += ch.slots, ++k) {
-      const RowRef r = row_ref(row, k);
-      const float dot = dot_of(r);
-      // The next row's chunk, on its way into L2 through the reduction and pass 2.
-      if (kHinted && p.prefetch_bytes && threadIdx.x == 0 && row + ch.slots < shape.rows) {
-        prefetch_chunk(r.x + ch.slots * p.x_stride, ch.col_begin, ch.col_end, p.prefetch_bytes);
-        prefetch_chunk(r.dy + ch.slots * p.dy_stride, ch.col_begin, ch.col_end,
-                       p.prefetch_bytes);
+    for (int64_t i = ch.batched; i < ch.vectors; ++i) {
+      const int64_t col = ch.first_col + i * ch.step;
+      float xv[VEC], dy[VEC], w[VEC];
+      load_streamed<XT, WT, DYT, VEC>(p, x, dy_row, col, ch.col_end - col, xv, dy, w);
+#pragma unroll
+      for (int k = 0; k < VEC; ++k) dot += dy[k] * w[k] * xv[k] * rstd;
+    }
+    // The next row's chunk, on its way into L2 through the reduction and pass 2.
+    if (kHinted && p.prefetch_bytes && threadIdx.x == 0 && row + ch.slots < shape.rows) {
+      prefetch_chunk(x + ch.slots * p.x_stride, ch.col_begin, ch.col_end, p.prefetch_bytes);
+      prefetch_chunk(dy_row + ch.slots * p.dy_stride, ch.col_begin, ch.col_end, p.prefetch_bytes);
+    }
+    // Pushed to every CTA of the cluster and waited for at once (the pipelined kernels' slots
+    // and their reuse rule: a CTA pushes row k only after its wait for row k - 1).
+    cluster_row_push(block_sum(dot, scratch), cluster_sums, k_row % kClusterRowSlots);
+    const float mean =
+        cluster_row_wait(cluster_sums, k_row % kClusterRowSlots, sum_phases) * shape.inv_hidden;
+    // Pass 2 (the same bytes, read moments ago: from L2): dx and the column sums.
+    const auto slot_at = [&](int64_t i) {
+      return ch.slot * shape.hidden + ch.first_col + i * ch.step;
+    };
+    const auto finish = [&](int64_t i, const float* xv, const float* dy, const float* w,
+                            int64_t n, SlotVector<VEC>& in_slot) {
+      const int64_t col = ch.first_col + i * ch.step;
+      float xhat[VEC], g[VEC];
+#pragma unroll
+      for (int k = 0; k < VEC; ++k) {
+        xhat[k] = xv[k] * rstd;
+        g[k] = dy[k] * w[k];
       }
-      finish_row(r, row_mean(r, dot));
+      if (!SLOT_SUMS || i < kept) {
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) {
+          sum_w[column_sum_index(i, k, VEC)] += dy[k] * xhat[k];  // (zeros past the row's end)
+          if (want_b) sum_b[column_sum_index(i, k, VEC)] += dy[k];
+        }
+      } else {
+        in_slot.add_and_write(p, slot_at(i), n, xhat, dy);
+      }
+      store_dx<XT, VEC>(p, row, col, n, xhat, g, rstd, mean);
+    };
+    for (int64_t i = 0; i < ch.batched; i += B) {
+      Lanes<XT, VEC> xs[B];
+      Lanes<DYT, VEC> dys[B];
+      Lanes<WT, VEC> ws[B];
+      load_batch(x, dy_row, i, done, xs, dys, ws);
+#pragma unroll
+      for (int b = 0; b < B; ++b) {
+        SlotVector<VEC> in_slot;
+        if (SLOT_SUMS && i + b >= kept) in_slot.read(p, slot_at(i + b), VEC, k_row == 0);
+        float xv[VEC], dy[VEC], w[VEC];
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) xv[k] = xs[b].get_float(k), dy[k] = dys[b].get_float(k);
+        weight_scale<WT, VEC>(p, ws[b], w);
+        finish(i + b, xv, dy, w, VEC, in_slot);
+      }
+    }
+    for (int64_t i = ch.batched; i < ch.vectors; ++i) {
+      const int64_t col = ch.first_col + i * ch.step;
+      float xv[VEC], dy[VEC], w[VEC];
+      load_streamed<XT, WT, DYT, VEC>(p, x, dy_row, col, ch.col_end - col, xv, dy, w);
+      SlotVector<VEC> in_slot;
+      if (SLOT_SUMS && i >= kept) in_slot.read(p, slot_at(i), ch.col_end - col, k_row == 0);
+      finish(i, xv, dy, w, ch.col_end - col, in_slot);
     }
   }
   cluster_sum_done();

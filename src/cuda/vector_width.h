@@ -50,8 +50,6 @@ inline const KernelFacts& tuned_defaults() {
         tuning_knob("NK_TUNE_CLUSTER_STREAMING_PREFETCH", k.cluster_streaming_prefetch, 0, 2);
     k.cluster_streaming_prefetch_kb = tuning_knob("NK_TUNE_CLUSTER_STREAMING_PREFETCH_KB",
                                                   k.cluster_streaming_prefetch_kb, 0, 1 << 20);
-    k.bwd_streaming_overlap =
-        tuning_knob("NK_TUNE_BWD_STREAMING_OVERLAP", k.bwd_streaming_overlap, 0, 1);
     k.cluster_streaming_l2_percent = tuning_knob("NK_TUNE_CLUSTER_STREAMING_L2_PERCENT",
                                                  k.cluster_streaming_l2_percent, 0, 100);
     k.fwd_ctas_per_sm = tuning_knob("NK_TUNE_FWD_CTAS_PER_SM", k.fwd_ctas_per_sm, 1, 16);

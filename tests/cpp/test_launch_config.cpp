@@ -513,7 +513,7 @@ TEST(LaunchConfig, ClusterStreamingWhereTheColumnSumsFitSharedMemory) {
   // The next row's prefetch: what fits beside 128 CTAs' chunks of x and dy (16 MB) in 40% of
   // 50 MB, i.e. 16 KB per tensor; all of 600 x 300000's 37.5 KB chunks (9.4 MB in flight); none
   // at 1048576 columns (32 MB in flight).
-  normkit::cuda::apply_streaming_next_row(c, 2, 2, true, f);
+  normkit::cuda::apply_streaming_prefetch(c, 2, 2, true, f);
   EXPECT_EQ(c.prefetch_bytes, 16 << 10) << c.describe();
   // With dbias its sums double: of 256 KB, the 7 passes of 4096 columns that fit (224 KB)
   // stay in shared memory, the 8th goes to the workspace.
@@ -529,36 +529,28 @@ TEST(LaunchConfig, ClusterStreamingWhereTheColumnSumsFitSharedMemory) {
   EXPECT_EQ(widest.cluster_size, 16) << widest.describe();
   EXPECT_EQ(widest.cols_per_cta, 65536);
   EXPECT_EQ(widest.smem_bytes, 14 * 4096 * 4) << widest.describe();
-  normkit::cuda::apply_streaming_next_row(widest, 2, 2, true, f);
+  normkit::cuda::apply_streaming_prefetch(widest, 2, 2, true, f);
   EXPECT_EQ(widest.prefetch_bytes, 0) << widest.describe();
   // The sums cover whole passes of the CTA's 512 x 8 columns: 18752 columns take 5 x 4096.
   LaunchConfig ragged = normkit::cuda::plan_bwd(600, 300000, 8, f, 4);
   normkit::cuda::apply_cluster_streaming(ragged, 600, 300000, false, f);
   EXPECT_EQ(ragged.cols_per_cta, 18752) << ragged.describe();
   EXPECT_EQ(ragged.smem_bytes, 5 * 4096 * 4) << ragged.describe();
-  normkit::cuda::apply_streaming_next_row(ragged, 2, 2, true, f);
+  normkit::cuda::apply_streaming_prefetch(ragged, 2, 2, true, f);
   EXPECT_EQ(ragged.prefetch_bytes, 18752 * 2) << ragged.describe();
   // float32 (4-element vectors): no prefetch of the next row by default.
   LaunchConfig fp32 = normkit::cuda::plan_bwd(512, 262144, 4, f, 4);
   normkit::cuda::apply_cluster_streaming(fp32, 512, 262144, false, f);
   EXPECT_EQ(fp32.cluster_size, 16) << fp32.describe();
-  normkit::cuda::apply_streaming_next_row(fp32, 4, 4, true, f);
+  normkit::cuda::apply_streaming_prefetch(fp32, 4, 4, true, f);
   EXPECT_EQ(fp32.prefetch_bytes, 16 << 10) << fp32.describe();
   // 8-byte vectors (bf16 rows aligned to 8 bytes only) carry no prefetch; a cap from the knob.
   LaunchConfig half = normkit::cuda::plan_bwd(256, 524288, 4, f, 4);
   normkit::cuda::apply_cluster_streaming(half, 256, 524288, false, f);
-  normkit::cuda::apply_streaming_next_row(half, 2, 2, true, f);
+  normkit::cuda::apply_streaming_prefetch(half, 2, 2, true, f);
   EXPECT_EQ(half.prefetch_bytes, 0) << half.describe();
-  // Overlapped rows (NK_TUNE_BWD_STREAMING_OVERLAP): no prefetch; not for 8-byte vectors.
-  f.bwd_streaming_overlap = 1;
-  normkit::cuda::apply_streaming_next_row(c, 2, 2, true, f);
-  EXPECT_TRUE(c.overlap_rows) << c.describe();
-  EXPECT_EQ(c.prefetch_bytes, 0) << c.describe();
-  normkit::cuda::apply_streaming_next_row(half, 2, 2, true, f);
-  EXPECT_FALSE(half.overlap_rows) << half.describe();
-  f.bwd_streaming_overlap = 0;
   f.cluster_streaming_prefetch_kb = 40;
-  normkit::cuda::apply_streaming_next_row(c, 2, 2, true, f);
+  normkit::cuda::apply_streaming_prefetch(c, 2, 2, true, f);
   EXPECT_EQ(c.prefetch_bytes, 40 << 10) << c.describe();
   // Fewer rows than clusters: a cluster per row. Pipelined plans are left alone.
   LaunchConfig few = normkit::cuda::plan_bwd(3, 524288, 8, f, 4);
@@ -598,14 +590,14 @@ TEST(LaunchConfig, ForwardClusterStreamingPastTheWidestClusters) {
   EXPECT_EQ(fp32.cols_per_cta, 16384);
   EXPECT_EQ(fp32.slots, 3);
   // The next row's prefetch: by default (2) in the backward only.
-  normkit::cuda::apply_streaming_next_row(c, 2, 2, false, f);
+  normkit::cuda::apply_streaming_prefetch(c, 2, 2, false, f);
   EXPECT_EQ(c.prefetch_bytes, 0);
   f.cluster_streaming_prefetch = 1;
-  normkit::cuda::apply_streaming_next_row(fp32, 4, 4, false, f);
+  normkit::cuda::apply_streaming_prefetch(fp32, 4, 4, false, f);
   EXPECT_EQ(fp32.prefetch_bytes, 16384 * 4) << fp32.describe();  // (3 rows: all of the chunk)
   // Capped (NK_TUNE_CLUSTER_STREAMING_PREFETCH_KB): the first 40 KB of each chunk.
   f.cluster_streaming_prefetch_kb = 40;
-  normkit::cuda::apply_streaming_next_row(fp32, 4, 4, false, f);
+  normkit::cuda::apply_streaming_prefetch(fp32, 4, 4, false, f);
   EXPECT_EQ(fp32.prefetch_bytes, 40 << 10) << fp32.describe();
 }
 

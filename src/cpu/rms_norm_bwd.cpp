@@ -1,8 +1,7 @@
-// CPU RMSNorm backward. dx is per row; dweight/dbias are reduced deterministically: rows are
+// CPU RMSNorm backward. dx is per row (bwd_row); dweight/dbias are reduced deterministically: rows are
 // cut into chunks by a rule that depends on `rows` alone, each chunk sums its rows in order into
 // its own float32 slice of the workspace, and the slices are then added in chunk order. Thread
 // count therefore never changes a bit of the result.
-#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -10,6 +9,7 @@
 
 #include "cpu/cpu_backend.h"
 #include "cpu/parallel.h"
+#include "cpu/row_kernels.h"
 #include "cpu/row_ops.h"
 
 namespace normkit::cpu {
@@ -93,27 +93,7 @@ void rms_norm_bwd(const nk_rms_norm_bwd_args& a) {
       for (int64_t j = 0; pdb && j < H; ++j) pdb[j] = 0.0f;
       const int64_t end = std::min(a.rows, (chunk + 1) * per_chunk);
       for (int64_t r = chunk * per_chunk; r < end; ++r) {
-        const float rstd = a.rstd[r];
-        load_row(a.x, a.x_dtype, r, a.x_row_stride, H, xhat);
-        load_row(a.dy, a.dy_dtype, r, a.dy_row_stride, H, g);
-        if (a.dresidual_out) {
-          load_row(a.dresidual_out, a.x_dtype, r, a.dresidual_out_row_stride, H, t);
-        }
-        for (int64_t j = 0; j < H; ++j) xhat[j] *= rstd;
-        if (pdw) {
-          for (int64_t j = 0; j < H; ++j) pdw[j] += g[j] * xhat[j];
-        }
-        if (pdb) {
-          for (int64_t j = 0; j < H; ++j) pdb[j] += g[j];
-        }
-        for (int64_t j = 0; j < H; ++j) g[j] *= w[j];
-        const float mean_gx = dot(g, xhat, H) / static_cast<float>(H);
-        if (a.dresidual_out) {
-          for (int64_t j = 0; j < H; ++j) t[j] += rstd * (g[j] - xhat[j] * mean_gx);
-        } else {
-          for (int64_t j = 0; j < H; ++j) t[j] = rstd * (g[j] - xhat[j] * mean_gx);
-        }
-        store_row(a.dx, a.x_dtype, r, a.dx_row_stride, H, t);
+        bwd_row(a, w.data(), r, xhat, g, t, pdw, pdb);
       }
     };
   });
@@ -132,10 +112,7 @@ void rms_norm_bwd(const nk_rms_norm_bwd_args& a) {
         void* out = pass == 0 ? a.dweight : a.dbias;
         if (!partial) continue;
         for (int64_t j = 0; j < n; ++j) acc[j] = partial[j0 + j];
-        for (int64_t c = 1; c < chunks; ++c) {
-          const float* slice = partial + c * H + j0;
-          for (int64_t j = 0; j < n; ++j) acc[j] += slice[j];
-        }
+        for (int64_t c = 1; c < chunks; ++c) add_row(acc, partial + c * H + j0, n);
         // Columns j0.. of the [hidden] vector: row 0 of a matrix starting at column j0.
         store_row(static_cast<char*>(out) + j0 * static_cast<int64_t>(host_dtype_size(a.weight_dtype)),
                   a.weight_dtype, 0, 0, n, acc);

@@ -1,14 +1,15 @@
-// CPU RMSNorm forward: one row at a time in float32 scratch, rows split into tasks for threads.
+// CPU RMSNorm forward: one row at a time in float32 scratch (fwd_row), rows split into tasks
+// for threads.
 // With a quant mode the finished float32 row goes to a RowQuantizer instead of store_row; amax is
 // a max over per-task maxima (exact in any order), and y_t is written after all rows.
 #include <algorithm>
-#include <cmath>
 #include <memory>
 #include <vector>
 
 #include "cpu/cpu_backend.h"
 #include "cpu/parallel.h"
 #include "cpu/quantize_rows.h"
+#include "cpu/row_kernels.h"
 #include "cpu/row_ops.h"
 
 namespace normkit::cpu {
@@ -45,7 +46,6 @@ void rms_norm_fwd(const nk_rms_norm_fwd_args& a) {
     load_row(a.bias, a.weight_dtype, 0, 0, H, b.data());
   }
   const float* bias = a.bias ? b.data() : nullptr;
-  const float eps = a.eps;
 
   const int64_t rows_per_task = std::max<int64_t>(1, kTaskElements / H);
   const int64_t n_tasks = (a.rows + rows_per_task - 1) / rows_per_task;
@@ -65,28 +65,10 @@ void rms_norm_fwd(const nk_rms_norm_fwd_args& a) {
             t = std::vector<float>(static_cast<size_t>(H))](int64_t task) mutable {
       const int64_t end = std::min(a.rows, (task + 1) * rows_per_task);
       for (int64_t r = task * rows_per_task; r < end; ++r) {
-        load_row(a.x, a.x_dtype, r, a.x_row_stride, H, s.data());
-        if (a.residual) {
-          load_row(a.residual, a.x_dtype, r, a.residual_row_stride, H, t.data());
-          for (int64_t j = 0; j < H; ++j) s[j] += t[j];
-          // Normalize what is stored in residual_out, as the backward pass will see it.
-          round_row(s.data(), H, a.x_dtype);
-          store_row(a.residual_out, a.x_dtype, r, a.residual_out_row_stride, H, s.data());
-        }
-        const float mean_square = sum_squares(s.data(), H) / static_cast<float>(H);
-        const float rstd = 1.0f / std::sqrt(mean_square + eps);
-        if (fold_rstd_last) {  // NK_QUANT_TOKEN without bias: v = (s * w_eff) * rstd
-          for (int64_t j = 0; j < H; ++j) t[j] = s[j] * w[j] * rstd;
-        } else {
-          for (int64_t j = 0; j < H; ++j) t[j] = s[j] * rstd * w[j];
-        }
-        if (bias) {
-          for (int64_t j = 0; j < H; ++j) t[j] += bias[j];
-        }
+        const float rstd =
+            fwd_row(a, w.data(), bias, fold_rstd_last, !quantized, r, s.data(), t.data());
         if (quantized) {
           task_amax[task] = std::max(task_amax[task], quantizer->write_row(r, t.data()));
-        } else {
-          store_row(a.y, a.y_dtype, r, a.y_row_stride, H, t.data());
         }
         if (a.rstd) a.rstd[r] = rstd;
       }

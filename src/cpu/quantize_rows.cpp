@@ -5,6 +5,7 @@
 #include "common/quant_layout.h"
 #include "common/quant_rules.h"
 #include "cpu/parallel.h"
+#include "cpu/quantize_span.h"
 #include "cpu/row_ops.h"
 
 namespace normkit::cpu {
@@ -13,16 +14,6 @@ namespace {
 // Columns per transpose task, and the square tile both loops walk (a 64 x 64 byte tile keeps
 // the 64 source rows and 64 destination rows in L1).
 constexpr int64_t kTransposeTile = 64;
-
-void quantize_span(uint8_t* y, const float* v, int64_t n, float multiplier, nk_dtype dtype) {
-  for (int64_t j = 0; j < n; ++j) y[j] = quantize_code(v[j] * multiplier, dtype);
-}
-
-float abs_max(const float* v, int64_t n) {
-  float m = 0.0f;
-  for (int64_t j = 0; j < n; ++j) m = fold_abs_max(m, v[j]);
-  return m;
-}
 
 }  // namespace
 

@@ -1,0 +1,88 @@
+#include "cpu/quantize_span.h"
+
+#include <cstring>
+
+#include "common/quant_rules.h"
+#include "cpu/row_kernels.h"
+
+namespace normkit::cpu {
+namespace {
+
+inline uint32_t bits_of(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  return u;
+}
+
+inline float float_of(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+// float8_magnitude_code (common/quant_codes.h) without branches: both cases computed, one
+// selected. a: |f| in float32 bits, not NaN. Below the smallest normal, |f| + 2^(24 - BIAS -
+// MANT) has an ulp of one subnormal unit, 2^(1 - BIAS - MANT), so the float addition rounds |f|
+// to whole units, to nearest even (the default rounding mode), and the low bits of the sum
+// count them; a float32 subnormal gives 0 with or without denormals-are-zero, as it should.
+template <int MANT, int BIAS, uint32_t MAXC>
+inline uint32_t magnitude_code(uint32_t a) {
+  constexpr uint32_t kMinNormal = static_cast<uint32_t>(128 - BIAS) << 23;
+  constexpr int kDrop = 23 - MANT;
+  const uint32_t r = a - (static_cast<uint32_t>(127 - BIAS) << 23);  // (wraps below kMinNormal)
+  uint32_t normal = (r + ((1u << (kDrop - 1)) - 1u) + ((r >> kDrop) & 1u)) >> kDrop;
+  normal = normal < MAXC ? normal : MAXC;  // also Inf
+  constexpr float kUnits = static_cast<float>(1u << (24 - BIAS - MANT));
+  const uint32_t subnormal = bits_of(float_of(a) + kUnits) - bits_of(kUnits);
+  return a >= kMinNormal ? normal : subnormal;
+}
+
+template <int MANT, int BIAS, uint32_t MAXC>
+inline uint8_t float8_code(float f) {
+  const uint32_t u = bits_of(f);
+  const uint32_t sign = (u >> 24) & 0x80u, a = u & 0x7fffffffu;
+  const uint32_t code = a > 0x7f800000u ? 0x7fu : magnitude_code<MANT, BIAS, MAXC>(a);
+  return static_cast<uint8_t>(sign | code);
+}
+
+// float_to_int8 without the early return: NaN goes through as 0.
+inline uint8_t int8_code(float f) {
+  const float g = f == f ? f : 0.0f;
+  const float c = g < -127.0f ? -127.0f : (g > 127.0f ? 127.0f : g);
+  const float r = (c + 12582912.0f) - 12582912.0f;
+  return static_cast<uint8_t>(static_cast<int8_t>(static_cast<int>(r)));
+}
+
+template <typename Code>
+inline void encode(uint8_t* y, const float* v, int64_t n, float multiplier, Code code) {
+  for (int64_t j = 0; j < n; ++j) y[j] = code(v[j] * multiplier);
+}
+
+}  // namespace
+
+NK_CPU_ROW_CLONES
+void quantize_span(uint8_t* y, const float* v, int64_t n, float multiplier, nk_dtype dtype) {
+  switch (dtype) {
+    case NK_FLOAT8_E4M3: return encode(y, v, n, multiplier, float8_code<3, 7, 0x7eu>);
+    case NK_FLOAT8_E5M2: return encode(y, v, n, multiplier, float8_code<2, 15, 0x7bu>);
+    default: return encode(y, v, n, multiplier, int8_code);  // (RowQuantizer checks the dtype)
+  }
+}
+
+NK_CPU_ROW_CLONES
+float abs_max(const float* v, int64_t n) {
+  // Per-lane maxima, then combined: the maximum of non-negative values is the same in any
+  // order (a -0 never replaces the +0 each lane starts from), NaN ignored as fold_abs_max does.
+  constexpr int kMaxLanes = 16;
+  float lane[kMaxLanes] = {};
+  int64_t j = 0;
+  for (; j + kMaxLanes <= n; j += kMaxLanes) {
+    for (int l = 0; l < kMaxLanes; ++l) lane[l] = fold_abs_max(lane[l], v[j + l]);
+  }
+  float m = 0.0f;
+  for (; j < n; ++j) m = fold_abs_max(m, v[j]);
+  for (int l = 0; l < kMaxLanes; ++l) m = fold_abs_max(m, lane[l]);
+  return m;
+}
+
+}  // namespace normkit::cpu

@@ -52,35 +52,14 @@ float RowQuantizer::write_tensor(uint8_t* y, const float* v) const {
 
 // TOKEN (block = hidden) and BLOCK: scale = dynamic_scale(block amax), y = Q(v * (1 / scale)).
 float RowQuantizer::write_blocks(int64_t r, uint8_t* y, const float* v, int64_t block) const {
-  const int64_t per_row = a_.hidden / block;
-  float* scales = static_cast<float*>(a_.scales) + r * per_row;
-  float row_max = 0.0f;
-  for (int64_t b = 0; b < per_row; ++b) {
-    const float* vb = v + b * block;
-    const float m = abs_max(vb, block);
-    const float scale = dynamic_scale(m, qmax_, a_.scale_ub);
-    quantize_span(y + b * block, vb, block, dynamic_multiplier(scale), a_.y_dtype);
-    scales[b] = scale;
-    row_max = std::max(row_max, m);
-  }
-  return row_max;
+  float* scales = static_cast<float*>(a_.scales) + r * (a_.hidden / block);
+  return quantize_scaled_blocks(y, scales, v, a_.hidden, block, qmax_, a_.scale_ub, a_.y_dtype);
 }
 
 // MXFP8: per 32 elements, e from the block amax, scale byte e + 127, y = Q(v * 2^-e).
 float RowQuantizer::write_mx_blocks(int64_t r, uint8_t* y, const float* v) const {
-  const int64_t per_row = a_.hidden / kMxfp8Block;
-  uint8_t* scales = static_cast<uint8_t*>(a_.scales) + r * per_row;
-  const int emax = mx_emax(a_.y_dtype);
-  float row_max = 0.0f;
-  for (int64_t b = 0; b < per_row; ++b) {
-    const float* vb = v + b * kMxfp8Block;
-    const float m = abs_max(vb, kMxfp8Block);
-    const int e = mx_scale_exponent(m, emax);
-    quantize_span(y + b * kMxfp8Block, vb, kMxfp8Block, mx_multiplier(e), a_.y_dtype);
-    scales[b] = mx_scale_byte(e);
-    row_max = std::max(row_max, m);
-  }
-  return row_max;
+  uint8_t* scales = static_cast<uint8_t*>(a_.scales) + r * (a_.hidden / kMxfp8Block);
+  return quantize_mx_blocks(y, scales, v, a_.hidden, a_.y_dtype);
 }
 
 void write_transposed(const nk_rms_norm_fwd_args& a) {

@@ -58,10 +58,8 @@ inline void encode(uint8_t* y, const float* v, int64_t n, float multiplier, Code
   for (int64_t j = 0; j < n; ++j) y[j] = code(v[j] * multiplier);
 }
 
-}  // namespace
-
-NK_CPU_ROW_CLONES
-void quantize_span(uint8_t* y, const float* v, int64_t n, float multiplier, nk_dtype dtype) {
+inline void encode_span(uint8_t* y, const float* v, int64_t n, float multiplier,
+                        nk_dtype dtype) {
   switch (dtype) {
     case NK_FLOAT8_E4M3: return encode(y, v, n, multiplier, float8_code<3, 7, 0x7eu>);
     case NK_FLOAT8_E5M2: return encode(y, v, n, multiplier, float8_code<2, 15, 0x7bu>);
@@ -69,20 +67,60 @@ void quantize_span(uint8_t* y, const float* v, int64_t n, float multiplier, nk_d
   }
 }
 
-NK_CPU_ROW_CLONES
-float abs_max(const float* v, int64_t n) {
-  // Per-lane maxima, then combined: the maximum of non-negative values is the same in any
-  // order (a -0 never replaces the +0 each lane starts from), NaN ignored as fold_abs_max does.
+// Per-lane maxima, then combined: the maximum of non-negative values is the same in any order
+// (a -0 never replaces the +0 each lane starts from), NaN ignored as fold_abs_max does.
+inline float lanes_abs_max(const float* v, int64_t n) {
   constexpr int kMaxLanes = 16;
   float lane[kMaxLanes] = {};
-  int64_t j = 0;
-  for (; j + kMaxLanes <= n; j += kMaxLanes) {
+  const int64_t whole = n / kMaxLanes * kMaxLanes;
+  for (int64_t j = 0; j < whole; j += kMaxLanes) {
     for (int l = 0; l < kMaxLanes; ++l) lane[l] = fold_abs_max(lane[l], v[j + l]);
   }
   float m = 0.0f;
-  for (; j < n; ++j) m = fold_abs_max(m, v[j]);
+  for (int64_t j = whole; j < n; ++j) m = fold_abs_max(m, v[j]);
   for (int l = 0; l < kMaxLanes; ++l) m = fold_abs_max(m, lane[l]);
   return m;
+}
+
+}  // namespace
+
+NK_CPU_ROW_CLONES
+void quantize_span(uint8_t* y, const float* v, int64_t n, float multiplier, nk_dtype dtype) {
+  encode_span(y, v, n, multiplier, dtype);
+}
+
+NK_CPU_ROW_CLONES
+float abs_max(const float* v, int64_t n) { return lanes_abs_max(v, n); }
+
+NK_CPU_ROW_CLONES
+float quantize_scaled_blocks(uint8_t* y, float* scales, const float* v, int64_t n,
+                             int64_t block, float qmax, float scale_ub, nk_dtype dtype) {
+  float row_max = 0.0f;
+  for (int64_t b = 0; b < n / block; ++b) {
+    const float* vb = v + b * block;
+    const float m = lanes_abs_max(vb, block);
+    const float scale = dynamic_scale(m, qmax, scale_ub);
+    encode_span(y + b * block, vb, block, dynamic_multiplier(scale), dtype);
+    scales[b] = scale;
+    row_max = row_max > m ? row_max : m;
+  }
+  return row_max;
+}
+
+NK_CPU_ROW_CLONES
+float quantize_mx_blocks(uint8_t* y, uint8_t* scales, const float* v, int64_t n,
+                         nk_dtype dtype) {
+  const int emax = mx_emax(dtype);
+  float row_max = 0.0f;
+  for (int64_t b = 0; b < n / kMxfp8Block; ++b) {
+    const float* vb = v + b * kMxfp8Block;
+    const float m = lanes_abs_max(vb, kMxfp8Block);
+    const int e = mx_scale_exponent(m, emax);
+    encode_span(y + b * kMxfp8Block, vb, kMxfp8Block, mx_multiplier(e), dtype);
+    scales[b] = mx_scale_byte(e);
+    row_max = row_max > m ? row_max : m;
+  }
+  return row_max;
 }
 
 }  // namespace normkit::cpu

@@ -1,3 +1,5 @@
+// The CPU forward's quantization loops (quantize_span.h): branch-free forms of the rules of
+// common/quant_rules.h, inlined into each target clone.
 #include "cpu/quantize_span.h"
 
 #include <cstring>

@@ -1,7 +1,7 @@
-// CPU RMSNorm backward. dx is per row (bwd_row); dweight/dbias are reduced deterministically: rows are
-// cut into chunks by a rule that depends on `rows` alone, each chunk sums its rows in order into
-// its own float32 slice of the workspace, and the slices are then added in chunk order. Thread
-// count therefore never changes a bit of the result.
+// CPU RMSNorm backward. dx is per row (bwd_row); dweight/dbias are reduced deterministically:
+// rows are cut into chunks by a rule that depends on `rows` alone, each chunk sums its rows in
+// order into its own float32 slice of the workspace, and the slices are then added in chunk
+// order. Thread count therefore never changes a bit of the result.
 #include <cstdint>
 #include <limits>
 #include <string>

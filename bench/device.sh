@@ -316,21 +316,20 @@ for step in "${steps[@]}"; do
     modes)  # A/B over the plain forward and the quantized modes in one run (mode_runs) of
       # AB_MODES under AB_CONFIGS
       mode_runs "${AB_MODES:-plain tensor token block mxfp8 transposed}" "${AB_CONFIGS:-none}" ;;
-    pending)  # rows past what 16 pipelined CTAs hold: their tests (the prefetch capped and
-      # whole), then the next-row L2 prefetch as much as fits in 40% of L2 (the default since the
-      # twenty-fourth session) against all of each chunk (L2_PERCENT=100) and none, each twice
+    pending)  # the twenty-fourth session's Next 1, prepared: the 1048576-column backward on fewer
+      # clusters at once (NK_TUNE_BWD_STREAMING_MAX_CLUSTERS; 7 hold 28 MB of x and dy in flight)
+      # against the default, each twice; then the 06:15 prefetch A/B as a check
       run ctest_pending ctest --test-dir "$BUILD" --output-on-failure \
-        -R 'LaunchConfig|RowsPastTheClusters|RowsPastThePipelinedClusters|cluster_streaming'
+        -R 'LaunchConfig|RowsPastThePipelinedClusters'
+      mc=NK_TUNE_BWD_STREAMING_MAX_CLUSTERS
+      knob_runs bench_pending 600 "none $mc=6 $mc=5 $mc=4 none $mc=6 $mc=5 $mc=4" --bwd-only \
+        --shapes 128x1048576,64x1048576,256x524288
+      knob_runs bench_pending_bias 600 "none $mc=6 $mc=5 $mc=4 none $mc=6 $mc=5 $mc=4" \
+        --bwd-only --bias --shapes 128x1048576,256x524288
       all=NK_TUNE_CLUSTER_STREAMING_L2_PERCENT=100
       off=NK_TUNE_CLUSTER_STREAMING_PREFETCH=0
-      knob_runs bench_pending 600 "none $all $off none $all $off" --bwd-only \
-        --shapes 128x1048576,64x1048576,256x524288,600x300000,64x524288
-      knob_runs bench_pending_bias 600 "none $all $off none $all $off" --bwd-only --bias \
-        --shapes 256x524288,512x300000,128x1048576
-      knob_runs bench_pending_fp32 600 "none $off none $off" --bwd-only --dtype fp32 \
-        --shapes 512x262144,64x262144
-      knob_runs bench_pending_fp16 600 "none $off none $off" --bwd-only --dtype fp16 \
-        --shapes 256x524288,600x300000 ;;
+      knob_runs bench_pending_prefetch 600 "none $all $off" --bwd-only \
+        --shapes 128x1048576,256x524288,600x300000 ;;
     probe)  # knob A/Bs in one run: `normkit bench $PROBE_ARGS` over PROBE_SHAPES (default: the
       # sweep) under each of PROBE_CONFIGS (knobs joined by commas; "none": the defaults)
       shape_args=()

@@ -575,8 +575,11 @@ void apply_cluster_streaming(LaunchConfig& c, int64_t rows, int64_t hidden, bool
   if (geometry.cluster < 2 || passes < 1) return;
   c.slot_sums = passes < needed;
   const int64_t smem = passes * pass_bytes;
-  set_streaming_clusters(c, geometry,
-                         std::clamp<int64_t>(facts.sm_count / geometry.cluster, 1, rows));
+  int64_t clusters = std::clamp<int64_t>(facts.sm_count / geometry.cluster, 1, rows);
+  if (facts.bwd_streaming_max_clusters > 0) {
+    clusters = std::min<int64_t>(clusters, facts.bwd_streaming_max_clusters);
+  }
+  set_streaming_clusters(c, geometry, clusters);
   c.smem_bytes = smem;
 }
 

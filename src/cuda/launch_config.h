@@ -104,6 +104,10 @@ struct KernelFacts {
   // passes past it accumulate in the workspace, and L1 keeps the rest of the SM's 256 KB
   // (NK_TUNE_BWD_STREAMING_SUMS_MAX_KB).
   int bwd_streaming_sums_max_kb = 0;
+  // The most clusters such a backward runs at once (0: as many as the SMs hold). Fewer keep
+  // fewer rows' chunks in flight in L2 (1048576 columns: 7 clusters hold 28 MB of x and dy);
+  // NK_TUNE_BWD_STREAMING_MAX_CLUSTERS, prepared for an A/B (twenty-fourth session's Next 1).
+  int bwd_streaming_max_clusters = 0;
   // 1 (the default): forward rows that take the streaming plan run on a cluster of up to 16
   // CTAs per row in the same way (rms_norm_fwd_cluster_streaming; apply_fwd_cluster_streaming);
   // 0: one CTA per row (NK_TUNE_FWD_CLUSTER_STREAMING). Measured (same call): 256 x 524288

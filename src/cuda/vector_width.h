@@ -44,6 +44,8 @@ inline const KernelFacts& tuned_defaults() {
         tuning_knob("NK_TUNE_BWD_CLUSTER_STREAMING", k.bwd_cluster_streaming, 0, 1);
     k.bwd_streaming_sums_max_kb =
         tuning_knob("NK_TUNE_BWD_STREAMING_SUMS_MAX_KB", k.bwd_streaming_sums_max_kb, 0, 1024);
+    k.bwd_streaming_max_clusters = tuning_knob("NK_TUNE_BWD_STREAMING_MAX_CLUSTERS",
+                                               k.bwd_streaming_max_clusters, 0, 1024);
     k.fwd_cluster_streaming =
         tuning_knob("NK_TUNE_FWD_CLUSTER_STREAMING", k.fwd_cluster_streaming, 0, 1);
     k.cluster_streaming_prefetch =

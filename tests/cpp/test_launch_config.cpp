@@ -531,6 +531,13 @@ TEST(LaunchConfig, ClusterStreamingWhereTheColumnSumsFitSharedMemory) {
   EXPECT_EQ(widest.smem_bytes, 14 * 4096 * 4) << widest.describe();
   normkit::cuda::apply_streaming_prefetch(widest, 2, 2, true, f);
   EXPECT_EQ(widest.prefetch_bytes, 0) << widest.describe();
+  // NK_TUNE_BWD_STREAMING_MAX_CLUSTERS: fewer clusters at once (then room for a prefetch).
+  f.bwd_streaming_max_clusters = 5;
+  LaunchConfig fewer = normkit::cuda::plan_bwd(128, 1048576, 8, f, 4);
+  normkit::cuda::apply_cluster_streaming(fewer, 128, 1048576, false, f);
+  EXPECT_EQ(fewer.slots, 5) << fewer.describe();
+  EXPECT_EQ(fewer.grid, 5 * 16) << fewer.describe();
+  f.bwd_streaming_max_clusters = 0;
   // The sums cover whole passes of the CTA's 512 x 8 columns: 18752 columns take 5 x 4096.
   LaunchConfig ragged = normkit::cuda::plan_bwd(600, 300000, 8, f, 4);
   normkit::cuda::apply_cluster_streaming(ragged, 600, 300000, false, f);

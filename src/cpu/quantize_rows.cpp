@@ -1,6 +1,7 @@
 #include "cpu/quantize_rows.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "common/quant_layout.h"
 #include "common/quant_rules.h"
@@ -14,6 +15,46 @@ namespace {
 // Columns per transpose task, and the square tile both loops walk (a 64 x 64 byte tile keeps
 // the 64 source rows and 64 destination rows in L1).
 constexpr int64_t kTransposeTile = 64;
+
+// Transposes the 8 x 8 bytes of rows[0..8) in place (byte c of rows[r] <-> byte r of rows[c],
+// rows read as little-endian words): three rounds that swap 4 x 4, 2 x 2 and 1 x 1 blocks.
+// Element by element, the 64 x 64 tiles ran at ~0.7 GB/s (two threads; 25 ms of the 33 ms
+// per-tensor forward with y_t at 4096 x 4096).
+inline void transpose_8x8(uint64_t (&rows)[8]) {
+  for (int i = 0; i < 4; ++i) {
+    const uint64_t t = ((rows[i] >> 32) ^ rows[i + 4]) & 0x00000000ffffffffull;
+    rows[i] ^= t << 32;
+    rows[i + 4] ^= t;
+  }
+  for (int i : {0, 1, 4, 5}) {
+    const uint64_t t = ((rows[i] >> 16) ^ rows[i + 2]) & 0x0000ffff0000ffffull;
+    rows[i] ^= t << 16;
+    rows[i + 2] ^= t;
+  }
+  for (int i : {0, 2, 4, 6}) {
+    const uint64_t t = ((rows[i] >> 8) ^ rows[i + 1]) & 0x00ff00ff00ff00ffull;
+    rows[i] ^= t << 8;
+    rows[i + 1] ^= t;
+  }
+}
+
+// y_t[j][r] = y[r][j] over rows [r0, r1) and columns [j0, j1): whole 8 x 8 blocks through
+// transpose_8x8, the ragged edges element by element.
+void transpose_tile(const uint8_t* y, int64_t y_stride, uint8_t* y_t, int64_t t_stride,
+                    int64_t r0, int64_t r1, int64_t j0, int64_t j1) {
+  const int64_t r8 = r0 + (r1 - r0) / 8 * 8, j8 = j0 + (j1 - j0) / 8 * 8;
+  for (int64_t r = r0; r < r8; r += 8) {
+    for (int64_t j = j0; j < j8; j += 8) {
+      uint64_t block[8];
+      for (int i = 0; i < 8; ++i) std::memcpy(&block[i], y + (r + i) * y_stride + j, 8);
+      transpose_8x8(block);
+      for (int i = 0; i < 8; ++i) std::memcpy(y_t + (j + i) * t_stride + r, &block[i], 8);
+    }
+  }
+  for (int64_t j = j0; j < j1; ++j) {  // the edges: columns past j8 (all rows), rows past r8
+    for (int64_t r = j < j8 ? r8 : r0; r < r1; ++r) y_t[j * t_stride + r] = y[r * y_stride + j];
+  }
+}
 
 }  // namespace
 
@@ -72,9 +113,7 @@ void write_transposed(const nk_rms_norm_fwd_args& a) {
       const int64_t j0 = task * kTransposeTile, j1 = std::min(a.hidden, j0 + kTransposeTile);
       for (int64_t r0 = 0; r0 < a.rows; r0 += kTransposeTile) {
         const int64_t r1 = std::min(a.rows, r0 + kTransposeTile);
-        for (int64_t j = j0; j < j1; ++j) {
-          for (int64_t r = r0; r < r1; ++r) y_t[j * a.y_t_row_stride + r] = y[r * a.y_row_stride + j];
-        }
+        transpose_tile(y, a.y_row_stride, y_t, a.y_t_row_stride, r0, r1, j0, j1);
       }
     };
   });

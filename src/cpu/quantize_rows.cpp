@@ -38,11 +38,19 @@ inline void transpose_8x8(uint64_t (&rows)[8]) {
   }
 }
 
+// Whether words hold their first byte lowest, as transpose_8x8 reads them.
+#if defined(__BYTE_ORDER__) && defined(__ORDER_LITTLE_ENDIAN__)
+constexpr bool kLittleEndian = __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__;
+#else
+constexpr bool kLittleEndian = false;  // (unknown: element by element only)
+#endif
+
 // y_t[j][r] = y[r][j] over rows [r0, r1) and columns [j0, j1): whole 8 x 8 blocks through
-// transpose_8x8, the ragged edges element by element.
+// transpose_8x8 (little-endian hosts), the ragged edges element by element.
 void transpose_tile(const uint8_t* y, int64_t y_stride, uint8_t* y_t, int64_t t_stride,
                     int64_t r0, int64_t r1, int64_t j0, int64_t j1) {
-  const int64_t r8 = r0 + (r1 - r0) / 8 * 8, j8 = j0 + (j1 - j0) / 8 * 8;
+  const int64_t r8 = kLittleEndian ? r0 + (r1 - r0) / 8 * 8 : r0;
+  const int64_t j8 = kLittleEndian ? j0 + (j1 - j0) / 8 * 8 : j0;
   for (int64_t r = r0; r < r8; r += 8) {
     for (int64_t j = j0; j < j8; j += 8) {
       uint64_t block[8];

@@ -3,6 +3,7 @@
 #include "cpu/row_kernels.h"
 
 #include <cmath>
+#include <type_traits>
 
 #include "cpu/row_ops.h"
 
@@ -42,14 +43,28 @@ void bwd_row(const nk_rms_norm_bwd_args& a, const float* w, int64_t r, float* xh
   load_row(a.x, a.x_dtype, r, a.x_row_stride, H, xhat);
   load_row(a.dy, a.dy_dtype, r, a.dy_row_stride, H, g);
   if (a.dresidual_out) load_row(a.dresidual_out, a.x_dtype, r, a.dresidual_out_row_stride, H, t);
-  for (int64_t j = 0; j < H; ++j) xhat[j] *= rstd;
-  if (pdw) {
-    for (int64_t j = 0; j < H; ++j) pdw[j] += g[j] * xhat[j];
+  // xhat, the column sums and g = dy * w in one pass, each element's operations in the order
+  // of one loop per step (the same bits); a loop per combination of outputs, none tested inside
+  // (one thread, 4096 x 4096 and 1024 x 8192 bf16: 0.94-0.95x the time of four loops).
+  const auto scale_and_sum = [&](auto with_dw, auto with_db) {
+    for (int64_t j = 0; j < H; ++j) {
+      xhat[j] *= rstd;
+      if constexpr (decltype(with_dw)::value) pdw[j] += g[j] * xhat[j];
+      if constexpr (decltype(with_db)::value) pdb[j] += g[j];
+      g[j] *= w[j];
+    }
+  };
+  using Yes = std::true_type;
+  using No = std::false_type;
+  if (pdw && pdb) {
+    scale_and_sum(Yes{}, Yes{});
+  } else if (pdw) {
+    scale_and_sum(Yes{}, No{});
+  } else if (pdb) {
+    scale_and_sum(No{}, Yes{});
+  } else {
+    scale_and_sum(No{}, No{});
   }
-  if (pdb) {
-    for (int64_t j = 0; j < H; ++j) pdb[j] += g[j];
-  }
-  for (int64_t j = 0; j < H; ++j) g[j] *= w[j];
   const float mean_gx = dot(g, xhat, H) / static_cast<float>(H);
   if (a.dresidual_out) {
     for (int64_t j = 0; j < H; ++j) t[j] += rstd * (g[j] - xhat[j] * mean_gx);

@@ -2,25 +2,12 @@
 // common/quant_rules.h, inlined into each target clone.
 #include "cpu/quantize_span.h"
 
-#include <cstring>
-
+#include "common/dtype_host.h"
 #include "common/quant_rules.h"
 #include "cpu/row_kernels.h"
 
 namespace normkit::cpu {
 namespace {
-
-inline uint32_t bits_of(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, sizeof u);
-  return u;
-}
-
-inline float float_of(uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, sizeof f);
-  return f;
-}
 
 // float8_magnitude_code (common/quant_codes.h) without branches: both cases computed, one
 // selected. a: |f| in float32 bits, not NaN. Below the smallest normal, |f| + 2^(24 - BIAS -
@@ -35,13 +22,13 @@ inline uint32_t magnitude_code(uint32_t a) {
   uint32_t normal = (r + ((1u << (kDrop - 1)) - 1u) + ((r >> kDrop) & 1u)) >> kDrop;
   normal = normal < MAXC ? normal : MAXC;  // also Inf
   constexpr float kUnits = static_cast<float>(1u << (24 - BIAS - MANT));
-  const uint32_t subnormal = bits_of(float_of(a) + kUnits) - bits_of(kUnits);
+  const uint32_t subnormal = float_to_bits(bits_to_float(a) + kUnits) - float_to_bits(kUnits);
   return a >= kMinNormal ? normal : subnormal;
 }
 
 template <int MANT, int BIAS, uint32_t MAXC>
 inline uint8_t float8_code(float f) {
-  const uint32_t u = bits_of(f);
+  const uint32_t u = float_to_bits(f);
   const uint32_t sign = (u >> 24) & 0x80u, a = u & 0x7fffffffu;
   const uint32_t code = a > 0x7f800000u ? 0x7fu : magnitude_code<MANT, BIAS, MAXC>(a);
   return static_cast<uint8_t>(sign | code);

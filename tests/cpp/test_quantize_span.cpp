@@ -5,22 +5,19 @@
 
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <random>
 #include <thread>
 #include <vector>
 
+#include "common/dtype_host.h"
 #include "common/quant_rules.h"
 #include "cpu/quantize_span.h"
 
 namespace nktest {
 namespace {
 
-float float_from_bits(uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, sizeof f);
-  return f;
-}
+using normkit::bits_to_float;
+using normkit::float_to_bits;
 
 // Codes of quantize_span and of quantize_code disagreeing over bit patterns [first, last), one
 // span of kSpan at a time; the first disagreement's input in *example.
@@ -30,7 +27,7 @@ int64_t count_mismatches(nk_dtype dtype, uint64_t first, uint64_t last, uint32_t
   std::vector<uint8_t> y(kSpan);
   int64_t mismatches = 0;
   for (uint64_t base = first; base < last; base += kSpan) {
-    for (int64_t j = 0; j < kSpan; ++j) v[j] = float_from_bits(static_cast<uint32_t>(base + j));
+    for (int64_t j = 0; j < kSpan; ++j) v[j] = bits_to_float(static_cast<uint32_t>(base + j));
     normkit::cpu::quantize_span(y.data(), v.data(), kSpan, 1.0f, dtype);
     for (int64_t j = 0; j < kSpan; ++j) {
       if (y[j] != normkit::quantize_code(v[j], dtype)) {
@@ -85,7 +82,7 @@ TEST(QuantizeSpan, AppliesTheMultiplierFirst) {
 TEST(QuantizeSpan, AbsMaxIsTheSequentialFold) {
   std::mt19937 rng(12);
   std::normal_distribution<float> normal(0.0f, 1.0f);
-  const float nan = float_from_bits(0x7fc00000u);
+  const float nan = bits_to_float(0x7fc00000u);
   for (int64_t n : {0, 1, 15, 16, 17, 100, 1023}) {
     std::vector<float> v(static_cast<size_t>(n));
     for (float& x : v) x = normal(rng);
@@ -93,10 +90,7 @@ TEST(QuantizeSpan, AbsMaxIsTheSequentialFold) {
     float expected = 0.0f;
     for (float x : v) expected = normkit::fold_abs_max(expected, x);
     const float got = normkit::cpu::abs_max(v.data(), n);
-    uint32_t a, b;
-    std::memcpy(&a, &got, 4);
-    std::memcpy(&b, &expected, 4);
-    EXPECT_EQ(a, b) << "n " << n;
+    EXPECT_EQ(float_to_bits(got), float_to_bits(expected)) << "n " << n;
   }
   // All zeros, some negative: +0, as the fold gives.
   const std::vector<float> zeros = {-0.0f, 0.0f, -0.0f, -0.0f, 0.0f, -0.0f, -0.0f, -0.0f,

@@ -316,20 +316,15 @@ for step in "${steps[@]}"; do
     modes)  # A/B over the plain forward and the quantized modes in one run (mode_runs) of
       # AB_MODES under AB_CONFIGS
       mode_runs "${AB_MODES:-plain tensor token block mxfp8 transposed}" "${AB_CONFIGS:-none}" ;;
-    pending)  # the twenty-fourth session's Next 1, prepared: the 1048576-column backward on fewer
-      # clusters at once (NK_TUNE_BWD_STREAMING_MAX_CLUSTERS; 7 hold 28 MB of x and dy in flight)
-      # against the default, each twice; then the 06:15 prefetch A/B as a check
+    pending)  # the twenty-fifth session's per-tensor quantized forward on the pipelined kernel
+      # (NK_TUNE_QUANT_PIPELINED=1): its tests (the ctest entry quant_tensor_pipelined and the
+      # LaunchConfig cases), then the per-tensor sweep against the registers kernels, twice each
       run ctest_pending ctest --test-dir "$BUILD" --output-on-failure \
-        -R 'LaunchConfig|RowsPastThePipelinedClusters'
-      mc=NK_TUNE_BWD_STREAMING_MAX_CLUSTERS
-      knob_runs bench_pending 600 "none $mc=6 $mc=5 $mc=4 none $mc=6 $mc=5 $mc=4" --bwd-only \
-        --shapes 128x1048576,64x1048576,256x524288
-      knob_runs bench_pending_bias 600 "none $mc=6 $mc=5 $mc=4 none $mc=6 $mc=5 $mc=4" \
-        --bwd-only --bias --shapes 128x1048576,256x524288
-      all=NK_TUNE_CLUSTER_STREAMING_L2_PERCENT=100
-      off=NK_TUNE_CLUSTER_STREAMING_PREFETCH=0
-      knob_runs bench_pending_prefetch 600 "none $all $off" --bwd-only \
-        --shapes 128x1048576,256x524288,600x300000 ;;
+        -R 'LaunchConfig|quant_tensor_pipelined'
+      run ctest_pending_default ctest --test-dir "$BUILD" --output-on-failure \
+        -R 'QuantRules.*Cuda|QuantPinned.*Cuda|QuantEveryMode.*tensor.*Cuda'
+      pl=NK_TUNE_QUANT_PIPELINED=1
+      knob_runs bench_pending 600 "none $pl none $pl" --fwd-only --quant tensor ;;
     probe)  # knob A/Bs in one run: `normkit bench $PROBE_ARGS` over PROBE_SHAPES (default: the
       # sweep) under each of PROBE_CONFIGS (knobs joined by commas; "none": the defaults)
       shape_args=()

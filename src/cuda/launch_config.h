@@ -104,9 +104,11 @@ struct KernelFacts {
   // passes past it accumulate in the workspace, and L1 keeps the rest of the SM's 256 KB
   // (NK_TUNE_BWD_STREAMING_SUMS_MAX_KB).
   int bwd_streaming_sums_max_kb = 0;
-  // The most clusters such a backward runs at once (0: as many as the SMs hold). Fewer keep
-  // fewer rows' chunks in flight in L2 (1048576 columns: 7 clusters hold 28 MB of x and dy);
-  // NK_TUNE_BWD_STREAMING_MAX_CLUSTERS, prepared for an A/B (twenty-fourth session's Next 1).
+  // The most clusters such a backward runs at once (0, the default: as many as the SMs hold;
+  // NK_TUNE_BWD_STREAMING_MAX_CLUSTERS). Fewer keep fewer rows' chunks in flight in L2 (1048576
+  // columns: 7 clusters hold 28 MB of x and dy), but measured slower at every step (twenty-fifth
+  // session, H100, twice each): 128 x 1048576 672 us at 7 clusters, 700 at 6, 754 at 5, 829 at
+  // 4; 256 x 524288 455, 475, 528, 626; with dbias likewise. The rows in flight, not L2, bound it.
   int bwd_streaming_max_clusters = 0;
   // 1 (the default): forward rows that take the streaming plan run on a cluster of up to 16
   // CTAs per row in the same way (rms_norm_fwd_cluster_streaming; apply_fwd_cluster_streaming);
@@ -295,6 +297,12 @@ struct KernelFacts {
   // session, H100, twice each in one call): 0.93-0.99x the time over the sweep (8192 x 8192
   // 79.6 -> 75.7 us, 32768 x 8192 286.8 -> 274.5), with the fused residual 0.90-1.00x.
   int quant_mxfp8_e4m3 = 1;
+  // Quantized forward, per-tensor without residual or bias, 16-bit x and weights in 16-byte
+  // vectors: 1 takes the pipelined kernel (rms_norm_fwd_quant_tensor_pipelined: persistent CTAs,
+  // each row group's next two rows copied into shared memory while it quantizes one, amax added
+  // once per CTA) for rows one CTA holds at up to kPipelineItems vectors per thread; 0 (the
+  // default) the registers kernels (NK_TUNE_QUANT_PIPELINED). Not yet measured.
+  int quant_pipelined = 0;
   // Quantized forward: 1 (the default) also pins the EXACT cluster plans of wide rows (rows
   // split over a cluster at up to kSmallItems vectors per thread, pin_quant_registers), 0 pins
   // one-CTA-per-row plans only (NK_TUNE_QUANT_PIN_CLUSTERS). Measured (fourteenth session,
@@ -593,6 +601,13 @@ KernelFacts facts_with_transposed_output(const KernelFacts& facts);
 // c for the forward whose y a transpose kernel reads next: with
 // KernelFacts::quant_transpose_evict_first, x evict-first where c reads it with a policy.
 LaunchConfig keep_y_for_transpose(LaunchConfig c, const KernelFacts& facts);
+
+// The per-tensor quantized forward on the pipelined kernel (KernelFacts::quant_pipelined), or
+// grid 0 where it does not apply: rows of 16-byte vectors (vec elements of x_bytes each) that one
+// CTA of up to 512 threads holds at kPipelineItems vectors per thread, as many CTAs as shared
+// memory and threads allow per SM (the launcher caps the grid to those resident at once).
+LaunchConfig plan_fwd_quant_pipelined(int64_t rows, int64_t hidden, int vec, int x_bytes,
+                                      const KernelFacts& facts);
 
 // The per-tensor quantized forward with y_t in one kernel (rms_norm_fwd_quant_transposed): a
 // cluster of cluster_size CTAs (1, 2, 4 or 8) per run of kTransposedRun rows, tile_rows =

@@ -326,6 +326,38 @@ TEST_P(QuantRules, WideRowsInEveryMode) {
   }
 }
 
+TEST_P(QuantRules, TensorWithoutExtrasOverManyRows) {
+  // Per-tensor without residual or bias, 16-bit x and weights: with NK_TUNE_QUANT_PIPELINED=1
+  // (ctest entry quant_tensor_pipelined) the CUDA planner's persistent pipelined kernel, with
+  // more rows than its CTAs (each row group cycles its three stages several times), rows held
+  // exactly (16384 as 512 x 4 vectors, 4096 as two row groups of 128 x 4) and not (1000
+  // columns: 125 vectors), strided x and y, with and without a (zero-centered) weight.
+  Rng rng;
+  struct Shape {
+    int64_t rows, hidden;
+  };
+  int k = 0;
+  for (const Shape s : {Shape{800, 16384}, Shape{2200, 4096}, Shape{1500, 1000}, Shape{61, 12288}}) {
+    if (backend() == NK_BACKEND_CPU && s.rows * s.hidden > (int64_t{1} << 22)) continue;
+    for (nk_dtype x : {NK_BFLOAT16, NK_FLOAT16}) {
+      QuantCase c = base_case(NK_QUANT_TENSOR, k % 2 ? NK_FLOAT8_E5M2 : NK_FLOAT8_E4M3, s.rows,
+                              s.hidden);
+      c.fwd.x = c.fwd.w = x;
+      c.fwd.residual = c.fwd.bias = false;
+      c.fwd.zero_centered = k % 3 == 1;
+      c.fwd.weight = k % 3 != 2;
+      c.fwd.rstd = k % 2 == 0;
+      c.fwd.x_pad = k % 2 ? 8 : 0;
+      c.fwd.y_pad = k % 2 ? 0 : 24;
+      c.amax = k % 4 != 3;
+      c.tensor_scale_factor = k % 2 ? 0.25 : 1.0;
+      ++k;
+      SCOPED_TRACE(c.describe());
+      test_quant_case(backend(), c, rng);
+    }
+  }
+}
+
 TEST_P(QuantRules, MisalignedScalesAndOffsets) {
   Rng rng;
   for (nk_quant_mode mode : {NK_QUANT_TOKEN, NK_QUANT_BLOCK, NK_QUANT_MXFP8}) {

@@ -1,7 +1,6 @@
 #include "cuda/launch_config.h"
 
 #include <algorithm>
-#include <limits>
 #include <string>
 
 #include "common/quant_rules.h"
@@ -474,17 +473,6 @@ LaunchConfig keep_y_for_transpose(LaunchConfig c, const KernelFacts& facts) {
     c.evict_last_reads = false;
   }
   return c;
-}
-
-LaunchConfig plan_fwd_quant_pipelined(int64_t rows, int64_t hidden, int vec, int x_bytes,
-                                      const KernelFacts& facts) {
-  LaunchConfig none;
-  none.grid = 0;
-  if (!facts.quant_pipelined || vec * x_bytes != 16) return none;
-  // No clusters; row groups up to 256 threads per CTA; up to 8 CTAs per SM, as shared memory
-  // and threads allow.
-  return plan_pipelined(rows, hidden, vec, facts, x_bytes, kPipelineItems, 8, rows, false,
-                        std::numeric_limits<int64_t>::max(), kPipelineMaxThreads);
 }
 
 LaunchConfig plan_fwd_quant_transposed(int64_t rows, int64_t hidden, int vec, int x_bytes,

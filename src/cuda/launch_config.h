@@ -297,12 +297,6 @@ struct KernelFacts {
   // session, H100, twice each in one call): 0.93-0.99x the time over the sweep (8192 x 8192
   // 79.6 -> 75.7 us, 32768 x 8192 286.8 -> 274.5), with the fused residual 0.90-1.00x.
   int quant_mxfp8_e4m3 = 1;
-  // Quantized forward, per-tensor without residual or bias, 16-bit x and weights in 16-byte
-  // vectors: 1 takes the pipelined kernel (rms_norm_fwd_quant_tensor_pipelined: persistent CTAs,
-  // each row group's next two rows copied into shared memory while it quantizes one, amax added
-  // once per CTA) for rows one CTA holds at up to kPipelineItems vectors per thread; 0 (the
-  // default) the registers kernels (NK_TUNE_QUANT_PIPELINED). Not yet measured.
-  int quant_pipelined = 0;
   // Quantized forward: 1 (the default) also pins the EXACT cluster plans of wide rows (rows
   // split over a cluster at up to kSmallItems vectors per thread, pin_quant_registers), 0 pins
   // one-CTA-per-row plans only (NK_TUNE_QUANT_PIN_CLUSTERS). Measured (fourteenth session,
@@ -601,13 +595,6 @@ KernelFacts facts_with_transposed_output(const KernelFacts& facts);
 // c for the forward whose y a transpose kernel reads next: with
 // KernelFacts::quant_transpose_evict_first, x evict-first where c reads it with a policy.
 LaunchConfig keep_y_for_transpose(LaunchConfig c, const KernelFacts& facts);
-
-// The per-tensor quantized forward on the pipelined kernel (KernelFacts::quant_pipelined), or
-// grid 0 where it does not apply: rows of 16-byte vectors (vec elements of x_bytes each) that one
-// CTA of up to 512 threads holds at kPipelineItems vectors per thread, as many CTAs as shared
-// memory and threads allow per SM (the launcher caps the grid to those resident at once).
-LaunchConfig plan_fwd_quant_pipelined(int64_t rows, int64_t hidden, int vec, int x_bytes,
-                                      const KernelFacts& facts);
 
 // The per-tensor quantized forward with y_t in one kernel (rms_norm_fwd_quant_transposed): a
 // cluster of cluster_size CTAs (1, 2, 4 or 8) per run of kTransposedRun rows, tile_rows =

@@ -4,7 +4,6 @@
 
 #include "cuda/launch_fwd.cuh"
 #include "cuda/rms_norm_fwd_quant_kernels.cuh"
-#include "cuda/rms_norm_fwd_quant_pipelined.cuh"
 #include "cuda/rms_norm_fwd_quant_ticketed.cuh"
 #include "cuda/rms_norm_fwd_quant_transposed.cuh"
 
@@ -84,43 +83,8 @@ auto pinned_quant_kernel(const FwdParams& p, const LaunchConfig& cfg) {
                            : pinned_quant_kernel_for<XT, WT, MODE, VEC, false>(p, cfg);
 }
 
-// The per-tensor pipelined plan (plan_fwd_quant_pipelined): 16-bit x and weights, 16-byte
-// vectors, one CTA per row group, neither residual nor bias (the planner's rules).
-template <typename XT, typename WT>
-void launch_fwd_quant_tensor_pipelined(const FwdParams& p, const LaunchConfig& cfg,
-                                       cudaStream_t stream) {
-  const char* what = "rms_norm_fwd quantized (pipelined)";
-  if constexpr (sizeof(XT) == 2 && sizeof(WT) == 2) {
-    constexpr int VEC = 8;
-    if (cfg.vec != VEC || cfg.items > kPipelineItems || cfg.cluster_size != 1 || p.bias ||
-        p.residual) {
-      throw Error(NK_ERROR_INTERNAL, std::string(what) + ": unexpected plan " + cfg.describe());
-    }
-    const bool exact = cfg.items == kPipelineItems &&
-                       int64_t(cfg.threads_per_row) * kPipelineItems * VEC == p.shape.hidden;
-    auto pick = [&](auto exact_constant) {
-      constexpr bool EXACT = decltype(exact_constant)::value;
-      return p.weight_extras()
-                 ? rms_norm_fwd_quant_tensor_pipelined<XT, WT, VEC, kPipelineItems, true, EXACT>
-                 : rms_norm_fwd_quant_tensor_pipelined<XT, WT, VEC, kPipelineItems, false, EXACT>;
-    };
-    auto kernel = exact ? pick(std::true_type{}) : pick(std::false_type{});
-    const LaunchConfig run = fit_resident_ctas(cfg, kernel, what);
-    launch(kernel, run.grid, dim3(run.threads_per_row, run.rows_per_block), {}, stream, what,
-           static_cast<size_t>(run.smem_bytes), p);
-  } else {
-    throw Error(NK_ERROR_INTERNAL, std::string(what) + ": a plan for x or weights not 16-bit");
-  }
-}
-
 template <typename XT, typename WT, int MODE>
 void launch_fwd_quant_mode(const FwdParams& p, const LaunchConfig& cfg, cudaStream_t stream) {
-  if constexpr (MODE == NK_QUANT_TENSOR) {
-    if (cfg.plan == RowPlan::kPipelined) {
-      launch_fwd_quant_tensor_pipelined<XT, WT>(p, cfg, stream);
-      return;
-    }
-  }
   if constexpr (MODE == NK_QUANT_BLOCK || MODE == NK_QUANT_MXFP8) {
     if (cfg.vec == 0) {  // rows too misaligned for the shuffle layout (plan_fwd_quant)
       const size_t smem = static_cast<size_t>(p.shape.hidden / p.quant.block) * sizeof(unsigned);

@@ -48,21 +48,11 @@ bool pinnable(nk_dtype x, nk_dtype weight, nk_quant_mode mode, bool bias) {
   return nk_dtype_size(x) == 2 && nk_dtype_size(weight) == 2 && !(mode == NK_QUANT_TOKEN && bias);
 }
 
-// plan_fwd_quant (pinned where `pin`), or plan_fwd_quant_pipelined where `pipelinable` and it
-// applies, with the L2 policy of the inputs it reads once (x, residual): what the launches and
-// --explain share.
+// plan_fwd_quant (pinned where `pin`) with the L2 policy of the inputs it reads once (x,
+// residual): what the launches and --explain share.
 LaunchConfig plan_quant_with_reads(int64_t rows, int64_t hidden, int vec, int scale_block,
                                    nk_quant_mode mode, bool pin, nk_dtype x, bool with_residual,
-                                   bool pipelinable, const KernelFacts& facts) {
-  const int64_t read_bytes = fwd_read_once_bytes(rows, hidden, nk_dtype_size(x), with_residual);
-  if (pipelinable) {
-    LaunchConfig c = plan_fwd_quant_pipelined(rows, hidden, vec,
-                                              static_cast<int>(nk_dtype_size(x)), facts);
-    if (c.grid > 0) {
-      apply_read_policy(c, read_bytes, false, facts);
-      return c;
-    }
-  }
+                                   const KernelFacts& facts) {
   const bool dynamic = mode != NK_QUANT_TENSOR;
   LaunchConfig c = plan_fwd_quant(rows, hidden, vec, scale_block, dynamic, facts);
   // (No full-items kernel for TOKEN.)
@@ -71,26 +61,16 @@ LaunchConfig plan_quant_with_reads(int64_t rows, int64_t hidden, int vec, int sc
     pin_quant_registers(c, rows, hidden, facts, !token,
                         quant_e4m3_kernels(mode, scale_block, with_residual, hidden, facts));
   }
-  apply_read_policy(c, read_bytes, false, facts);
+  apply_read_policy(c, fwd_read_once_bytes(rows, hidden, nk_dtype_size(x), with_residual), false,
+                    facts);
   return c;
 }
 
-// Whether the pipelined per-tensor kernel may take these (plan_fwd_quant_pipelined decides by
-// shape): TENSOR of 16-bit x and weights without residual, bias or y_t.
-bool pipelinable(nk_dtype x, nk_dtype weight, nk_quant_mode mode, bool bias, bool residual,
-                 bool y_t) {
-  return mode == NK_QUANT_TENSOR && nk_dtype_size(x) == 2 && nk_dtype_size(weight) == 2 && !bias &&
-         !residual && !y_t;
-}
-
 LaunchConfig quant_config(const nk_rms_norm_fwd_args& a, const KernelFacts& facts) {
-  return plan_quant_with_reads(
-      a.rows, a.hidden, quant_vector_width(a), static_cast<int>(quant_block_size(a)), a.quant,
-      pinnable(a.x_dtype, a.weight_dtype, a.quant, a.bias != nullptr), a.x_dtype,
-      a.residual != nullptr,
-      pipelinable(a.x_dtype, a.weight_dtype, a.quant, a.bias != nullptr, a.residual != nullptr,
-                  a.y_t != nullptr),
-      facts);
+  return plan_quant_with_reads(a.rows, a.hidden, quant_vector_width(a),
+                               static_cast<int>(quant_block_size(a)), a.quant,
+                               pinnable(a.x_dtype, a.weight_dtype, a.quant, a.bias != nullptr),
+                               a.x_dtype, a.residual != nullptr, facts);
 }
 
 void launch_quant(const nk_rms_norm_fwd_args& a, const LaunchConfig& cfg, cudaStream_t stream) {
@@ -200,7 +180,6 @@ std::string explain_fwd_quant(int64_t rows, int64_t hidden, nk_dtype x, nk_dtype
   const int scale_block = mode == NK_QUANT_MXFP8 ? 32 : mode == NK_QUANT_BLOCK ? block : 0;
   return plan_quant_with_reads(rows, hidden, explained_quant_vec(hidden, x), scale_block, mode,
                                pinnable(x, w, mode, bias), x, false,
-                               pipelinable(x, w, mode, bias, false, false),
                                kernel_facts(current_device_facts()))
       .describe();
 }
@@ -214,7 +193,7 @@ std::string explain_fwd_quant_transposed(int64_t rows, int64_t hidden, nk_dtype 
   // (explain_fwd_quant's plan for NK_QUANT_TENSOR)
   const LaunchConfig cfg = plan_quant_with_reads(
       rows, hidden, vec, 0, NK_QUANT_TENSOR, pinnable(x, w, NK_QUANT_TENSOR, false), x, false,
-      false, facts);
+      facts);
   if (ticketed_shape(cfg, hidden, facts)) {
     return cfg.describe() + "; forward and transpose units in one grid (bands of " +
            std::to_string(kBandRows) + " rows, " +

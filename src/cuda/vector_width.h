@@ -95,7 +95,6 @@ inline const KernelFacts& tuned_defaults() {
     k.quant_amax_per_warp =
         tuning_knob("NK_TUNE_QUANT_AMAX_PER_WARP", k.quant_amax_per_warp, 0, 1);
     k.quant_full_items = tuning_knob("NK_TUNE_QUANT_FULL_ITEMS", k.quant_full_items, 0, 1);
-    k.quant_pipelined = tuning_knob("NK_TUNE_QUANT_PIPELINED", k.quant_pipelined, 0, 1);
     k.fwd_wide_row_threads =
         tuning_knob("NK_TUNE_FWD_WIDE_ROW_THREADS", k.fwd_wide_row_threads, 0, 512);
     k.fwd_wide_row_max_cluster =

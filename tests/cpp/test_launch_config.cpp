@@ -1443,30 +1443,3 @@ TEST(LaunchConfig, BackwardOfFewRowsTakesOneColumnOwningCluster) {
 }
 
 }  // namespace
-
-TEST(LaunchConfig, PipelinedPerTensorQuantHoldsRowsOfOneCtaOnly) {
-  KernelFacts f;  // (the defaults: an H100's SMs and shared memory)
-  EXPECT_EQ(normkit::cuda::plan_fwd_quant_pipelined(2048, 16384, 8, 2, f).grid, 0);  // off
-  f.quant_pipelined = 1;
-  // 16384 columns: 512 threads x 4 vectors, three 32 KB stages, two CTAs per SM by shared memory.
-  LaunchConfig c = normkit::cuda::plan_fwd_quant_pipelined(2048, 16384, 8, 2, f);
-  SCOPED_TRACE(c.describe());
-  EXPECT_EQ(c.plan, RowPlan::kPipelined);
-  EXPECT_EQ(c.threads_per_row, 512);
-  EXPECT_EQ(c.items, 4);
-  EXPECT_EQ(c.rows_per_block, 1);
-  EXPECT_EQ(c.cluster_size, 1);
-  EXPECT_EQ(c.smem_bytes, 3 * 16384 * 2);
-  EXPECT_EQ(c.grid, 2 * f.sm_count);
-  // 4096 columns: two row groups of 128 x 4 per CTA.
-  c = normkit::cuda::plan_fwd_quant_pipelined(8192, 4096, 8, 2, f);
-  EXPECT_EQ(c.threads_per_row, 128);
-  EXPECT_EQ(c.items, 4);
-  EXPECT_EQ(c.rows_per_block, 2);
-  EXPECT_LE(c.grid * c.rows_per_block, 8192);
-  // Few rows: no more CTAs than row groups.
-  EXPECT_EQ(normkit::cuda::plan_fwd_quant_pipelined(3, 16384, 8, 2, f).grid, 3);
-  // Rows past one CTA's 512 x 4 vectors, vectors under 16 bytes: none.
-  EXPECT_EQ(normkit::cuda::plan_fwd_quant_pipelined(64, 32768, 8, 2, f).grid, 0);
-  EXPECT_EQ(normkit::cuda::plan_fwd_quant_pipelined(64, 4096, 4, 2, f).grid, 0);
-}

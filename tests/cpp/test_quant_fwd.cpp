@@ -327,11 +327,11 @@ TEST_P(QuantRules, WideRowsInEveryMode) {
 }
 
 TEST_P(QuantRules, TensorWithoutExtrasOverManyRows) {
-  // Per-tensor without residual or bias, 16-bit x and weights: with NK_TUNE_QUANT_PIPELINED=1
-  // (ctest entry quant_tensor_pipelined) the CUDA planner's persistent pipelined kernel, with
-  // more rows than its CTAs (each row group cycles its three stages several times), rows held
-  // exactly (16384 as 512 x 4 vectors, 4096 as two row groups of 128 x 4) and not (1000
-  // columns: 125 vectors), strided x and y, with and without a (zero-centered) weight.
+  // Per-tensor without residual or bias, 16-bit x and weights, many rows (more than a wave of
+  // CTAs), rows held exactly by the CUDA plans (16384 as 512 x 4 vectors, 4096 as 128 x 4) and
+  // not (1000 columns: 125 vectors), strided x and y, with and without a (zero-centered) weight.
+  // (Written for a persistent pipelined kernel, measured slower and removed: docs/notes.md,
+  // twenty-fifth session.)
   Rng rng;
   struct Shape {
     int64_t rows, hidden;

@@ -316,15 +316,12 @@ for step in "${steps[@]}"; do
     modes)  # A/B over the plain forward and the quantized modes in one run (mode_runs) of
       # AB_MODES under AB_CONFIGS
       mode_runs "${AB_MODES:-plain tensor token block mxfp8 transposed}" "${AB_CONFIGS:-none}" ;;
-    pending)  # the twenty-fifth session's per-tensor quantized forward on the pipelined kernel
-      # (NK_TUNE_QUANT_PIPELINED=1): its tests (the ctest entry quant_tensor_pipelined and the
-      # LaunchConfig cases), then the per-tensor sweep against the registers kernels, twice each
+    pending)  # the twenty-fifth session's amax per CTA by its last warp, without barriers
+      # (NK_TUNE_QUANT_AMAX_PER_WARP=2): its tests (ctest entry quant_amax_by_last_warp), then the
+      # quantized modes that write amax over the sweep against the default, twice (mode_runs)
       run ctest_pending ctest --test-dir "$BUILD" --output-on-failure \
-        -R 'LaunchConfig|quant_tensor_pipelined'
-      run ctest_pending_default ctest --test-dir "$BUILD" --output-on-failure \
-        -R 'QuantRules.*Cuda|QuantPinned.*Cuda|QuantEveryMode.*tensor.*Cuda'
-      pl=NK_TUNE_QUANT_PIPELINED=1
-      knob_runs bench_pending 600 "none $pl none $pl" --fwd-only --quant tensor ;;
+        -R 'LaunchConfig|quant_amax_by_last_warp'
+      mode_runs "tensor token block mxfp8" "none NK_TUNE_QUANT_AMAX_PER_WARP=2" ;;
     probe)  # knob A/Bs in one run: `normkit bench $PROBE_ARGS` over PROBE_SHAPES (default: the
       # sweep) under each of PROBE_CONFIGS (knobs joined by commas; "none": the defaults)
       shape_args=()

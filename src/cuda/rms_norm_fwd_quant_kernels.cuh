@@ -226,7 +226,9 @@ __device__ __forceinline__ void fwd_quant_registers_row(const FwdParams& p,
   const RowShape& shape = p.shape;
   const int64_t row = c.row;
 
+  __shared__ CtaAmaxSlot amax_slot;     // with p.quant.amax_by_last_warp
   if (shape.cluster_size > 1) cluster_push_init(cluster_push);
+  if (p.quant.amax_by_last_warp) cta_amax_slot_init(amax_slot);  // (before cta_row_sum's barriers)
   // TENSOR's scale, before any store (it was read after the rstd store: one more L2 round trip
   // between the reduction and the first code store).
   const float tensor_factor = MODE == NK_QUANT_TENSOR ? __ldg(p.quant.scale) : 0.0f;
@@ -317,6 +319,8 @@ __device__ __forceinline__ void fwd_quant_registers_row(const FwdParams& p,
   if (p.quant.amax) {
     if (p.quant.amax_per_warp) {
       warp_amax_to_global(amax, amax_before, p.quant.amax);
+    } else if (p.quant.amax_by_last_warp && blockDim.x > 32) {  // (cta_row_sum's barriers)
+      cta_amax_by_last_warp(amax, amax_slot, p.quant.amax);
     } else {
       cta_amax_to_global(amax, scratch, p.quant.amax);
     }
@@ -378,7 +382,9 @@ __device__ __forceinline__ void fwd_quant_token_folded_row(const FwdParams& p) {
   const RowChunk<VEC, EXACT> c(shape);
   const int64_t row = c.row;
 
+  __shared__ CtaAmaxSlot amax_slot;         // with p.quant.amax_by_last_warp
   if (shape.cluster_size > 1) cluster_push_init(cluster_push);
+  if (p.quant.amax_by_last_warp) cta_amax_slot_init(amax_slot);  // (before the row's barriers)
   Lanes<XT, VEC> s[IMAX];
   load_x_lanes(p, c, s);
   const unsigned amax_before =
@@ -428,6 +434,8 @@ __device__ __forceinline__ void fwd_quant_token_folded_row(const FwdParams& p) {
   if (p.quant.amax) {
     if (p.quant.amax_per_warp) {
       warp_amax_to_global(c.valid ? row_amax : 0.0f, amax_before, p.quant.amax);
+    } else if (p.quant.amax_by_last_warp && blockDim.x > 32) {  // (the row's barriers)
+      cta_amax_by_last_warp(c.valid ? row_amax : 0.0f, amax_slot, p.quant.amax);
     } else {
       cta_amax_to_global(c.valid ? row_amax : 0.0f, scratch, p.quant.amax);
     }

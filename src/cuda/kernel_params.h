@@ -31,9 +31,6 @@ struct QuantParams {
   // The registers kernels: amax per warp (warp_amax_to_global), else per CTA (the default;
   // LaunchConfig::amax_per_warp).
   bool amax_per_warp = false;
-  // The registers kernels of rows over more than one warp: amax per CTA by its last warp
-  // (cta_amax_by_last_warp; LaunchConfig::amax_by_last_warp).
-  bool amax_by_last_warp = false;
   // TENSOR's y transposed, [hidden, rows] codes (rms_norm_fwd_quant_transposed only; the
   // two-kernel path passes it to transpose_bytes instead).
   uint8_t* y_t = nullptr;

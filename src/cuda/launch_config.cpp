@@ -395,8 +395,7 @@ LaunchConfig plan_fwd_quant(int64_t rows, int64_t hidden, int vec, int block, bo
   }
   LaunchConfig c = plan_fwd_registers(rows, hidden, vec, split);
   c.quant_weight_first = facts.quant_weight_first;
-  c.amax_per_warp = facts.quant_amax_per_warp == 1;
-  c.amax_by_last_warp = facts.quant_amax_per_warp == 2;
+  c.amax_per_warp = facts.quant_amax_per_warp != 0;
   if (block > 0 && block / vec > 32) {  // one CTA of 256 threads per row, element by element
     c.vec = 0;
     c.plan = RowPlan::kStreaming;

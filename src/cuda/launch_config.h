@@ -253,8 +253,6 @@ struct KernelFacts {
   // at 4096 x 1024), but 1024 x 32768 0.95x and 32768 x 8192 0.98x: the first wave's warps all
   // update the one word (their amax_seen reads 0). Again (twenty-first session, with the wide
   // rows on clusters): 1.01-1.15x at every shape timed, 2048 x 16384 and 1024 x 32768 included.
-  // 2: per CTA without barriers, by its last warp to finish (cta_amax_by_last_warp; rows of more
-  // than one warp), for an A/B (twenty-fifth session).
   int quant_amax_per_warp = 0;
   // Quantized forward, pinned plans of exactly kSmallItems vectors per thread (every sweep
   // shape): 1 (the default) launches kernels compiled for that count, so that no per-item test
@@ -411,9 +409,8 @@ struct LaunchConfig {
   bool realigned = false;
   // Quantized forward: KernelFacts::quant_weight_first (printed only when not 0).
   int quant_weight_first = 0;
-  // Quantized forward: KernelFacts::quant_amax_per_warp 1 and 2.
+  // Quantized forward: KernelFacts::quant_amax_per_warp.
   bool amax_per_warp = false;
-  bool amax_by_last_warp = false;
   // Forward registers/cluster plans: every row of every CTA valid and every vector below
   // `items` of every thread whole and inside the row (chunks_exact): the kernels then skip
   // their per-item range checks (RowChunk's EXACT).

@@ -166,7 +166,6 @@ void launch_fwd_quant_for(const nk_rms_norm_fwd_args& a, const LaunchConfig& cfg
   FwdParams p = fwd_params(a, cfg);
   p.quant = quant_params(a);
   p.quant.amax_per_warp = cfg.amax_per_warp;
-  p.quant.amax_by_last_warp = cfg.amax_by_last_warp;
   switch (a.quant) {
     case NK_QUANT_TENSOR: return launch_fwd_quant_mode<XT, WT, NK_QUANT_TENSOR>(p, cfg, stream);
     case NK_QUANT_TOKEN: return launch_fwd_quant_mode<XT, WT, NK_QUANT_TOKEN>(p, cfg, stream);

@@ -93,7 +93,7 @@ inline const KernelFacts& tuned_defaults() {
         tuning_knob("NK_TUNE_QUANT_WEIGHT_FIRST", k.quant_weight_first, 0, 2);
     k.fwd_exact = tuning_knob("NK_TUNE_FWD_EXACT", k.fwd_exact, 0, 4);
     k.quant_amax_per_warp =
-        tuning_knob("NK_TUNE_QUANT_AMAX_PER_WARP", k.quant_amax_per_warp, 0, 2);
+        tuning_knob("NK_TUNE_QUANT_AMAX_PER_WARP", k.quant_amax_per_warp, 0, 1);
     k.quant_full_items = tuning_knob("NK_TUNE_QUANT_FULL_ITEMS", k.quant_full_items, 0, 1);
     k.fwd_wide_row_threads =
         tuning_knob("NK_TUNE_FWD_WIDE_ROW_THREADS", k.fwd_wide_row_threads, 0, 512);

@@ -99,42 +99,6 @@ __device__ __forceinline__ void cta_amax_to_global(float v, float* scratch, floa
   }
 }
 
-// The CTA's running amax for cta_amax_by_last_warp, as float bits, and how many warps added to it.
-struct CtaAmaxSlot {
-  unsigned bits;
-  unsigned warps_done;
-};
-
-// Zeroes `slot` (thread 0); the kernel calls this before a barrier that every thread passes
-// before cta_amax_by_last_warp.
-__device__ __forceinline__ void cta_amax_slot_init(CtaAmaxSlot& slot) {
-  if (threadIdx.x == 0 && threadIdx.y == 0) {
-    slot.bits = 0u;
-    slot.warps_done = 0u;
-  }
-}
-
-// cta_amax_to_global without its two barriers: each warp folds its largest |v| into the CTA's
-// slot (a shared atomic) and counts itself done; the warp that counts last adds the CTA's amax to
-// the global one. So no warp waits for the others (measured 0.97-1.00x the time of the barrier
-// form in one binary, every quantized mode over the sweep: twenty-fifth session). NaN and -0
-// count as 0, as cta_amax_to_global's fmaxf folds have them, so that the bits order like the
-// values. Every thread of the CTA calls this (all its lanes: CTAs of fewer than 32 threads too).
-__device__ __forceinline__ void cta_amax_by_last_warp(float v, CtaAmaxSlot& slot, float* amax) {
-  const unsigned lanes = __activemask();
-  const unsigned m = __reduce_max_sync(lanes, __float_as_uint(v > 0.0f ? v : 0.0f));
-  const unsigned thread = threadIdx.y * blockDim.x + threadIdx.x;
-  if (thread % 32 == 0) {
-    const unsigned warps = (blockDim.x * blockDim.y + 31) / 32;
-    atomicMax(&slot.bits, m);
-    __threadfence_block();  // this warp's maximum before its count
-    if (atomicAdd(&slot.warps_done, 1u) == warps - 1) {
-      __threadfence_block();
-      atomicMax(reinterpret_cast<unsigned*>(amax), atomicOr(&slot.bits, 0u));
-    }
-  }
-}
-
 // The global amax as it stands (from L2), read at a kernel's start for
 // warp_amax_to_global: during the launch it only grows (the launcher zeroed it before).
 __device__ __forceinline__ unsigned amax_seen(const float* amax) {

@@ -54,16 +54,6 @@ __device__ __forceinline__ FwdParams with_e4m3(const FwdParams& p) {
   return fixed;
 }
 
-// Zeroes the CTA's amax slot where the kernel adds its amax per CTA (cta_amax_by_last_warp), before
-// the row reduction. Rows of more than one warp reduce through __syncthreads (block_reduce),
-// which orders the zeroing before every warp's addition; rows of one warp or fewer reduce by
-// shuffles alone, so they take one barrier here (cta_amax_to_global took two at the end).
-__device__ __forceinline__ void init_amax_slot(const FwdParams& p, CtaAmaxSlot& slot) {
-  if (!p.quant.amax || p.quant.amax_per_warp) return;
-  cta_amax_slot_init(slot);
-  if (blockDim.x <= 32) __syncthreads();
-}
-
 // Quantizes and stores one vector v (VEC values of row `row` at column `col`, `n` of them in
 // the row) in a BLOCK/MXFP8/TENSOR mode, writing the block's scale where this lane starts a
 // block. `factor` is the per-tensor scale (TENSOR) or the row's reciprocal scale (TOKEN).
@@ -236,9 +226,7 @@ __device__ __forceinline__ void fwd_quant_registers_row(const FwdParams& p,
   const RowShape& shape = p.shape;
   const int64_t row = c.row;
 
-  __shared__ CtaAmaxSlot amax_slot;     // amax per CTA (cta_amax_by_last_warp)
   if (shape.cluster_size > 1) cluster_push_init(cluster_push);
-  init_amax_slot(p, amax_slot);
   // TENSOR's scale, before any store (it was read after the rstd store: one more L2 round trip
   // between the reduction and the first code store).
   const float tensor_factor = MODE == NK_QUANT_TENSOR ? __ldg(p.quant.scale) : 0.0f;
@@ -330,7 +318,7 @@ __device__ __forceinline__ void fwd_quant_registers_row(const FwdParams& p,
     if (p.quant.amax_per_warp) {
       warp_amax_to_global(amax, amax_before, p.quant.amax);
     } else {
-      cta_amax_by_last_warp(amax, amax_slot, p.quant.amax);
+      cta_amax_to_global(amax, scratch, p.quant.amax);
     }
   }
 }
@@ -390,9 +378,7 @@ __device__ __forceinline__ void fwd_quant_token_folded_row(const FwdParams& p) {
   const RowChunk<VEC, EXACT> c(shape);
   const int64_t row = c.row;
 
-  __shared__ CtaAmaxSlot amax_slot;         // amax per CTA (cta_amax_by_last_warp)
   if (shape.cluster_size > 1) cluster_push_init(cluster_push);
-  init_amax_slot(p, amax_slot);
   Lanes<XT, VEC> s[IMAX];
   load_x_lanes(p, c, s);
   const unsigned amax_before =
@@ -443,7 +429,7 @@ __device__ __forceinline__ void fwd_quant_token_folded_row(const FwdParams& p) {
     if (p.quant.amax_per_warp) {
       warp_amax_to_global(c.valid ? row_amax : 0.0f, amax_before, p.quant.amax);
     } else {
-      cta_amax_by_last_warp(c.valid ? row_amax : 0.0f, amax_slot, p.quant.amax);
+      cta_amax_to_global(c.valid ? row_amax : 0.0f, scratch, p.quant.amax);
     }
   }
 }

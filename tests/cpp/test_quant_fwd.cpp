@@ -337,7 +337,8 @@ TEST_P(QuantRules, TensorWithoutExtrasOverManyRows) {
     int64_t rows, hidden;
   };
   int k = 0;
-  for (const Shape s : {Shape{800, 16384}, Shape{2200, 4096}, Shape{1500, 1000}, Shape{61, 12288}}) {
+  for (const Shape s :
+       {Shape{800, 16384}, Shape{2200, 4096}, Shape{1500, 1000}, Shape{61, 12288}}) {
     if (backend() == NK_BACKEND_CPU && s.rows * s.hidden > (int64_t{1} << 22)) continue;
     for (nk_dtype x : {NK_BFLOAT16, NK_FLOAT16}) {
       QuantCase c = base_case(NK_QUANT_TENSOR, k % 2 ? NK_FLOAT8_E5M2 : NK_FLOAT8_E4M3, s.rows,

@@ -2,7 +2,7 @@
 # One call on the GPU machine: build for sm_90, run the C++ tests (CUDA ones included),
 # `normkit check`, `normkit bench`, the Python tests and benchmarks; logs (as logs.tar.gz) and
 # the JSON results go to $OUT (or ./device-out).
-# Usage: bench/device.sh [steps...]   steps: build test check bench quant install python compare
+# Usage: bench/device.sh [steps...]   steps: build sass test check bench quant install python compare
 # binding narrow pending train dtypes huge columns ncu_quant ncu_quant_source quant_bench exact
 # items fused tickets wide modes bwd_probe probe inductor dram aftermath sanitize profile method
 # ncu_method ring
@@ -95,9 +95,11 @@ for step in "${steps[@]}"; do
   case $step in
     build)
       run configure cmake -S . -B "$BUILD" -G Ninja -DNK_CUDA_ARCHITECTURES=90 -DCMAKE_BUILD_TYPE=Release &&
-      run build cmake --build "$BUILD" -j16 &&
-      # ptxas of CUDA 13.0 once read a cp.async's L2 policy from a uniform register that nothing
-      # set (an illegal instruction at run time): every function's SASS is checked for that
+      run build cmake --build "$BUILD" -j16 ;;
+    sass)  # every function's SASS read for descriptor reads of uniform registers nothing sets
+      # (bench/sass_desc_check.py: ptxas of CUDA 13.0 emitted one for a cache-hinted cp.async,
+      # an illegal instruction at run time). ~20-30 s on 16 cores; run it after `build` where a
+      # kernel's registers or its cp.async / cache-hint code changed
       mapfile -t objects < <(find "$BUILD" -name '*.cu.o') &&
       run sass_desc_check python3 bench/sass_desc_check.py "${objects[@]}" ;;
     test)  # (TEST_REGEX: only the ctest entries it matches; CTEST_JOBS processes at once, 8 by

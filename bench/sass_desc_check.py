@@ -20,6 +20,7 @@ import re
 import shutil
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 
 FUNCTION = re.compile(r"^\s+Function : (\S+)")
 INSTRUCTION = re.compile(r"^\s+/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z0-9_.]+)\s*(.*?)\s*;")
@@ -85,8 +86,10 @@ def main(paths):
               file=sys.stderr)
         return 2
     total, bad = 0, 0
-    for path in paths:
-        functions, flagged = scan(tool, path)
+    # cuobjdump takes most of the time (~12 s for a 10 MB object): one per core at once.
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        results = list(pool.map(lambda path: scan(tool, path), paths))
+    for path, (functions, flagged) in zip(paths, results):
         total += functions
         for function, opcode, operands in flagged:
             print(f"{path}: {function}: {opcode} {operands}")

@@ -2,10 +2,10 @@
 # One call on the GPU machine: build for sm_90, run the C++ tests (CUDA ones included),
 # `normkit check`, `normkit bench`, the Python tests and benchmarks; logs (as logs.tar.gz) and
 # the JSON results go to $OUT (or ./device-out).
-# Usage: bench/device.sh [steps...]   steps: build sass test check bench quant install python compare
-# binding narrow pending train dtypes huge columns ncu_quant ncu_quant_source quant_bench exact
-# items fused tickets wide modes bwd_probe probe inductor dram aftermath sanitize profile method
-# ncu_method ring
+# Usage: bench/device.sh [steps...]   steps: build sass test check bench quant install python
+# compare binding narrow pending train dtypes huge columns ncu_quant ncu_quant_source
+# quant_bench exact items fused tickets wide modes bwd_probe probe inductor dram aftermath
+# sanitize profile method ncu_method ring
 # (default: build test check bench)
 # BUILD=dir names the build tree (default build-device). (A tree built on the CPU machine cannot
 # travel instead: its binaries are over 64 MiB each.) `install` links that tree's libnormkit.a.
@@ -98,8 +98,8 @@ for step in "${steps[@]}"; do
       run build cmake --build "$BUILD" -j16 ;;
     sass)  # every function's SASS read for descriptor reads of uniform registers nothing sets
       # (bench/sass_desc_check.py: ptxas of CUDA 13.0 emitted one for a cache-hinted cp.async,
-      # an illegal instruction at run time). ~20-30 s on 16 cores; run it after `build` where a
-      # kernel's registers or its cp.async / cache-hint code changed
+      # an illegal instruction at run time). 150 s on the CPU machine's 2 cores (a cuobjdump per
+      # core); run it after `build` where a kernel's registers or its cache-hinted code changed
       mapfile -t objects < <(find "$BUILD" -name '*.cu.o') &&
       run sass_desc_check python3 bench/sass_desc_check.py "${objects[@]}" ;;
     test)  # (TEST_REGEX: only the ctest entries it matches; CTEST_JOBS processes at once, 8 by

@@ -65,7 +65,7 @@ def scan(tool, path):
     sass = run.stdout
     functions, flagged = 0, []
     name, instructions = None, []
-    for line in sass.splitlines() + ["\tFunction : (end)"]:
+    for line in sass.splitlines() + ["\tFunction : (end)"]:  # (a sentinel closes the last one)
         start = FUNCTION.match(line)
         if start:
             if name:

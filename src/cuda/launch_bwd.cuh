@@ -9,6 +9,7 @@
 #include "cuda/launchers.h"
 #include "cuda/reduce_partials.cuh"
 #include "cuda/rms_norm_bwd_cluster_streaming.cuh"
+#include "cuda/rms_norm_bwd_column_sums.cuh"
 #include "cuda/rms_norm_bwd_columns.cuh"
 #include "cuda/rms_norm_bwd_kernels.cuh"
 #include "cuda/rms_norm_bwd_pipelined.cuh"
@@ -30,7 +31,12 @@ void launch_bwd(const nk_rms_norm_bwd_args& a, const LaunchConfig& planned, cuda
   p.dresidual_out_stride = a.dresidual_out_row_stride;
   p.dx = a.dx;
   p.dx_stride = a.dx_row_stride;
-  p.early_dependent = planned.early_dependent;
+  // dweight/dbias summed down the columns by a kernel beside the main one, which then writes dx
+  // only (rms_norm_bwd_column_sums.cuh). Not where dx is written in place of x or dy: that
+  // kernel reads them while the main kernel runs.
+  const bool column_sums = planned.column_sums_grid > 0 && (a.dweight || a.dbias) &&
+                           a.dx != a.x && a.dx != a.dy;
+  p.early_dependent = planned.early_dependent || column_sums;
   p.evict_first_reads = planned.evict_first_reads;
   p.evict_last_reads = planned.evict_last_reads;
   p.prefetch_bytes = static_cast<uint32_t>(planned.prefetch_bytes);
@@ -54,6 +60,12 @@ void launch_bwd(const nk_rms_norm_bwd_args& a, const LaunchConfig& planned, cuda
   // slot: the main kernel writes dweight/dbias itself and no reduction follows. (The
   // streaming kernel accumulates in the workspace across rows, so it always needs one.)
   auto set_outputs = [&] {
+    if (column_sums) {
+      p.partial_dweight = p.partial_dbias = nullptr;
+      p.dweight = p.dbias = p.grid_dweight = p.grid_dbias = nullptr;
+      p.slots = cfg.slots;
+      return;
+    }
     const bool direct = cfg.slots == 1 && cfg.plan != RowPlan::kStreaming;
     float* ws = static_cast<float*>(a.workspace);
     p.partial_dweight = !direct && a.dweight ? ws : nullptr;
@@ -85,8 +97,8 @@ void launch_bwd(const nk_rms_norm_bwd_args& a, const LaunchConfig& planned, cuda
   p.partial_dweight = p.partial_dbias = nullptr;
   p.grid_dweight = p.grid_dbias = nullptr;
   p.slots = 0;
-  p.dweight = a.dweight;  // for want_dbias()/want_dweight() until set_outputs
-  p.dbias = a.dbias;
+  p.dweight = column_sums ? nullptr : a.dweight;  // for want_dbias()/want_dweight() until
+  p.dbias = column_sums ? nullptr : a.dbias;        // set_outputs
   if (cfg.plan == RowPlan::kColumns) {  // writes dweight/dbias itself: no workspace, one launch
     dispatch_vec(cfg.vec, "rms_norm_bwd (columns)", [&](auto vec_constant) {
       constexpr int VEC = decltype(vec_constant)::value;
@@ -167,6 +179,21 @@ void launch_bwd(const nk_rms_norm_bwd_args& a, const LaunchConfig& planned, cuda
                   "rms_norm_bwd (registers)");
     }
   });
+  if (column_sums) {
+    // A programmatic dependent of the main kernel, which allowed it at its start.
+    BwdParams sums = p;
+    sums.dweight = a.dweight;
+    sums.dbias = a.dbias;
+    LaunchOptions beside;
+    beside.dependent = true;
+    dispatch_vec(cfg.vec, "rms_norm_bwd (column sums)", [&](auto vec_constant) {
+      constexpr int VEC = decltype(vec_constant)::value;
+      launch(rms_norm_bwd_column_sums<XT, WT, DYT, VEC>, cfg.column_sums_grid,
+             dim3(kColumnSumsThreads), beside, stream, "rms_norm_bwd (column sums)", 0, sums,
+             cfg.column_sums_lanes);
+    });
+    return;
+  }
   if (in_grid || (!p.partial_dweight && !p.partial_dbias)) return;
   // One launch reduces both: blockIdx.y = 0 dweight (or dbias alone), 1 dbias. reduce_partials:
   // wide rows take 4 columns per thread where the partial sums allow 16-byte loads, few slots

@@ -259,6 +259,10 @@ std::string LaunchConfig::describe() const {
   if (quant_weight_first != 0) s += " weight-first=" + std::to_string(quant_weight_first);
   if (slots) s += " slots=" + std::to_string(slots);
   if (reduce_in_grid) s += " reduce-in-grid";
+  if (column_sums_grid) {
+    s += " column-sums grid=" + std::to_string(column_sums_grid) +
+         " lanes=" + std::to_string(column_sums_lanes);
+  }
   if (pending_in_registers) s += " pending-in-registers";
   if (smem_weight) s += " smem-weight";
   if (prefetch_bytes) s += " prefetch-next-row=" + std::to_string(prefetch_bytes >> 10) + "KB";
@@ -706,6 +710,20 @@ LaunchConfig plan_bwd_columns(int64_t rows, int64_t hidden, int vec, const Kerne
   c.grid = c.cluster_size;
   c.smem_bytes = smem;
   return c;
+}
+
+void apply_column_sums(LaunchConfig& c, int64_t rows, int64_t hidden, const KernelFacts& f) {
+  c.column_sums_grid = 0;
+  c.column_sums_lanes = 0;
+  const bool summed_after = c.plan == RowPlan::kRegisters || c.plan == RowPlan::kCluster ||
+                            c.plan == RowPlan::kPipelined;
+  if (!f.cluster_launch || !summed_after || c.slots <= 1 || c.reduce_in_grid) return;
+  if (rows > kColumnSumsMaxRows || rows * hidden > f.bwd_column_sums_max_elements) return;
+  const int batch = column_sums_batch(c.vec);
+  int groups = 1;
+  while (groups < kColumnSumsThreads && int64_t(groups) * batch < rows) groups *= 2;
+  c.column_sums_lanes = kColumnSumsThreads / groups;
+  c.column_sums_grid = ceil_div(ceil_div(hidden, c.vec), c.column_sums_lanes);
 }
 
 int64_t bwd_max_slots(int64_t rows, const KernelFacts& facts) {

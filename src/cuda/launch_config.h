@@ -237,6 +237,12 @@ struct KernelFacts {
   // 2026-11-23: 128 x 4096 18.8 us against 9.9, 29 x 17389 23.1 against 18.4), faster only on
   // single misaligned rows (1 x 17389 8.8 against 28.2) and at 2 x 17389 and 8 x 4095 (0.88x).
   int64_t bwd_columns_max_elements = 0;
+  // The backward of at most kColumnSumsMaxRows rows and this many elements sums dweight/dbias
+  // down the columns in a kernel beside the main one (apply_column_sums,
+  // rms_norm_bwd_column_sums) instead of per-slot partial sums and a reduction kernel after it
+  // (NK_TUNE_BWD_COLUMN_SUMS_MAX_ELEMENTS; 0: never). Its kernel reads x and dy a second time,
+  // which few rows can afford: their backward waits on latency, not on bytes.
+  int64_t bwd_column_sums_max_elements = int64_t(1) << 20;
   // Quantized forward, registers kernel (16-byte vectors, 16-bit weights): where the weight is
   // loaded (NK_TUNE_QUANT_WEIGHT_FIRST). 1 (the default): with x, before the row reduction, in
   // every mode but TOKEN at the small register budget (there it costs a CTA per SM); 0: TOKEN and
@@ -436,6 +442,12 @@ struct LaunchConfig {
   bool reduce_in_grid = false;
   int reduce_kernel = 0;
   bool early_dependent = false;
+  // Backward plans with dweight/dbias summed down the columns beside the main kernel
+  // (apply_column_sums): that kernel's CTAs and the column vectors each covers; 0 = none (the
+  // slots' partial sums and their reduction instead). `slots` still says how the main kernel's
+  // CTAs walk the rows.
+  int64_t column_sums_grid = 0;
+  int column_sums_lanes = 0;
   // Pipelined split rows of more than kClusterDeferMaxItems vectors per thread:
   // KernelFacts::bwd_pending_in_registers and bwd_smem_weight, where apply_split_row_extras
   // says they apply (smem_bytes then includes the weight's chunk).
@@ -621,6 +633,20 @@ LaunchConfig plan_fwd_quant_transposed(int64_t rows, int64_t hidden, int vec, in
 constexpr int kColumnsThreads = 512;
 LaunchConfig plan_bwd_columns(int64_t rows, int64_t hidden, int vec, const KernelFacts& facts,
                               const int64_t (&element_bytes)[3], int outputs);
+
+// The column-sums kernel of the backward (rms_norm_bwd_column_sums): CTAs of kColumnSumsThreads
+// threads, `column_sums_lanes` column vectors by kColumnSumsThreads / lanes row groups, each
+// thread with column_sums_batch(vec) rows in flight (about 128 bytes of x and dy for 16-byte
+// vectors of 16-bit data, 64 for 2-byte ones).
+constexpr int kColumnSumsThreads = 256;
+constexpr int64_t kColumnSumsMaxRows = 256;
+constexpr int column_sums_batch(int vec) { return vec >= 8 ? 4 : vec >= 4 ? 8 : 16; }
+// Sets c.column_sums_grid and column_sums_lanes where the column sums apply: a registers,
+// cluster or pipelined plan of several slots (not reduced in the grid) on a device with
+// programmatic dependent launch (sm_90, as cluster_launch), at most kColumnSumsMaxRows rows and
+// facts.bwd_column_sums_max_elements elements. Row groups: the fewest (a power of two) whose
+// batches hold every row at once, so that one round of loads covers the column.
+void apply_column_sums(LaunchConfig& c, int64_t rows, int64_t hidden, const KernelFacts& facts);
 
 // Upper bound on plan_bwd(...).slots for any vec: the workspace query cannot know the
 // alignment of the pointers that a later call will pass.

@@ -23,6 +23,7 @@ std::string BwdCase::describe() const {
   }
   if (dx_is_dy) s << " in-place dx=dy";
   if (dx_is_dresidual) s << " in-place dx=dresidual_out";
+  if (dx_is_x) s << " in-place dx=x";
   if (!zero_strides) s << " explicit strides";
   return s.str();
 }
@@ -54,6 +55,8 @@ BwdInputs make_bwd_inputs(const BwdCase& c, Rng& rng) {
   } else if (c.dx_is_dresidual) {
     EXPECT_TRUE(c.dresidual) << "in-place dx=dresidual_out needs dresidual_out";
     in.dx = in.dresidual;
+  } else if (c.dx_is_x) {
+    in.dx = in.x;
   } else {
     in.dx = Matrix(c.x, c.rows, H, H + c.dx_pad, c.dx_offset);
   }
@@ -106,8 +109,9 @@ BwdRun run_bwd(nk_backend backend, const BwdCase& c, const BwdInputs& in) {
     dres = Tensor(backend, in.dresidual);
     a.dresidual_out = dres.ptr();
   }
-  if (!c.dx_is_dy && !c.dx_is_dresidual) dx = Tensor(backend, in.dx);
-  a.dx = c.dx_is_dy ? dy.ptr() : c.dx_is_dresidual ? dres.ptr() : dx.ptr();
+  const bool in_place = c.dx_is_dy || c.dx_is_dresidual || c.dx_is_x;
+  if (!in_place) dx = Tensor(backend, in.dx);
+  a.dx = c.dx_is_dy ? dy.ptr() : c.dx_is_dresidual ? dres.ptr() : c.dx_is_x ? x.ptr() : dx.ptr();
   if (c.dweight) {
     dw = Tensor(backend, in.dweight);
     a.dweight = dw.ptr();
@@ -142,7 +146,10 @@ BwdRun run_bwd(nk_backend backend, const BwdCase& c, const BwdInputs& in) {
   run.message = nk_last_error();
   EXPECT_EQ(run.status, NK_SUCCESS) << nk_status_name(run.status) << ": " << run.message;
   synchronize(backend);
-  run.dx = c.dx_is_dy ? dy.fetch() : c.dx_is_dresidual ? dres.fetch() : dx.fetch();
+  run.dx = c.dx_is_dy            ? dy.fetch()
+           : c.dx_is_dresidual ? dres.fetch()
+           : c.dx_is_x         ? x.fetch()
+                               : dx.fetch();
   if (c.dweight) run.dweight = dw.fetch();
   if (c.dbias) run.dbias = db.fetch();
   return run;

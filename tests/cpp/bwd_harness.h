@@ -20,6 +20,7 @@ struct BwdCase {
           rstd_offset = 0, dweight_offset = 0, dbias_offset = 0;
   bool dx_is_dy = false;         // in place: dx is the same view as dy (needs dy == x dtype)
   bool dx_is_dresidual = false;  // in place: dx is the same view as dresidual_out
+  bool dx_is_x = false;          // in place: dx is the same view as x
   bool zero_strides = true;
   std::string describe() const;
 };

@@ -330,6 +330,20 @@ TEST_P(BwdLayouts, InPlaceDxIsDy) {
   }
 }
 
+// Few rows, where dweight would otherwise be summed down the columns while dx is written:
+// in place, x must be read before it is overwritten, by every kernel that reads it.
+TEST_P(BwdLayouts, InPlaceDxIsX) {
+  NK_SKIP_IF_UNAVAILABLE(GetParam());
+  Rng rng;
+  for (nk_dtype d : all_dtypes()) {
+    for (const RowsHidden& shape : {RowsHidden{7, 4096}, RowsHidden{29, 17389}}) {
+      BwdCase c = layout_case(d, NK_FLOAT32, NK_FLOAT32, shape.first, shape.second);
+      c.dx_is_x = true;
+      test_bwd_case(GetParam(), c, rng);
+    }
+  }
+}
+
 TEST_P(BwdLayouts, InPlaceDxIsDresidualOut) {
   NK_SKIP_IF_UNAVAILABLE(GetParam());
   Rng rng;

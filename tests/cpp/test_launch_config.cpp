@@ -221,6 +221,68 @@ TEST(LaunchConfig, GridReductionColumnsCoverTheRowOnce) {
   EXPECT_EQ(normkit::cuda::grid_reduce_smem_bytes(512), 8192);
 }
 
+// Few rows sum dweight/dbias down the columns beside the main kernel: every column vector in one
+// CTA, every row in one batch of loads, and only where the slots would otherwise be reduced
+// after the main kernel.
+TEST(LaunchConfig, FewRowsSumTheirColumnsBesideTheMainKernel) {
+  using normkit::cuda::apply_column_sums;
+  using normkit::cuda::column_sums_batch;
+  using normkit::cuda::kColumnSumsThreads;
+  KernelFacts f;
+  int applied = 0;
+  for (int64_t rows : {2, 7, 29, 64, 128, 255, 256, 257, 4096}) {
+    for (int64_t hidden : {1, 100, 1000, 4096, 17389, 65536}) {
+      for (int vec : {1, 2, 4, 8}) {
+        LaunchConfig c = normkit::cuda::plan_bwd(rows, hidden, vec, f, 4);
+        apply_column_sums(c, rows, hidden, f);
+        SCOPED_TRACE(c.describe());
+        const bool expected = c.slots > 1 && c.plan != RowPlan::kStreaming &&
+                              c.plan != RowPlan::kColumns && rows <= 256 &&
+                              rows * hidden <= f.bwd_column_sums_max_elements;
+        ASSERT_EQ(c.column_sums_grid > 0, expected);
+        EXPECT_EQ(c.describe().find("column-sums") != std::string::npos, expected);
+        if (!expected) continue;
+        ++applied;
+        const int lanes = c.column_sums_lanes;
+        const int groups = kColumnSumsThreads / lanes;
+        EXPECT_EQ(lanes * groups, kColumnSumsThreads);
+        EXPECT_GE(int64_t(groups) * column_sums_batch(vec), rows) << "one batch holds every row";
+        EXPECT_TRUE(groups == 1 || int64_t(groups / 2) * column_sums_batch(vec) < rows)
+            << "the fewest such groups";
+        const int64_t vectors = (hidden + vec - 1) / vec;
+        EXPECT_GE(c.column_sums_grid * lanes, vectors);
+        EXPECT_LT((c.column_sums_grid - 1) * lanes, vectors) << "no CTA without a column";
+      }
+    }
+  }
+  EXPECT_GT(applied, 20);
+  // The sweep's few-row shapes, as `normkit bench --explain` shows them.
+  LaunchConfig c = normkit::cuda::plan_bwd(128, 4096, 8, f, 4);
+  apply_column_sums(c, 128, 4096, f);
+  EXPECT_EQ(c.column_sums_lanes, 8);  // 32 row groups of 4 rows, 64 columns per CTA
+  EXPECT_EQ(c.column_sums_grid, 64);
+  c = normkit::cuda::plan_bwd(29, 17389, 1, f, 0);
+  apply_column_sums(c, 29, 17389, f);
+  EXPECT_EQ(c.column_sums_lanes, 128);  // 2 row groups of up to 16 rows
+  EXPECT_EQ(c.column_sums_grid, 136);
+  // Off by the knob, without programmatic dependent launch, or with the reduction in the grid.
+  KernelFacts off = f;
+  off.bwd_column_sums_max_elements = 0;
+  c = normkit::cuda::plan_bwd(128, 4096, 8, off, 4);
+  apply_column_sums(c, 128, 4096, off);
+  EXPECT_EQ(c.column_sums_grid, 0);
+  KernelFacts old_device = f;
+  old_device.cluster_launch = false;
+  c = normkit::cuda::plan_bwd(128, 4096, 8, old_device, 4);
+  apply_column_sums(c, 128, 4096, old_device);
+  EXPECT_EQ(c.column_sums_grid, 0);
+  KernelFacts in_grid = f;
+  in_grid.bwd_reduce_in_grid = 1;
+  c = normkit::cuda::plan_bwd(128, 4096, 8, in_grid, 4);
+  apply_column_sums(c, 128, 4096, in_grid);
+  EXPECT_EQ(c.column_sums_grid, 0);
+}
+
 TEST(LaunchConfig, PipelinesTheBackwardOfAlignedRowsThatFitSharedMemory) {
   KernelFacts f;
   const LaunchConfig c = normkit::cuda::plan_bwd(16384, 4096, 8, f, 4);

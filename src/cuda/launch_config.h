@@ -241,8 +241,13 @@ struct KernelFacts {
   // down the columns in a kernel beside the main one (apply_column_sums,
   // rms_norm_bwd_column_sums) instead of per-slot partial sums and a reduction kernel after it
   // (NK_TUNE_BWD_COLUMN_SUMS_MAX_ELEMENTS; 0: never). Its kernel reads x and dy a second time,
-  // which few rows can afford: their backward waits on latency, not on bytes.
-  int64_t bwd_column_sums_max_elements = int64_t(1) << 20;
+  // which few rows can afford: their backward waits on latency, not on bytes. Measured
+  // (twenty-sixth session, H100, bf16, twice each in one call), against the slots' partial sums:
+  // 0.75-0.90x the time at every shape of up to 1M elements (29 x 17389 16.4 -> 13.0 us, 128 x
+  // 4096 9.5 -> 7.7-8.3, 256 x 2048 11.4 -> 8.5), 0.58-0.83x with dbias; past that 256 x 8192
+  // 0.93x and 200 x 10000 1.00x (2M elements), but 256 x 16384 1.06x, 128 x 32768 1.03x (4M)
+  // and 256 x 65536 1.39x slower.
+  int64_t bwd_column_sums_max_elements = int64_t(2) << 20;
   // Quantized forward, registers kernel (16-byte vectors, 16-bit weights): where the weight is
   // loaded (NK_TUNE_QUANT_WEIGHT_FIRST). 1 (the default): with x, before the row reduction, in
   // every mode but TOKEN at the small register budget (there it costs a CTA per SM); 0: TOKEN and

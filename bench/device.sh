@@ -322,18 +322,14 @@ for step in "${steps[@]}"; do
     modes)  # A/B over the plain forward and the quantized modes in one run (mode_runs) of
       # AB_MODES under AB_CONFIGS
       mode_runs "${AB_MODES:-plain tensor token block mxfp8 transposed}" "${AB_CONFIGS:-none}" ;;
-    pending)  # twenty-sixth session: the backward's dweight/dbias summed down the columns beside
-      # the main kernel (the default) against the slots' partial sums and their reduction
-      # (NK_TUNE_BWD_COLUMN_SUMS_MAX_ELEMENTS=0), backward only, twice each, with and without
-      # dbias; then past the default bound of 1M elements
-      few="29x17389,128x4096,1x4096,64x4096,256x4096,32x8192,256x2048,9x1003,150x3000"
-      few="$few,64x1001,2x65536,31x32768,128x8192,7x4096"
-      off=NK_TUNE_BWD_COLUMN_SUMS_MAX_ELEMENTS=0
-      knob_runs bench_colsums 300 "none $off none $off" --bwd-only --shapes "$few"
-      knob_runs bench_colsums_bias 300 "none $off" --bwd-only --bias --shapes "$few"
-      knob_runs bench_colsums_bound 300 \
-        "none NK_TUNE_BWD_COLUMN_SUMS_MAX_ELEMENTS=16777216 none NK_TUNE_BWD_COLUMN_SUMS_MAX_ELEMENTS=16777216" \
-        --bwd-only --shapes "256x8192,200x10000,256x16384,64x65536,256x65536,128x32768" ;;
+    pending)  # twenty-sixth session: the backward's column sums past 256 rows (knobs
+      # NK_TUNE_BWD_COLUMN_SUMS_MAX_ROWS and _MAX_ELEMENTS raised) against the default (the
+      # slots' partial sums there), backward only, twice each, with and without dbias
+      many="4096x1024,8192x2048,4096x4096,8192x4096,2048x1024,1024x4096,16384x1024,512x4096"
+      many="$many,2048x2048,1024x1024"
+      on=NK_TUNE_BWD_COLUMN_SUMS_MAX_ROWS=1073741824,NK_TUNE_BWD_COLUMN_SUMS_MAX_ELEMENTS=1073741824
+      knob_runs bench_colsums_rows 300 "none $on none $on" --bwd-only --shapes "$many"
+      knob_runs bench_colsums_rows_bias 300 "none $on" --bwd-only --bias --shapes "$many" ;;
     probe)  # knob A/Bs in one run: `normkit bench $PROBE_ARGS` over PROBE_SHAPES (default: the
       # sweep) under each of PROBE_CONFIGS (knobs joined by commas; "none": the defaults)
       shape_args=()

@@ -718,10 +718,11 @@ void apply_column_sums(LaunchConfig& c, int64_t rows, int64_t hidden, const Kern
   const bool summed_after = c.plan == RowPlan::kRegisters || c.plan == RowPlan::kCluster ||
                             c.plan == RowPlan::kPipelined;
   if (!f.cluster_launch || !summed_after || c.slots <= 1 || c.reduce_in_grid) return;
-  if (rows > kColumnSumsMaxRows || rows * hidden > f.bwd_column_sums_max_elements) return;
+  if (rows > f.bwd_column_sums_max_rows || rows * hidden > f.bwd_column_sums_max_elements) return;
   const int batch = column_sums_batch(c.vec);
+  const int max_groups = c.vec >= 4 ? kColumnSumsThreads / 2 : kColumnSumsThreads;
   int groups = 1;
-  while (groups < kColumnSumsThreads && int64_t(groups) * batch < rows) groups *= 2;
+  while (groups < max_groups && int64_t(groups) * batch < rows) groups *= 2;
   c.column_sums_lanes = kColumnSumsThreads / groups;
   c.column_sums_grid = ceil_div(ceil_div(hidden, c.vec), c.column_sums_lanes);
 }

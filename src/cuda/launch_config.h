@@ -237,7 +237,7 @@ struct KernelFacts {
   // 2026-11-23: 128 x 4096 18.8 us against 9.9, 29 x 17389 23.1 against 18.4), faster only on
   // single misaligned rows (1 x 17389 8.8 against 28.2) and at 2 x 17389 and 8 x 4095 (0.88x).
   int64_t bwd_columns_max_elements = 0;
-  // The backward of at most kColumnSumsMaxRows rows and this many elements sums dweight/dbias
+  // The backward of at most bwd_column_sums_max_rows rows and this many elements sums dweight/dbias
   // down the columns in a kernel beside the main one (apply_column_sums,
   // rms_norm_bwd_column_sums) instead of per-slot partial sums and a reduction kernel after it
   // (NK_TUNE_BWD_COLUMN_SUMS_MAX_ELEMENTS; 0: never). Its kernel reads x and dy a second time,
@@ -248,6 +248,8 @@ struct KernelFacts {
   // 0.93x and 200 x 10000 1.00x (2M elements), but 256 x 16384 1.06x, 128 x 32768 1.03x (4M)
   // and 256 x 65536 1.39x slower.
   int64_t bwd_column_sums_max_elements = int64_t(2) << 20;
+  // ... and at most this many rows (NK_TUNE_BWD_COLUMN_SUMS_MAX_ROWS).
+  int64_t bwd_column_sums_max_rows = 256;
   // Quantized forward, registers kernel (16-byte vectors, 16-bit weights): where the weight is
   // loaded (NK_TUNE_QUANT_WEIGHT_FIRST). 1 (the default): with x, before the row reduction, in
   // every mode but TOKEN at the small register budget (there it costs a CTA per SM); 0: TOKEN and
@@ -644,13 +646,14 @@ LaunchConfig plan_bwd_columns(int64_t rows, int64_t hidden, int vec, const Kerne
 // thread with column_sums_batch(vec) rows in flight (about 128 bytes of x and dy for 16-byte
 // vectors of 16-bit data, 64 for 2-byte ones).
 constexpr int kColumnSumsThreads = 256;
-constexpr int64_t kColumnSumsMaxRows = 256;
 constexpr int column_sums_batch(int vec) { return vec >= 8 ? 4 : vec >= 4 ? 8 : 16; }
 // Sets c.column_sums_grid and column_sums_lanes where the column sums apply: a registers,
 // cluster or pipelined plan of several slots (not reduced in the grid) on a device with
-// programmatic dependent launch (sm_90, as cluster_launch), at most kColumnSumsMaxRows rows and
-// facts.bwd_column_sums_max_elements elements. Row groups: the fewest (a power of two) whose
-// batches hold every row at once, so that one round of loads covers the column.
+// programmatic dependent launch (sm_90, as cluster_launch), at most
+// facts.bwd_column_sums_max_rows rows and bwd_column_sums_max_elements elements. Row groups:
+// the fewest (a power of two) whose batches hold every row at once, so that one round of loads
+// covers the column; at most 256, or 128 for vectors of 4 or more elements (two lanes, 32
+// bytes or more, per row in a warp's loads), the rest in further batches.
 void apply_column_sums(LaunchConfig& c, int64_t rows, int64_t hidden, const KernelFacts& facts);
 
 // Upper bound on plan_bwd(...).slots for any vec: the workspace query cannot know the

@@ -237,7 +237,7 @@ TEST(LaunchConfig, FewRowsSumTheirColumnsBesideTheMainKernel) {
         apply_column_sums(c, rows, hidden, f);
         SCOPED_TRACE(c.describe());
         const bool expected = c.slots > 1 && c.plan != RowPlan::kStreaming &&
-                              c.plan != RowPlan::kColumns && rows <= 256 &&
+                              c.plan != RowPlan::kColumns && rows <= f.bwd_column_sums_max_rows &&
                               rows * hidden <= f.bwd_column_sums_max_elements;
         ASSERT_EQ(c.column_sums_grid > 0, expected);
         EXPECT_EQ(c.describe().find("column-sums") != std::string::npos, expected);
@@ -256,6 +256,17 @@ TEST(LaunchConfig, FewRowsSumTheirColumnsBesideTheMainKernel) {
     }
   }
   EXPECT_GT(applied, 20);
+  EXPECT_EQ(f.bwd_column_sums_max_rows, 256);
+  // Past one batch: at most 128 row groups of 16-byte vectors (two lanes per row in a warp's
+  // loads), 256 of narrower ones.
+  KernelFacts many = f;
+  many.bwd_column_sums_max_rows = many.bwd_column_sums_max_elements = int64_t(1) << 30;
+  for (int vec : {1, 2, 4, 8}) {
+    LaunchConfig c = normkit::cuda::plan_bwd(4096, 1024, vec, many, 4);
+    apply_column_sums(c, 4096, 1024, many);
+    EXPECT_EQ(c.column_sums_lanes, vec >= 4 ? 2 : 1) << vec;
+    EXPECT_EQ(c.column_sums_grid, 1024 / vec / c.column_sums_lanes) << vec;
+  }
   // The sweep's few-row shapes, as `normkit bench --explain` shows them.
   LaunchConfig c = normkit::cuda::plan_bwd(128, 4096, 8, f, 4);
   apply_column_sums(c, 128, 4096, f);

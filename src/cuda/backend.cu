@@ -101,7 +101,7 @@ LaunchConfig plan_bwd_with_reads(int64_t rows, int64_t hidden, int vec, nk_dtype
   apply_split_row_extras(c, weight_bytes, dbias, with_dresidual, facts);
   apply_cluster_streaming(c, rows, hidden, dbias, facts);
   apply_streaming_prefetch(c, xs, int64_t(nk_dtype_size(dy)), true, facts);
-  apply_column_sums(c, rows, hidden, facts);
+  apply_column_sums(c, rows, hidden, dbias, facts);
   return c;
 }
 

@@ -712,13 +712,15 @@ LaunchConfig plan_bwd_columns(int64_t rows, int64_t hidden, int vec, const Kerne
   return c;
 }
 
-void apply_column_sums(LaunchConfig& c, int64_t rows, int64_t hidden, const KernelFacts& f) {
+void apply_column_sums(LaunchConfig& c, int64_t rows, int64_t hidden, bool dbias,
+                       const KernelFacts& f) {
   c.column_sums_grid = 0;
   c.column_sums_lanes = 0;
   const bool summed_after = c.plan == RowPlan::kRegisters || c.plan == RowPlan::kCluster ||
                             c.plan == RowPlan::kPipelined;
   if (!f.cluster_launch || !summed_after || c.slots <= 1 || c.reduce_in_grid) return;
-  if (rows > f.bwd_column_sums_max_rows || rows * hidden > f.bwd_column_sums_max_elements) return;
+  const int64_t max_rows = dbias ? f.bwd_column_sums_max_rows_dbias : f.bwd_column_sums_max_rows;
+  if (rows > max_rows || rows * hidden > f.bwd_column_sums_max_elements) return;
   const int batch = column_sums_batch(c.vec);
   const int max_groups = c.vec >= 4 ? kColumnSumsThreads / 2 : kColumnSumsThreads;
   int groups = 1;

@@ -248,8 +248,14 @@ struct KernelFacts {
   // 0.93x and 200 x 10000 1.00x (2M elements), but 256 x 16384 1.06x, 128 x 32768 1.03x (4M)
   // and 256 x 65536 1.39x slower.
   int64_t bwd_column_sums_max_elements = int64_t(2) << 20;
-  // ... and at most this many rows (NK_TUNE_BWD_COLUMN_SUMS_MAX_ROWS).
+  // ... and at most this many rows (NK_TUNE_BWD_COLUMN_SUMS_MAX_ROWS), or with dbias, whose
+  // slots cost more, this many (NK_TUNE_BWD_COLUMN_SUMS_MAX_ROWS_DBIAS). Measured past 256 rows
+  // (twenty-sixth session, H100, bf16): without dbias 512 x 4096 1.08x, 2048 x 1024 1.15x,
+  // 1024 x 1024 0.96x; with it 2048 x 1024 0.93x, 512 x 4096 0.85x, 1024 x 1024 0.78x,
+  // 2048 x 2048 0.87x but 1024 x 4096 1.03x; past 2048 rows 1.2-2.2x slower either way (the
+  // column kernel's batches of rows run one after another).
   int64_t bwd_column_sums_max_rows = 256;
+  int64_t bwd_column_sums_max_rows_dbias = 2048;
   // Quantized forward, registers kernel (16-byte vectors, 16-bit weights): where the weight is
   // loaded (NK_TUNE_QUANT_WEIGHT_FIRST). 1 (the default): with x, before the row reduction, in
   // every mode but TOKEN at the small register budget (there it costs a CTA per SM); 0: TOKEN and
@@ -650,11 +656,13 @@ constexpr int column_sums_batch(int vec) { return vec >= 8 ? 4 : vec >= 4 ? 8 : 
 // Sets c.column_sums_grid and column_sums_lanes where the column sums apply: a registers,
 // cluster or pipelined plan of several slots (not reduced in the grid) on a device with
 // programmatic dependent launch (sm_90, as cluster_launch), at most
-// facts.bwd_column_sums_max_rows rows and bwd_column_sums_max_elements elements. Row groups:
+// facts.bwd_column_sums_max_rows rows (bwd_column_sums_max_rows_dbias with dbias) and
+// bwd_column_sums_max_elements elements. Row groups:
 // the fewest (a power of two) whose batches hold every row at once, so that one round of loads
 // covers the column; at most 256, or 128 for vectors of 4 or more elements (two lanes, 32
 // bytes or more, per row in a warp's loads), the rest in further batches.
-void apply_column_sums(LaunchConfig& c, int64_t rows, int64_t hidden, const KernelFacts& facts);
+void apply_column_sums(LaunchConfig& c, int64_t rows, int64_t hidden, bool dbias,
+                       const KernelFacts& facts);
 
 // Upper bound on plan_bwd(...).slots for any vec: the workspace query cannot know the
 // alignment of the pointers that a later call will pass.

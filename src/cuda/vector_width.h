@@ -40,6 +40,9 @@ inline const KernelFacts& tuned_defaults() {
     k.bwd_column_sums_max_rows =
         tuning_knob("NK_TUNE_BWD_COLUMN_SUMS_MAX_ROWS",
                     static_cast<int>(k.bwd_column_sums_max_rows), 0, 1 << 30);
+    k.bwd_column_sums_max_rows_dbias =
+        tuning_knob("NK_TUNE_BWD_COLUMN_SUMS_MAX_ROWS_DBIAS",
+                    static_cast<int>(k.bwd_column_sums_max_rows_dbias), 0, 1 << 30);
     k.bwd_reduce_kernel = tuning_knob("NK_TUNE_BWD_REDUCE_KERNEL", k.bwd_reduce_kernel, 0, 1);
     k.bwd_early_dependent =
         tuning_knob("NK_TUNE_BWD_EARLY_DEPENDENT", k.bwd_early_dependent, 0, 1);

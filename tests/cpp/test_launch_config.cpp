@@ -221,76 +221,90 @@ TEST(LaunchConfig, GridReductionColumnsCoverTheRowOnce) {
   EXPECT_EQ(normkit::cuda::grid_reduce_smem_bytes(512), 8192);
 }
 
-// Few rows sum dweight/dbias down the columns beside the main kernel: every column vector in one
-// CTA, every row in one batch of loads, and only where the slots would otherwise be reduced
-// after the main kernel.
-TEST(LaunchConfig, FewRowsSumTheirColumnsBesideTheMainKernel) {
-  using normkit::cuda::apply_column_sums;
+// The column sums' plan of one backward shape, checked against apply_column_sums' rule; true
+// where it applies.
+bool expect_column_sums_rule(int64_t rows, int64_t hidden, int vec, bool dbias,
+                             const KernelFacts& f) {
   using normkit::cuda::column_sums_batch;
   using normkit::cuda::kColumnSumsThreads;
+  LaunchConfig c = normkit::cuda::plan_bwd(rows, hidden, vec, f, 4);
+  normkit::cuda::apply_column_sums(c, rows, hidden, dbias, f);
+  SCOPED_TRACE(c.describe() + (dbias ? " with dbias" : ""));
+  const int64_t max_rows = dbias ? f.bwd_column_sums_max_rows_dbias : f.bwd_column_sums_max_rows;
+  const bool expected = c.slots > 1 && c.plan != RowPlan::kStreaming &&
+                        c.plan != RowPlan::kColumns && rows <= max_rows &&
+                        rows * hidden <= f.bwd_column_sums_max_elements;
+  EXPECT_EQ(c.column_sums_grid > 0, expected);
+  EXPECT_EQ(c.describe().find("column-sums") != std::string::npos, expected);
+  if (!expected || c.column_sums_grid == 0) return false;
+  const int lanes = c.column_sums_lanes;
+  const int groups = kColumnSumsThreads / lanes;
+  EXPECT_EQ(lanes * groups, kColumnSumsThreads);
+  const int max_groups = vec >= 4 ? kColumnSumsThreads / 2 : kColumnSumsThreads;
+  EXPECT_LE(groups, max_groups);
+  EXPECT_TRUE(groups == max_groups || int64_t(groups) * column_sums_batch(vec) >= rows)
+      << "one batch holds every row where the groups allow";
+  EXPECT_TRUE(groups == 1 || int64_t(groups / 2) * column_sums_batch(vec) < rows)
+      << "the fewest such groups";
+  const int64_t vectors = (hidden + vec - 1) / vec;
+  EXPECT_GE(c.column_sums_grid * lanes, vectors);
+  EXPECT_LT((c.column_sums_grid - 1) * lanes, vectors) << "no CTA without a column";
+  return true;
+}
+
+// Few rows sum dweight/dbias down the columns beside the main kernel: every column vector in one
+// CTA, every row in one batch of loads where the row groups allow, and only where the slots would
+// otherwise be reduced after the main kernel; more rows with dbias.
+TEST(LaunchConfig, FewRowsSumTheirColumnsBesideTheMainKernel) {
+  using normkit::cuda::apply_column_sums;
   KernelFacts f;
+  EXPECT_EQ(f.bwd_column_sums_max_rows, 256);
+  EXPECT_EQ(f.bwd_column_sums_max_rows_dbias, 2048);
   int applied = 0;
-  for (int64_t rows : {2, 7, 29, 64, 128, 255, 256, 257, 4096}) {
+  for (int64_t rows : {2, 7, 29, 64, 128, 255, 256, 257, 1024, 2048, 2049, 4096}) {
     for (int64_t hidden : {1, 100, 1000, 4096, 17389, 65536}) {
       for (int vec : {1, 2, 4, 8}) {
-        LaunchConfig c = normkit::cuda::plan_bwd(rows, hidden, vec, f, 4);
-        apply_column_sums(c, rows, hidden, f);
-        SCOPED_TRACE(c.describe());
-        const bool expected = c.slots > 1 && c.plan != RowPlan::kStreaming &&
-                              c.plan != RowPlan::kColumns && rows <= f.bwd_column_sums_max_rows &&
-                              rows * hidden <= f.bwd_column_sums_max_elements;
-        ASSERT_EQ(c.column_sums_grid > 0, expected);
-        EXPECT_EQ(c.describe().find("column-sums") != std::string::npos, expected);
-        if (!expected) continue;
-        ++applied;
-        const int lanes = c.column_sums_lanes;
-        const int groups = kColumnSumsThreads / lanes;
-        EXPECT_EQ(lanes * groups, kColumnSumsThreads);
-        EXPECT_GE(int64_t(groups) * column_sums_batch(vec), rows) << "one batch holds every row";
-        EXPECT_TRUE(groups == 1 || int64_t(groups / 2) * column_sums_batch(vec) < rows)
-            << "the fewest such groups";
-        const int64_t vectors = (hidden + vec - 1) / vec;
-        EXPECT_GE(c.column_sums_grid * lanes, vectors);
-        EXPECT_LT((c.column_sums_grid - 1) * lanes, vectors) << "no CTA without a column";
+        for (bool dbias : {false, true}) {
+          applied += expect_column_sums_rule(rows, hidden, vec, dbias, f);
+        }
       }
     }
   }
   EXPECT_GT(applied, 20);
-  EXPECT_EQ(f.bwd_column_sums_max_rows, 256);
   // Past one batch: at most 128 row groups of 16-byte vectors (two lanes per row in a warp's
   // loads), 256 of narrower ones.
   KernelFacts many = f;
   many.bwd_column_sums_max_rows = many.bwd_column_sums_max_elements = int64_t(1) << 30;
   for (int vec : {1, 2, 4, 8}) {
     LaunchConfig c = normkit::cuda::plan_bwd(4096, 1024, vec, many, 4);
-    apply_column_sums(c, 4096, 1024, many);
+    apply_column_sums(c, 4096, 1024, false, many);
     EXPECT_EQ(c.column_sums_lanes, vec >= 4 ? 2 : 1) << vec;
     EXPECT_EQ(c.column_sums_grid, 1024 / vec / c.column_sums_lanes) << vec;
   }
   // The sweep's few-row shapes, as `normkit bench --explain` shows them.
   LaunchConfig c = normkit::cuda::plan_bwd(128, 4096, 8, f, 4);
-  apply_column_sums(c, 128, 4096, f);
+  apply_column_sums(c, 128, 4096, false, f);
   EXPECT_EQ(c.column_sums_lanes, 8);  // 32 row groups of 4 rows, 64 columns per CTA
   EXPECT_EQ(c.column_sums_grid, 64);
   c = normkit::cuda::plan_bwd(29, 17389, 1, f, 0);
-  apply_column_sums(c, 29, 17389, f);
+  apply_column_sums(c, 29, 17389, false, f);
   EXPECT_EQ(c.column_sums_lanes, 128);  // 2 row groups of up to 16 rows
   EXPECT_EQ(c.column_sums_grid, 136);
   // Off by the knob, without programmatic dependent launch, or with the reduction in the grid.
   KernelFacts off = f;
   off.bwd_column_sums_max_elements = 0;
   c = normkit::cuda::plan_bwd(128, 4096, 8, off, 4);
-  apply_column_sums(c, 128, 4096, off);
+  apply_column_sums(c, 128, 4096, false, off);
   EXPECT_EQ(c.column_sums_grid, 0);
   KernelFacts old_device = f;
   old_device.cluster_launch = false;
   c = normkit::cuda::plan_bwd(128, 4096, 8, old_device, 4);
-  apply_column_sums(c, 128, 4096, old_device);
+  apply_column_sums(c, 128, 4096, false, old_device);
   EXPECT_EQ(c.column_sums_grid, 0);
   KernelFacts in_grid = f;
   in_grid.bwd_reduce_in_grid = 1;
   c = normkit::cuda::plan_bwd(128, 4096, 8, in_grid, 4);
-  apply_column_sums(c, 128, 4096, in_grid);
+  apply_column_sums(c, 128, 4096, false, in_grid);
   EXPECT_EQ(c.column_sums_grid, 0);
 }
 

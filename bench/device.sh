@@ -322,14 +322,17 @@ for step in "${steps[@]}"; do
     modes)  # A/B over the plain forward and the quantized modes in one run (mode_runs) of
       # AB_MODES under AB_CONFIGS
       mode_runs "${AB_MODES:-plain tensor token block mxfp8 transposed}" "${AB_CONFIGS:-none}" ;;
-    pending)  # twenty-sixth session: the backward's column sums past 256 rows (knobs
-      # NK_TUNE_BWD_COLUMN_SUMS_MAX_ROWS and _MAX_ELEMENTS raised) against the default (the
-      # slots' partial sums there), backward only, twice each, with and without dbias
-      many="4096x1024,8192x2048,4096x4096,8192x4096,2048x1024,1024x4096,16384x1024,512x4096"
-      many="$many,2048x2048,1024x1024"
-      on=NK_TUNE_BWD_COLUMN_SUMS_MAX_ROWS=1073741824,NK_TUNE_BWD_COLUMN_SUMS_MAX_ELEMENTS=1073741824
-      knob_runs bench_colsums_rows 300 "none $on none $on" --bwd-only --shapes "$many"
-      knob_runs bench_colsums_rows_bias 300 "none $on" --bwd-only --bias --shapes "$many" ;;
+    pending)  # twenty-sixth session: the backward's column sums with dbias (up to 2048 rows)
+      # against the slots' partial sums, twice each; memcheck and racecheck of the backward's
+      # CUDA cases of few rows (the column-sums kernel and its shared-memory sums)
+      shapes="29x17389,128x4096,256x2048,512x4096,2048x1024,1024x1024,2048x2048,256x8192"
+      shapes="$shapes,1024x4096,4096x1024"
+      off=NK_TUNE_BWD_COLUMN_SUMS_MAX_ELEMENTS=0
+      knob_runs bench_colsums_dbias 300 "none $off none $off" --bwd-only --bias --shapes "$shapes"
+      run memcheck_colsums compute-sanitizer --tool memcheck --error-exitcode 1 \
+        "$BUILD/tests/normkit_tests" --gtest_filter='*BwdFewRows*/Cuda*:*BwdLayouts*/Cuda*'
+      run racecheck_colsums compute-sanitizer --tool racecheck --error-exitcode 1 \
+        "$BUILD/tests/normkit_tests" --gtest_filter='*BwdFewRows*/Cuda*' ;;
     probe)  # knob A/Bs in one run: `normkit bench $PROBE_ARGS` over PROBE_SHAPES (default: the
       # sweep) under each of PROBE_CONFIGS (knobs joined by commas; "none": the defaults)
       shape_args=()

@@ -646,6 +646,7 @@ LaunchConfig plan_bwd(int64_t rows, int64_t hidden, int vec, const KernelFacts& 
   // Measured (docs/notes.md, v9): 2 vectors per thread beat 4 at every row length (rows over
   // 1024 vectors get up to 4, since a row group has at most 512 threads).
   const int items_target = facts.bwd_items_target > 0 ? facts.bwd_items_target : 2;
+  if (rows <= facts.bwd_registers_max_rows) staged_bytes_per_col = 0;  // not pipelined
   LaunchConfig c = plan_pipelined(rows, hidden, vec, facts, staged_bytes_per_col, items_target,
                                   facts.bwd_ctas_per_sm, bwd_max_slots(rows, facts), true,
                                   facts.bwd_split_vectors,

@@ -48,6 +48,9 @@ struct KernelFacts {
   // time, but 4096 x 4096 1.13x, 8192 x 4096 1.08x, 16384 x 4096 1.04x, 4096 x 1024 1.01x; on
   // the H100 8192 x 2048, 16384 x 2048, 32768 x 2048 1.00-1.01x, 8192 x 3072 1.04x: 256.
   int bwd_cta_threads = 256;
+  // The backward of at most this many rows takes the registers kernels (plan) instead of the
+  // pipelined one, where both apply (NK_TUNE_BWD_REGISTERS_MAX_ROWS; 0: never).
+  int64_t bwd_registers_max_rows = 0;
   // The registers backward's most vectors per thread for 1-element vectors (misaligned rows of
   // 16-bit data: 2-byte accesses) where bwd_items_max(1) = 8 would need a cluster of more than
   // max_cluster CTAs (non-portable sizes, fewer of them resident) or the two-pass streaming

@@ -34,6 +34,9 @@ inline const KernelFacts& tuned_defaults() {
     k.bwd_narrow_items = tuning_knob("NK_TUNE_BWD_NARROW_ITEMS", k.bwd_narrow_items,
                                      bwd_items_max(1), kBwdNarrowItemsWide);
     k.bwd_reduce_in_grid = tuning_knob("NK_TUNE_BWD_REDUCE_IN_GRID", k.bwd_reduce_in_grid, 0, 1);
+    k.bwd_registers_max_rows =
+        tuning_knob("NK_TUNE_BWD_REGISTERS_MAX_ROWS", static_cast<int>(k.bwd_registers_max_rows),
+                    0, 1 << 30);
     k.bwd_column_sums_max_elements =
         tuning_knob("NK_TUNE_BWD_COLUMN_SUMS_MAX_ELEMENTS",
                     static_cast<int>(k.bwd_column_sums_max_elements), 0, 1 << 30);

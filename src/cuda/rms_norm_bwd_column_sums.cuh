@@ -24,13 +24,15 @@ namespace normkit::cuda {
 
 // CTA (kColumnSumsThreads threads) = `lanes` column vectors x (threads / lanes) row groups.
 // Thread (lane, group) loads rows group, group + groups, ... of its VEC columns, a batch of
-// column_sums_batch(VEC) rows in flight at once, and keeps running sums; the groups' sums are
-// then added in group order in shared memory.
+// column_sums_batch(VEC) rows in flight at once, and keeps running sums. The groups of one warp
+// (lanes < 32) are then added by shuffles, the warps' sums in warp order in shared memory: a
+// fixed order either way. (Added one group after another in shared memory, the 32 groups of 128
+// x 4096 made a chain as long as the kernel's loads: ncu, twenty-sixth session.)
 template <typename XT, typename WT, typename DYT, int VEC>
 __global__ void __launch_bounds__(kColumnSumsThreads) rms_norm_bwd_column_sums(BwdParams p,
                                                                                int lanes) {
   constexpr int kBatch = column_sums_batch(VEC);
-  __shared__ float parked_w[kColumnSumsThreads * VEC];  // [group][lane * VEC + k]
+  __shared__ float parked_w[kColumnSumsThreads * VEC];  // [unit][lane * VEC + k]
   __shared__ float parked_b[kColumnSumsThreads * VEC];
   const int groups = kColumnSumsThreads / lanes;
   const int lane = static_cast<int>(threadIdx.x) % lanes;
@@ -87,18 +89,32 @@ __global__ void __launch_bounds__(kColumnSumsThreads) rms_norm_bwd_column_sums(B
     }
   } else {
     const int width = lanes * VEC;  // columns of the CTA
+    // Groups per warp, summed by a butterfly over the lanes that hold them (every lane ends
+    // with the same bits: a + b is b + a).
+    const int warp_groups = lanes < 32 ? 32 / lanes : 1;
+    for (int offset = lanes; offset < 32; offset *= 2) {
 #pragma unroll
-    for (int k = 0; k < VEC; ++k) {
-      parked_w[group * width + lane * VEC + k] = sum_w[k];
-      parked_b[group * width + lane * VEC + k] = sum_b[k];
+      for (int k = 0; k < VEC; ++k) {
+        sum_w[k] += __shfl_xor_sync(0xffffffffu, sum_w[k], offset);
+        sum_b[k] += __shfl_xor_sync(0xffffffffu, sum_b[k], offset);
+      }
+    }
+    const int units = groups / warp_groups;  // warps, or groups where a group spans warps
+    if (group % warp_groups == 0) {
+      const int unit = group / warp_groups;
+#pragma unroll
+      for (int k = 0; k < VEC; ++k) {
+        parked_w[unit * width + lane * VEC + k] = sum_w[k];
+        parked_b[unit * width + lane * VEC + k] = sum_b[k];
+      }
     }
     __syncthreads();
     for (int e = static_cast<int>(threadIdx.x); e < width; e += kColumnSumsThreads) {
       if (cta_col + e >= hidden) break;
       float total_w = 0.0f, total_b = 0.0f;
-      for (int g = 0; g < groups; ++g) {
-        total_w += parked_w[g * width + e];
-        total_b += parked_b[g * width + e];
+      for (int u = 0; u < units; ++u) {
+        total_w += parked_w[u * width + e];
+        total_b += parked_b[u * width + e];
       }
       if (dweight) dweight[cta_col + e] = from_float<WT>(total_w);
       if (dbias) dbias[cta_col + e] = from_float<WT>(total_b);

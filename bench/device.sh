@@ -322,14 +322,9 @@ for step in "${steps[@]}"; do
     modes)  # A/B over the plain forward and the quantized modes in one run (mode_runs) of
       # AB_MODES under AB_CONFIGS
       mode_runs "${AB_MODES:-plain tensor token block mxfp8 transposed}" "${AB_CONFIGS:-none}" ;;
-    pending)  # twenty-sixth session: the column sums' groups added by shuffles within a warp
-      # (against the 09:27 and 09:50 runs of the serial form), with the slots' partial sums as
-      # calibration, twice each; with dbias once each
-      few="29x17389,128x4096,64x4096,256x4096,32x8192,256x2048,9x1003,150x3000,64x1001"
-      few="$few,2x65536,31x32768,128x8192,7x4096,256x8192,1024x1024,512x4096"
-      off=NK_TUNE_BWD_COLUMN_SUMS_MAX_ELEMENTS=0
-      knob_runs bench_colsums_shfl 300 "none $off none $off" --bwd-only --shapes "$few"
-      knob_runs bench_colsums_shfl_bias 300 "none $off" --bwd-only --bias --shapes "$few" ;;
+    pending)  # the next session's prepared A/B goes here (nothing prepared: docs/notes.md,
+      # twenty-sixth session, says what was measured last)
+      echo "pending: nothing prepared" ;;
     probe)  # knob A/Bs in one run: `normkit bench $PROBE_ARGS` over PROBE_SHAPES (default: the
       # sweep) under each of PROBE_CONFIGS (knobs joined by commas; "none": the defaults)
       shape_args=()

@@ -271,41 +271,34 @@ TEST(LaunchConfig, FewRowsSumTheirColumnsBesideTheMainKernel) {
     }
   }
   EXPECT_GT(applied, 20);
+  // plan_bwd then the column sums, without dbias, as the backend plans them.
+  auto planned = [](int64_t rows, int64_t hidden, int vec, const KernelFacts& facts) {
+    LaunchConfig c = normkit::cuda::plan_bwd(rows, hidden, vec, facts, vec == 1 ? 0 : 4);
+    apply_column_sums(c, rows, hidden, false, facts);
+    return c;
+  };
   // Past one batch: at most 128 row groups of 16-byte vectors (two lanes per row in a warp's
   // loads), 256 of narrower ones.
   KernelFacts many = f;
   many.bwd_column_sums_max_rows = many.bwd_column_sums_max_elements = int64_t(1) << 30;
   for (int vec : {1, 2, 4, 8}) {
-    LaunchConfig c = normkit::cuda::plan_bwd(4096, 1024, vec, many, 4);
-    apply_column_sums(c, 4096, 1024, false, many);
+    const LaunchConfig c = planned(4096, 1024, vec, many);
     EXPECT_EQ(c.column_sums_lanes, vec >= 4 ? 2 : 1) << vec;
     EXPECT_EQ(c.column_sums_grid, 1024 / vec / c.column_sums_lanes) << vec;
   }
   // The sweep's few-row shapes, as `normkit bench --explain` shows them.
-  LaunchConfig c = normkit::cuda::plan_bwd(128, 4096, 8, f, 4);
-  apply_column_sums(c, 128, 4096, false, f);
-  EXPECT_EQ(c.column_sums_lanes, 8);  // 32 row groups of 4 rows, 64 columns per CTA
-  EXPECT_EQ(c.column_sums_grid, 64);
-  c = normkit::cuda::plan_bwd(29, 17389, 1, f, 0);
-  apply_column_sums(c, 29, 17389, false, f);
-  EXPECT_EQ(c.column_sums_lanes, 128);  // 2 row groups of up to 16 rows
-  EXPECT_EQ(c.column_sums_grid, 136);
+  EXPECT_EQ(planned(128, 4096, 8, f).column_sums_lanes, 8);  // 32 groups of 4 rows, 64 columns
+  EXPECT_EQ(planned(128, 4096, 8, f).column_sums_grid, 64);
+  EXPECT_EQ(planned(29, 17389, 1, f).column_sums_lanes, 128);  // 2 groups of up to 16 rows
+  EXPECT_EQ(planned(29, 17389, 1, f).column_sums_grid, 136);
   // Off by the knob, without programmatic dependent launch, or with the reduction in the grid.
-  KernelFacts off = f;
+  KernelFacts off = f, old_device = f, in_grid = f;
   off.bwd_column_sums_max_elements = 0;
-  c = normkit::cuda::plan_bwd(128, 4096, 8, off, 4);
-  apply_column_sums(c, 128, 4096, false, off);
-  EXPECT_EQ(c.column_sums_grid, 0);
-  KernelFacts old_device = f;
   old_device.cluster_launch = false;
-  c = normkit::cuda::plan_bwd(128, 4096, 8, old_device, 4);
-  apply_column_sums(c, 128, 4096, false, old_device);
-  EXPECT_EQ(c.column_sums_grid, 0);
-  KernelFacts in_grid = f;
   in_grid.bwd_reduce_in_grid = 1;
-  c = normkit::cuda::plan_bwd(128, 4096, 8, in_grid, 4);
-  apply_column_sums(c, 128, 4096, false, in_grid);
-  EXPECT_EQ(c.column_sums_grid, 0);
+  for (const KernelFacts& facts : {off, old_device, in_grid}) {
+    EXPECT_EQ(planned(128, 4096, 8, facts).column_sums_grid, 0);
+  }
 }
 
 TEST(LaunchConfig, PipelinesTheBackwardOfAlignedRowsThatFitSharedMemory) {

@@ -240,8 +240,8 @@ struct KernelFacts {
   // 2026-11-23: 128 x 4096 18.8 us against 9.9, 29 x 17389 23.1 against 18.4), faster only on
   // single misaligned rows (1 x 17389 8.8 against 28.2) and at 2 x 17389 and 8 x 4095 (0.88x).
   int64_t bwd_columns_max_elements = 0;
-  // The backward of at most bwd_column_sums_max_rows rows and this many elements sums dweight/dbias
-  // down the columns in a kernel beside the main one (apply_column_sums,
+  // The backward of at most bwd_column_sums_max_rows rows and this many elements sums
+  // dweight/dbias down the columns in a kernel beside the main one (apply_column_sums,
   // rms_norm_bwd_column_sums) instead of per-slot partial sums and a reduction kernel after it
   // (NK_TUNE_BWD_COLUMN_SUMS_MAX_ELEMENTS; 0: never). Its kernel reads x and dy a second time,
   // which few rows can afford: their backward waits on latency, not on bytes. Measured
@@ -249,7 +249,8 @@ struct KernelFacts {
   // 0.75-0.90x the time at every shape of up to 1M elements (29 x 17389 16.4 -> 13.0 us, 128 x
   // 4096 9.5 -> 7.7-8.3, 256 x 2048 11.4 -> 8.5), 0.58-0.83x with dbias; past that 256 x 8192
   // 0.93x and 200 x 10000 1.00x (2M elements), but 256 x 16384 1.06x, 128 x 32768 1.03x (4M)
-  // and 256 x 65536 1.39x slower.
+  // and 256 x 65536 1.39x slower. With the groups of a warp added by shuffles (10:11): 128 x
+  // 4096 7.90, 256 x 2048 8.1 (0.71x), 0.54-0.83x with dbias.
   int64_t bwd_column_sums_max_elements = int64_t(2) << 20;
   // ... and at most this many rows (NK_TUNE_BWD_COLUMN_SUMS_MAX_ROWS), or with dbias, whose
   // slots cost more, this many (NK_TUNE_BWD_COLUMN_SUMS_MAX_ROWS_DBIAS). Measured past 256 rows
@@ -660,10 +661,10 @@ constexpr int column_sums_batch(int vec) { return vec >= 8 ? 4 : vec >= 4 ? 8 : 
 // cluster or pipelined plan of several slots (not reduced in the grid) on a device with
 // programmatic dependent launch (sm_90, as cluster_launch), at most
 // facts.bwd_column_sums_max_rows rows (bwd_column_sums_max_rows_dbias with dbias) and
-// bwd_column_sums_max_elements elements. Row groups:
-// the fewest (a power of two) whose batches hold every row at once, so that one round of loads
-// covers the column; at most 256, or 128 for vectors of 4 or more elements (two lanes, 32
-// bytes or more, per row in a warp's loads), the rest in further batches.
+// bwd_column_sums_max_elements elements. Row groups: the fewest (a power of two) whose batches
+// hold every row at once, so that one round of loads covers the column; at most 256, or 128 for
+// vectors of 4 or more elements (two lanes, 32 bytes or more, per row in a warp's loads), the
+// rest in further batches.
 void apply_column_sums(LaunchConfig& c, int64_t rows, int64_t hidden, bool dbias,
                        const KernelFacts& facts);
 

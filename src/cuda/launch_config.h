@@ -49,7 +49,9 @@ struct KernelFacts {
   // the H100 8192 x 2048, 16384 x 2048, 32768 x 2048 1.00-1.01x, 8192 x 3072 1.04x: 256.
   int bwd_cta_threads = 256;
   // The backward of at most this many rows takes the registers kernels (plan) instead of the
-  // pipelined one, where both apply (NK_TUNE_BWD_REGISTERS_MAX_ROWS; 0: never).
+  // pipelined one, where both apply (NK_TUNE_BWD_REGISTERS_MAX_ROWS; 0: never). Measured at 256
+  // with the column sums (twenty-sixth session, H100): 1.2-1.9x slower at every aligned shape
+  // of 2-256 rows (128 x 4096 8.2 -> 13.5 us).
   int64_t bwd_registers_max_rows = 0;
   // The registers backward's most vectors per thread for 1-element vectors (misaligned rows of
   // 16-bit data: 2-byte accesses) where bwd_items_max(1) = 8 would need a cluster of more than

@@ -19,6 +19,7 @@
 #include "cuda/element.cuh"
 #include "cuda/kernel_params.h"
 #include "cuda/launch_config.h"
+#include "cuda/rms_norm_bwd_kernels.cuh"
 
 namespace normkit::cuda {
 
@@ -78,14 +79,13 @@ __global__ void __launch_bounds__(kColumnSumsThreads) rms_norm_bwd_column_sums(B
     }
   }
 
-  WT* dweight = static_cast<WT*>(p.dweight);
-  WT* dbias = static_cast<WT*>(p.dbias);
+  // The totals go straight to dweight/dbias: write_slot_sums with the launcher's p, whose
+  // partial_* are null on this path.
   if (groups == 1) {  // the thread's sums are its columns' totals
 #pragma unroll
     for (int k = 0; k < VEC; ++k) {
       if (k >= n) break;
-      if (dweight) dweight[col + k] = from_float<WT>(sum_w[k]);
-      if (dbias) dbias[col + k] = from_float<WT>(sum_b[k]);
+      write_slot_sums<WT>(p, 0, col + k, sum_w[k], sum_b[k]);
     }
   } else {
     const int width = lanes * VEC;  // columns of the CTA
@@ -116,8 +116,7 @@ __global__ void __launch_bounds__(kColumnSumsThreads) rms_norm_bwd_column_sums(B
         total_w += parked_w[u * width + e];
         total_b += parked_b[u * width + e];
       }
-      if (dweight) dweight[cta_col + e] = from_float<WT>(total_w);
-      if (dbias) dbias[cta_col + e] = from_float<WT>(total_b);
+      write_slot_sums<WT>(p, 0, cta_col + e, total_w, total_b);
     }
   }
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900

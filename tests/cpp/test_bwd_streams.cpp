@@ -9,20 +9,13 @@
 #include <vector>
 
 #include "bwd_harness.h"
+#include "cuda_stream_support.h"
 #include "support.h"
-
-#ifdef NK_WITH_CUDA
-#include <cuda_runtime.h>
-#endif
 
 namespace nktest {
 namespace {
 
 #ifdef NK_WITH_CUDA
-
-void expect_cuda(cudaError_t status, const char* what) {
-  ASSERT_EQ(status, cudaSuccess) << what << ": " << cudaGetErrorString(status);
-}
 
 // One bf16 backward with dweight and dbias on the device: inputs uploaded once, the outputs
 // (dx, dweight, dbias) in `out`, poisoned on a stream before each launch.
@@ -106,14 +99,10 @@ void expect_same(const std::vector<std::vector<uint8_t>>& got,
 // of 2-byte accesses) and many (the slots' reduction after it).
 const RowsHidden kShapes[] = {{128, 4096}, {29, 17389}, {4096, 1024}};
 
-#endif  // NK_WITH_CUDA
-
-// Copies queued on the same stream right after the call, into buffers of their own, must hold
-// the call's outputs, not the poison laid down before it: the call's last kernel completes only
-// after every other one.
-TEST(BwdStreams, WorkQueuedAfterTheCallSeesEveryOutput) {
-  NK_SKIP_IF_UNAVAILABLE(NK_BACKEND_CUDA);
-#ifdef NK_WITH_CUDA
+// check(bwd, want, s) for each of kShapes: the backward on the device, its outputs from one
+// launch on the default stream, and a stream of the test's own.
+template <typename Check>
+void for_each_shape(Check&& check) {
   Rng rng;
   NK_SEED_TRACE(rng);
   cudaStream_t s;
@@ -123,7 +112,21 @@ TEST(BwdStreams, WorkQueuedAfterTheCallSeesEveryOutput) {
     const DeviceBwd bwd(shape.first, shape.second, rng);
     ASSERT_EQ(bwd.launch(nullptr), NK_SUCCESS) << nk_last_error();
     expect_cuda(cudaDeviceSynchronize(), "first launch");
-    const std::vector<std::vector<uint8_t>> want = bwd.fetch();
+    check(bwd, bwd.fetch(), s);
+  }
+  cudaStreamDestroy(s);
+}
+
+#endif  // NK_WITH_CUDA
+
+// Copies queued on the same stream right after the call, into buffers of their own, must hold
+// the call's outputs, not the poison laid down before it: the call's last kernel completes only
+// after every other one.
+TEST(BwdStreams, WorkQueuedAfterTheCallSeesEveryOutput) {
+  NK_SKIP_IF_UNAVAILABLE(NK_BACKEND_CUDA);
+#ifdef NK_WITH_CUDA
+  for_each_shape([](const DeviceBwd& bwd, const std::vector<std::vector<uint8_t>>& want,
+                    cudaStream_t s) {
     std::vector<Buffer> copies;
     for (size_t i = 0; i < 3; ++i) copies.emplace_back(NK_BACKEND_CUDA, bwd.bytes(i));
     for (int round = 0; round < 5; ++round) {
@@ -138,41 +141,23 @@ TEST(BwdStreams, WorkQueuedAfterTheCallSeesEveryOutput) {
       expect_same({copies[0].to_host(), copies[1].to_host(), copies[2].to_host()}, want,
                   "copies queued after the call");
     }
-  }
-  cudaStreamDestroy(s);
+  });
 #endif
 }
 
 TEST(BwdStreams, CapturedIntoAGraphGivesTheBitsOfOneLaunch) {
   NK_SKIP_IF_UNAVAILABLE(NK_BACKEND_CUDA);
 #ifdef NK_WITH_CUDA
-  Rng rng;
-  NK_SEED_TRACE(rng);
-  cudaStream_t s;
-  expect_cuda(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
-  for (const RowsHidden& shape : kShapes) {
-    SCOPED_TRACE(std::to_string(shape.first) + "x" + std::to_string(shape.second));
-    const DeviceBwd bwd(shape.first, shape.second, rng);
-    ASSERT_EQ(bwd.launch(nullptr), NK_SUCCESS) << nk_last_error();
-    expect_cuda(cudaDeviceSynchronize(), "first launch");
-    const std::vector<std::vector<uint8_t>> want = bwd.fetch();
-    cudaGraph_t graph;
-    expect_cuda(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal), "cudaStreamBeginCapture");
-    const nk_status status = bwd.launch(s);
-    expect_cuda(cudaStreamEndCapture(s, &graph), "cudaStreamEndCapture");
-    ASSERT_EQ(status, NK_SUCCESS) << nk_last_error();
-    cudaGraphExec_t exec;
-    expect_cuda(cudaGraphInstantiate(&exec, graph, 0), "cudaGraphInstantiate");
+  for_each_shape([](const DeviceBwd& bwd, const std::vector<std::vector<uint8_t>>& want,
+                    cudaStream_t s) {
+    const CapturedGraph graph(s, [&] { return bwd.launch(s); });
+    ASSERT_EQ(graph.status(), NK_SUCCESS) << nk_last_error();
     for (int replay = 0; replay < 2; ++replay) {
       bwd.poison(s);  // on the graph's own stream, so that the replay has to write them again
-      expect_cuda(cudaGraphLaunch(exec, s), "cudaGraphLaunch");
-      expect_cuda(cudaStreamSynchronize(s), "replay");
+      graph.replay();
       expect_same(bwd.fetch(), want, "a graph replay");
     }
-    cudaGraphExecDestroy(exec);
-    cudaGraphDestroy(graph);
-  }
-  cudaStreamDestroy(s);
+  });
 #endif
 }
 

@@ -11,9 +11,7 @@
 
 #include "support.h"
 
-#ifdef NK_WITH_CUDA
-#include <cuda_runtime.h>
-#endif
+#include "cuda_stream_support.h"
 
 namespace nktest {
 namespace {
@@ -21,10 +19,6 @@ namespace {
 #ifdef NK_WITH_CUDA
 
 constexpr int64_t kRows = 2048, kHidden = 4096;  // ticketed: 16-byte rows of y and y_t
-
-void expect_cuda(cudaError_t status, const char* what) {
-  ASSERT_EQ(status, cudaSuccess) << what << ": " << cudaGetErrorString(status);
-}
 
 // One launch's outputs, poisoned before it (amax too: a launch that left it alone must not
 // pass).
@@ -194,13 +188,8 @@ TEST_F(QuantStreams, CapturedIntoAGraphGivesTheBitsOfOneLaunch) {
   // (A launch outside the capture first: the stream then has band counters of its own.)
   ASSERT_EQ(launch(captured, s), NK_SUCCESS) << nk_last_error();
   expect_cuda(cudaStreamSynchronize(s), "launch before the capture");
-  cudaGraph_t graph;
-  expect_cuda(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal), "cudaStreamBeginCapture");
-  const nk_status status = launch(captured, s);
-  expect_cuda(cudaStreamEndCapture(s, &graph), "cudaStreamEndCapture");
-  ASSERT_EQ(status, NK_SUCCESS) << nk_last_error();
-  cudaGraphExec_t exec;
-  expect_cuda(cudaGraphInstantiate(&exec, graph, 0), "cudaGraphInstantiate");
+  const CapturedGraph graph(s, [&] { return launch(captured, s); });
+  ASSERT_EQ(graph.status(), NK_SUCCESS) << nk_last_error();
   for (int replay = 0; replay < 2; ++replay) {
     // The same buffers again, poisoned by copies from a fresh set on the graph's own stream (a
     // device-to-device cudaMemcpy returns before it is done, and s does not wait for the legacy
@@ -210,12 +199,9 @@ TEST_F(QuantStreams, CapturedIntoAGraphGivesTheBitsOfOneLaunch) {
                                 cudaMemcpyDeviceToDevice, s), "poison y");
     expect_cuda(cudaMemcpyAsync(captured.y_t.data(), poisoned.y_t.data(), kRows * kHidden,
                                 cudaMemcpyDeviceToDevice, s), "poison y_t");
-    expect_cuda(cudaGraphLaunch(exec, s), "cudaGraphLaunch");
-    expect_cuda(cudaStreamSynchronize(s), "replay");
+    graph.replay();
     expect_same(captured, one, "a graph replay");
   }
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
   cudaStreamDestroy(s);
 #endif
 }

@@ -5,7 +5,7 @@
 # Usage: bench/device.sh [steps...]   steps: build sass test check bench quant install python
 # compare binding narrow pending train dtypes huge columns ncu_quant ncu_quant_source
 # quant_bench exact items fused tickets wide modes bwd_probe probe inductor dram aftermath
-# sanitize profile method ncu_method ring
+# sanitize profile method ncu_method ring ncu_detail
 # (default: build test check bench)
 # BUILD=dir names the build tree (default build-device). (A tree built on the CPU machine cannot
 # travel instead: its binaries are over 64 MiB each.) `install` links that tree's libnormkit.a.
@@ -186,6 +186,18 @@ for step in "${steps[@]}"; do
           --section SpeedOfLight --section Occupancy --section LaunchStats \
           --section WarpStateStats --section MemoryWorkloadAnalysis --section SchedulerStats \
           "$BUILD/tools/normkit" bench --reps 2 --fwd-only --shapes 8192x8192 $args
+      done ;;
+    ncu_detail)  # why a kernel takes what it takes: ncu's stall, occupancy and memory sections
+      # for one launch of each NCU_KERNELS regex (default rms_norm_bwd) at each NCU_SHAPES
+      # (default 29x17389, 128x4096), bench arguments NCU_ARGS (default --bwd-only)
+      for shape in ${NCU_SHAPES:-29x17389 128x4096}; do
+        for kernel in ${NCU_KERNELS:-rms_norm_bwd}; do
+          run "ncu_detail_${shape}_${kernel//[^A-Za-z0-9_]/_}" ncu --kernel-name regex:"$kernel" \
+            --launch-skip "${NCU_SKIP:-2}" --launch-count "${NCU_COUNT:-2}" \
+            --section SpeedOfLight --section Occupancy --section LaunchStats \
+            --section WarpStateStats --section MemoryWorkloadAnalysis --section SchedulerStats \
+            "$BUILD/tools/normkit" bench --reps 2 --shapes "$shape" ${NCU_ARGS:---bwd-only}
+        done
       done ;;
     ncu_quant_source)  # where the pinned quantized forward's issue slots go: ncu's full set
       # and the SASS source page of one launch per mode (NCU_QMODES, default tensor and block)

@@ -54,6 +54,29 @@ bool fwd_realignable(const nk_rms_norm_fwd_args& a, int vec) {
   return (!a.weight || offset(a.weight) == 0) && (!a.bias || offset(a.bias) == 0);
 }
 
+// Whether the backward may take rows misaligned for 16-byte vectors as the forward does
+// (plan_bwd_realigned): 16-bit x, dy and weight, no dresidual_out, every x, dy and dx row
+// misaligned alike, the weight 16-byte aligned; and where dweight or dbias is wanted, dx not
+// written in place of x or dy (the column sums beside it read them).
+bool bwd_realignable(const nk_rms_norm_bwd_args& a, int vec) {
+  if (vec * nk_dtype_size(a.x_dtype) >= 16 || a.dresidual_out) return false;
+  if (nk_dtype_size(a.x_dtype) != 2 || nk_dtype_size(a.dy_dtype) != 2 ||
+      nk_dtype_size(a.weight_dtype) != 2) {
+    return false;
+  }
+  const auto offset = [](const void* q) { return reinterpret_cast<uintptr_t>(q) % 16; };
+  if (offset(a.x) != offset(a.dy) || offset(a.x) != offset(a.dx) || offset(a.x) % 2 != 0) {
+    return false;
+  }
+  const int64_t stride_offset = (a.x_row_stride * 2) % 16;
+  if (a.rows > 1 && ((a.dy_row_stride * 2) % 16 != stride_offset ||
+                     (a.dx_row_stride * 2) % 16 != stride_offset)) {
+    return false;
+  }
+  if (a.weight && offset(a.weight) != 0) return false;
+  return !((a.dweight || a.dbias) && (a.dx == a.x || a.dx == a.dy));
+}
+
 // Bytes per column of a row that a pipelined kernel stages in shared memory (the sum of the
 // staged operands' element sizes), or 0 when a vector of one of them would be under the 4
 // bytes cp.async needs.
@@ -125,6 +148,11 @@ LaunchConfig plan_bwd_for(const nk_rms_norm_bwd_args& a, const KernelFacts& fact
                        facts, staged, outputs);
   if (columns.grid > 0) return columns;
   const int vec = bwd_vector_width(a);
+  if (bwd_realignable(a, vec)) {
+    const LaunchConfig realigned = plan_bwd_realigned(
+        a.rows, a.hidden, a.dweight != nullptr || a.dbias != nullptr, a.dbias != nullptr, facts);
+    if (realigned.grid > 0) return realigned;
+  }
   return plan_bwd_with_reads(a.rows, a.hidden, vec, a.x_dtype, a.dy_dtype,
                              a.weight ? int64_t(nk_dtype_size(a.weight_dtype)) : 0,
                              a.dbias != nullptr, a.dresidual_out != nullptr, facts);
@@ -248,6 +276,10 @@ std::string explain_bwd(int64_t rows, int64_t hidden, nk_dtype x, nk_dtype w, nk
   const LaunchConfig columns =
       plan_bwd_columns(rows, hidden, dx_vec, facts, staged, dbias ? 2 : 1);
   if (columns.grid > 0) return columns.describe();
+  if (vec < nat && xs == 2 && nk_dtype_size(dy) == 2 && nk_dtype_size(w) == 2) {
+    const LaunchConfig realigned = plan_bwd_realigned(rows, hidden, true, dbias, facts);
+    if (realigned.grid > 0) return realigned.describe();
+  }
   return plan_bwd_with_reads(rows, hidden, vec, x, dy, int64_t(nk_dtype_size(w)), dbias, false,
                              facts)
       .describe();

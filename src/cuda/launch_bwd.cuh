@@ -13,6 +13,7 @@
 #include "cuda/rms_norm_bwd_columns.cuh"
 #include "cuda/rms_norm_bwd_kernels.cuh"
 #include "cuda/rms_norm_bwd_pipelined.cuh"
+#include "cuda/rms_norm_bwd_realigned.cuh"
 
 namespace normkit::cuda {
 
@@ -94,11 +95,47 @@ void launch_bwd(const nk_rms_norm_bwd_args& a, const LaunchConfig& planned, cuda
     set_outputs();
     launch(kernel, cfg.grid, block, {cfg.cluster_size}, stream, what, smem, p);
   };
+  // The column sums, a programmatic dependent of the main kernel, which allowed it at its start.
+  auto launch_column_sums = [&] {
+    BwdParams sums = p;
+    sums.dweight = a.dweight;
+    sums.dbias = a.dbias;
+    LaunchOptions beside;
+    beside.dependent = true;
+    dispatch_vec(cfg.column_sums_vec, "rms_norm_bwd (column sums)", [&](auto vec_constant) {
+      constexpr int VEC = decltype(vec_constant)::value;
+      launch(rms_norm_bwd_column_sums<XT, WT, DYT, VEC>, cfg.column_sums_grid,
+             dim3(kColumnSumsThreads), beside, stream, "rms_norm_bwd (column sums)", 0, sums,
+             cfg.column_sums_lanes);
+    });
+  };
   p.partial_dweight = p.partial_dbias = nullptr;
   p.grid_dweight = p.grid_dbias = nullptr;
   p.slots = 0;
   p.dweight = column_sums ? nullptr : a.dweight;  // for want_dbias()/want_dweight() until
   p.dbias = column_sums ? nullptr : a.dbias;        // set_outputs
+  if (cfg.realigned) {  // dx alone; dweight/dbias, where wanted, by the column sums
+    if constexpr (sizeof(XT) == 2 && sizeof(WT) == 2 && sizeof(DYT) == 2) {
+      if ((a.dweight || a.dbias) && !column_sums) {
+        throw Error(NK_ERROR_INTERNAL, "rms_norm_bwd: realigned plan without its column sums");
+      }
+      if (cfg.items > kSmallItems) {
+        throw Error(NK_ERROR_INTERNAL, "rms_norm_bwd: realigned plan with items > 4");
+      }
+      set_outputs();
+      // Compiled for 1, 2 and 4 vectors per thread: registers for the count the plan has.
+      auto kernel = cfg.items == 1   ? rms_norm_bwd_realigned<XT, WT, DYT, 1>
+                    : cfg.items == 2 ? rms_norm_bwd_realigned<XT, WT, DYT, 2>
+                                     : rms_norm_bwd_realigned<XT, WT, DYT, kSmallItems>;
+      launch(kernel, cfg.grid, dim3(cfg.threads_per_row), {cfg.cluster_size}, stream,
+             "rms_norm_bwd (realigned)", 0, p);
+      note_bwd_launch(planned, cfg);
+      if (column_sums) launch_column_sums();
+      return;
+    } else {
+      throw Error(NK_ERROR_INTERNAL, "rms_norm_bwd: realigned plan for types other than 16-bit");
+    }
+  }
   if (cfg.plan == RowPlan::kColumns) {  // writes dweight/dbias itself: no workspace, one launch
     dispatch_vec(cfg.vec, "rms_norm_bwd (columns)", [&](auto vec_constant) {
       constexpr int VEC = decltype(vec_constant)::value;
@@ -180,18 +217,7 @@ void launch_bwd(const nk_rms_norm_bwd_args& a, const LaunchConfig& planned, cuda
     }
   });
   if (column_sums) {
-    // A programmatic dependent of the main kernel, which allowed it at its start.
-    BwdParams sums = p;
-    sums.dweight = a.dweight;
-    sums.dbias = a.dbias;
-    LaunchOptions beside;
-    beside.dependent = true;
-    dispatch_vec(cfg.vec, "rms_norm_bwd (column sums)", [&](auto vec_constant) {
-      constexpr int VEC = decltype(vec_constant)::value;
-      launch(rms_norm_bwd_column_sums<XT, WT, DYT, VEC>, cfg.column_sums_grid,
-             dim3(kColumnSumsThreads), beside, stream, "rms_norm_bwd (column sums)", 0, sums,
-             cfg.column_sums_lanes);
-    });
+    launch_column_sums();
     return;
   }
   if (in_grid || (!p.partial_dweight && !p.partial_dbias)) return;

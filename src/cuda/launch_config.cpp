@@ -713,21 +713,81 @@ LaunchConfig plan_bwd_columns(int64_t rows, int64_t hidden, int vec, const Kerne
   return c;
 }
 
+namespace {
+bool within_column_sums_bounds(int64_t rows, int64_t hidden, bool dbias, const KernelFacts& f) {
+  const int64_t max_rows = dbias ? f.bwd_column_sums_max_rows_dbias : f.bwd_column_sums_max_rows;
+  return rows <= max_rows && rows * hidden <= f.bwd_column_sums_max_elements;
+}
+}  // namespace
+
 void apply_column_sums(LaunchConfig& c, int64_t rows, int64_t hidden, bool dbias,
-                       const KernelFacts& f) {
+                       const KernelFacts& f, int vec) {
   c.column_sums_grid = 0;
   c.column_sums_lanes = 0;
+  c.column_sums_vec = 0;
+  if (vec <= 0) vec = c.vec;
   const bool summed_after = c.plan == RowPlan::kRegisters || c.plan == RowPlan::kCluster ||
                             c.plan == RowPlan::kPipelined;
-  if (!f.cluster_launch || !summed_after || c.slots <= 1 || c.reduce_in_grid) return;
-  const int64_t max_rows = dbias ? f.bwd_column_sums_max_rows_dbias : f.bwd_column_sums_max_rows;
-  if (rows > max_rows || rows * hidden > f.bwd_column_sums_max_elements) return;
-  const int batch = column_sums_batch(c.vec);
-  const int max_groups = c.vec >= 4 ? kColumnSumsThreads / 2 : kColumnSumsThreads;
+  // (A realigned plan writes dx only, whatever its slots.)
+  if (!f.cluster_launch || !summed_after || (c.slots <= 1 && !c.realigned) || c.reduce_in_grid) {
+    return;
+  }
+  if (!within_column_sums_bounds(rows, hidden, dbias, f)) return;
+  const int batch = column_sums_batch(vec);
+  const int max_groups = vec >= 4 ? kColumnSumsThreads / 2 : kColumnSumsThreads;
   int groups = 1;
   while (groups < max_groups && int64_t(groups) * batch < rows) groups *= 2;
   c.column_sums_lanes = kColumnSumsThreads / groups;
-  c.column_sums_grid = ceil_div(ceil_div(hidden, c.vec), c.column_sums_lanes);
+  c.column_sums_grid = ceil_div(ceil_div(hidden, vec), c.column_sums_lanes);
+  c.column_sums_vec = vec;
+}
+
+LaunchConfig plan_bwd_realigned(int64_t rows, int64_t hidden, bool sums, bool dbias,
+                                const KernelFacts& f) {
+  constexpr int kVec = 8;
+  LaunchConfig none;
+  none.grid = 0;
+  if (!f.bwd_realign || !f.cluster_launch || rows <= 0 || hidden < 2 * kVec) return none;
+  if (!within_column_sums_bounds(rows, hidden, dbias, f)) return none;
+  const int64_t nvec = ceil_div(hidden, kVec);  // the body's vectors, at most
+  const int64_t max_cluster = std::max(f.max_cluster, f.max_cluster_pipelined);
+  const int64_t threads = std::clamp(f.bwd_realign_threads, 32, 512);
+  // The fewest vectors per thread from `items` on whose cluster the device allows.
+  int items = 0;
+  int64_t cluster = 0;
+  auto fit = [&](int from) {
+    items = from;
+    cluster = ceil_div(nvec, threads * items);
+    while (cluster > max_cluster && items < kSmallItems) cluster = ceil_div(nvec, threads * ++items);
+  };
+  if (f.bwd_realign_items > 0) {
+    fit(std::min(f.bwd_realign_items, kSmallItems));
+  } else {
+    // Two vectors per thread (fewer CTAs per row) while the grid still has a CTA for every SM,
+    // else one (measured, twenty-seventh session: 29 x 17389 9.9 against 10.6 us, 256 x 4095
+    // 12.0 against 13.2; 32 x 8191 9.3 against 8.7, 64 x 1001 8.3 against 7.7).
+    fit(2);
+    if (rows * cluster < f.sm_count) fit(1);
+  }
+  if (cluster > max_cluster) return none;
+  const int64_t nvec_cta = ceil_div(nvec, cluster);
+  LaunchConfig c;
+  c.plan = cluster > 1 ? RowPlan::kCluster : RowPlan::kRegisters;
+  c.vec = kVec;
+  c.threads_per_row =
+      static_cast<int>(std::min<int64_t>(threads, 32 * ceil_div(ceil_div(nvec_cta, items), 32)));
+  c.items = static_cast<int>(ceil_div(nvec_cta, c.threads_per_row));
+  c.cluster_size = static_cast<int>(cluster);
+  c.cols_per_cta = nvec_cta * kVec;
+  c.rows_per_block = 1;
+  c.grid = rows * cluster;
+  c.slots = rows;  // one row per cluster
+  c.realigned = true;
+  if (sums) {
+    apply_column_sums(c, rows, hidden, dbias, f, 1);
+    if (c.column_sums_grid == 0) return none;
+  }
+  return c;
 }
 
 int64_t bwd_max_slots(int64_t rows, const KernelFacts& facts) {

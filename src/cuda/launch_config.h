@@ -262,6 +262,18 @@ struct KernelFacts {
   // column kernel's batches of rows run one after another).
   int64_t bwd_column_sums_max_rows = 256;
   int64_t bwd_column_sums_max_rows_dbias = 2048;
+  // Whether the backward takes 16-bit rows misaligned alike for x, dy and dx as a head and
+  // aligned 8-element vectors, dx alone (plan_bwd_realigned, rms_norm_bwd_realigned;
+  // NK_TUNE_BWD_REALIGN=0: element by element), within the column sums' bounds; its CTAs of
+  // bwd_realign_threads threads (NK_TUNE_BWD_REALIGN_THREADS) at about bwd_realign_items vectors
+  // per thread (NK_TUNE_BWD_REALIGN_ITEMS; 0: two where the grid still fills the SMs, else one),
+  // a row split over a cluster as far as that needs. Measured (twenty-seventh session, H100,
+  // bf16, against element by element): 29 x 17389 12.9 -> 9.9 us, 256 x 4095 26.0 -> 12.0,
+  // 200 x 10001 52.2 -> 21.7, 2 x 65537 15.1 -> 10.8, 32 x 8191 12.9 -> 8.7; 64 x 1001 and 9 x
+  // 1003 unchanged.
+  int bwd_realign = 1;
+  int bwd_realign_threads = 256;
+  int bwd_realign_items = 0;
   // Quantized forward, registers kernel (16-byte vectors, 16-bit weights): where the weight is
   // loaded (NK_TUNE_QUANT_WEIGHT_FIRST). 1 (the default): with x, before the row reduction, in
   // every mode but TOKEN at the small register budget (there it costs a CTA per SM); 0: TOKEN and
@@ -467,6 +479,7 @@ struct LaunchConfig {
   // CTAs walk the rows.
   int64_t column_sums_grid = 0;
   int column_sums_lanes = 0;
+  int column_sums_vec = 0;  // its vector width (the main kernel's, or 1 beside a realigned one)
   // Pipelined split rows of more than kClusterDeferMaxItems vectors per thread:
   // KernelFacts::bwd_pending_in_registers and bwd_smem_weight, where apply_split_row_extras
   // says they apply (smem_bytes then includes the weight's chunk).
@@ -667,8 +680,20 @@ constexpr int column_sums_batch(int vec) { return vec >= 8 ? 4 : vec >= 4 ? 8 : 
 // hold every row at once, so that one round of loads covers the column; at most 256, or 128 for
 // vectors of 4 or more elements (two lanes, 32 bytes or more, per row in a warp's loads), the
 // rest in further batches.
+// vec: the column kernel's vector width (0: c.vec).
 void apply_column_sums(LaunchConfig& c, int64_t rows, int64_t hidden, bool dbias,
-                       const KernelFacts& facts);
+                       const KernelFacts& facts, int vec = 0);
+
+// The backward's dx over 16-bit rows misaligned alike for x, dy and dx (rms_norm_bwd_realigned):
+// 8-element vectors from each row's first 16-byte boundary, one row per cluster of CTAs of
+// facts.bwd_realign_threads threads (fewer where the row is short) at about
+// facts.bwd_realign_items vectors per thread (0: two where rows x cluster still covers the SMs,
+// else one; up to kSmallItems where the largest cluster needs more), dweight/dbias (where `sums`) by the column sums of 1-element vectors beside it. grid 0
+// where it does not apply: facts.bwd_realign off, no clusters, rows under 16 columns, more than
+// the column sums' bounds of rows or elements (with or without sums: the bounds it was measured
+// within), or sums wanted that the column sums cannot take.
+LaunchConfig plan_bwd_realigned(int64_t rows, int64_t hidden, bool sums, bool dbias,
+                                const KernelFacts& facts);
 
 // Upper bound on plan_bwd(...).slots for any vec: the workspace query cannot know the
 // alignment of the pointers that a later call will pass.

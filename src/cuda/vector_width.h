@@ -46,6 +46,11 @@ inline const KernelFacts& tuned_defaults() {
     k.bwd_column_sums_max_rows_dbias =
         tuning_knob("NK_TUNE_BWD_COLUMN_SUMS_MAX_ROWS_DBIAS",
                     static_cast<int>(k.bwd_column_sums_max_rows_dbias), 0, 1 << 30);
+    k.bwd_realign = tuning_knob("NK_TUNE_BWD_REALIGN", k.bwd_realign, 0, 1);
+    k.bwd_realign_threads =
+        tuning_knob("NK_TUNE_BWD_REALIGN_THREADS", k.bwd_realign_threads, 32, 512);
+    k.bwd_realign_items = tuning_knob("NK_TUNE_BWD_REALIGN_ITEMS", k.bwd_realign_items, 0,
+                                      kSmallItems);
     k.bwd_reduce_kernel = tuning_knob("NK_TUNE_BWD_REDUCE_KERNEL", k.bwd_reduce_kernel, 0, 1);
     k.bwd_early_dependent =
         tuning_knob("NK_TUNE_BWD_EARLY_DEPENDENT", k.bwd_early_dependent, 0, 1);

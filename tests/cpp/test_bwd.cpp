@@ -400,6 +400,66 @@ INSTANTIATE_TEST_SUITE_P(
                                          RowsHidden{31, 32768})),
     ShapeTestName());
 
+// ---- rows misaligned for 16-byte vectors: on the GPU, dx from a head and aligned vectors
+// (rms_norm_bwd_realigned) where x, dy and dx rows are misaligned alike and no dresidual_out
+// is given, dweight/dbias by the column sums beside it ----
+
+class BwdMisalignedRows : public ::testing::TestWithParam<nk_backend> {};
+
+// 16-bit x, dy and weight without dresidual_out: every option of that kernel, at shapes from
+// one short row to a million elements, each row starting at every offset modulo 8 elements.
+TEST_P(BwdMisalignedRows, EveryOptionOfTheRealignedDx) {
+  NK_SKIP_IF_UNAVAILABLE(GetParam());
+  Rng rng;
+  const DtypeTriple triples[] = {{NK_BFLOAT16, NK_BFLOAT16, NK_BFLOAT16},
+                                 {NK_FLOAT16, NK_BFLOAT16, NK_FLOAT16},
+                                 {NK_BFLOAT16, NK_FLOAT16, NK_FLOAT16}};
+  const RowsHidden shapes[] = {{29, 17389}, {1, 17389}, {3, 29}, {5, 17},   {64, 1001},
+                               {2, 65537},  {256, 4095}, {8, 16}, {130, 999}};
+  int index = 0;
+  for (const RowsHidden& shape : shapes) {
+    for (int variant = 0; variant < 5; ++variant, ++index) {
+      BwdCase c;
+      c.rows = shape.first;
+      c.hidden = shape.second;
+      std::tie(c.x, c.w, c.dy) = triples[index % 3];
+      c.eps = eps_for(c.hidden);
+      c.zero_centered = variant == 1;
+      c.weight = variant != 2;  // no weight: dbias alone
+      c.dweight = variant != 2 && variant != 4;
+      c.dbias = variant == 1 || variant == 2;
+      // Rows starting elsewhere each time: the buffers' offsets, padded strides alike.
+      c.x_offset = c.dy_offset = c.dx_offset = index % 8;
+      if (variant == 3) c.x_pad = c.dy_pad = c.dx_pad = 3;
+      if (variant == 4) c.dx_is_x = true;  // dx alone, in place of x
+      test_bwd_case(GetParam(), c, rng);
+    }
+  }
+}
+
+// The cases the realigned kernel must leave to the others: dx in place of x or dy while dweight
+// is wanted (the column sums read them), operands misaligned differently, dresidual_out.
+TEST_P(BwdMisalignedRows, LayoutsTheRealignedDxLeavesToTheOthers) {
+  NK_SKIP_IF_UNAVAILABLE(GetParam());
+  Rng rng;
+  for (int variant = 0; variant < 5; ++variant) {
+    BwdCase c;
+    c.rows = 29;
+    c.hidden = 17389;
+    c.x = c.w = c.dy = NK_BFLOAT16;
+    c.dbias = true;
+    c.dx_is_x = variant == 0;
+    c.dx_is_dy = variant == 1;
+    if (variant == 2) c.dy_offset = 1;        // dy one element further on than x and dx
+    if (variant == 3) c.dx_pad = 1;           // dx rows drift against x and dy
+    if (variant == 4) c.dresidual = true;     // dx += dresidual_out
+    test_bwd_case(GetParam(), c, rng);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllBackends, BwdMisalignedRows, ::testing::ValuesIn(all_backends()),
+                         [](const auto& info) { return std::string(backend_label(info.param)); });
+
 // ---- semantics and determinism ----
 
 class BwdProperties : public ::testing::TestWithParam<nk_backend> {};

@@ -301,6 +301,80 @@ TEST(LaunchConfig, FewRowsSumTheirColumnsBesideTheMainKernel) {
   }
 }
 
+// Misaligned few-row backwards write dx from 16-byte vectors (rms_norm_bwd_realigned): one row
+// per cluster, every vector of the row covered once, the CTA no wider than its share; the column
+// sums beside it read 1-element vectors, and where they cannot run (too many rows or elements
+// for them) while dweight or dbias is wanted, the plan does not apply.
+TEST(LaunchConfig, MisalignedFewRowsWriteDxFromAlignedVectors) {
+  using normkit::cuda::kSmallItems;
+  using normkit::cuda::plan_bwd_realigned;
+  const KernelFacts f;
+  EXPECT_EQ(f.bwd_realign, 1);
+  int planned = 0;
+  for (int64_t rows : {1, 2, 29, 128, 256, 257, 2048, 2049}) {
+    for (int64_t hidden : {15, 16, 17, 1001, 4095, 17389, 65537, 262143}) {
+      for (bool sums : {false, true}) {
+        for (bool dbias : {false, true}) {
+          if (dbias && !sums) continue;
+          const LaunchConfig c = plan_bwd_realigned(rows, hidden, sums, dbias, f);
+          SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(hidden) + " sums " +
+                       std::to_string(sums) + " dbias " + std::to_string(dbias) + ": " +
+                       c.describe());
+          const int64_t max_rows =
+              dbias ? f.bwd_column_sums_max_rows_dbias : f.bwd_column_sums_max_rows;
+          const int64_t largest_cluster = std::max(f.max_cluster, f.max_cluster_pipelined);
+          const bool within = hidden >= 16 && rows <= max_rows &&
+                              rows * hidden <= f.bwd_column_sums_max_elements &&
+                              (hidden + 7) / 8 <= largest_cluster * f.bwd_realign_threads *
+                                                      kSmallItems;  // (not 262143 columns)
+          EXPECT_EQ(c.grid > 0, within);
+          if (c.grid == 0) continue;
+          ++planned;
+          EXPECT_TRUE(c.realigned);
+          EXPECT_EQ(c.vec, 8);
+          EXPECT_EQ(c.rows_per_block, 1);
+          EXPECT_EQ(c.grid, rows * c.cluster_size);
+          EXPECT_LE(c.cluster_size, std::max(f.max_cluster, f.max_cluster_pipelined));
+          EXPECT_EQ(c.plan, c.cluster_size > 1 ? RowPlan::kCluster : RowPlan::kRegisters);
+          EXPECT_GE(c.items, 1);
+          EXPECT_LE(c.items, kSmallItems);
+          EXPECT_EQ(c.threads_per_row % 32, 0);
+          EXPECT_LE(c.threads_per_row, f.bwd_realign_threads);
+          const int64_t vectors = (hidden + 7) / 8;
+          EXPECT_GE(c.cols_per_cta * c.cluster_size, vectors * 8) << "the row covered";
+          EXPECT_LT(c.cols_per_cta * (c.cluster_size - 1), vectors * 8) << "no idle CTA";
+          EXPECT_GE(int64_t(c.threads_per_row) * c.items * 8, c.cols_per_cta);
+          EXPECT_EQ(c.column_sums_grid > 0, sums);
+          if (sums) {
+            EXPECT_EQ(c.column_sums_vec, 1);
+            EXPECT_GE(c.column_sums_grid * c.column_sums_lanes, hidden);
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(planned, 30);
+  // The sweep's misaligned shape: clusters of 5 CTAs of 224 threads, two vectors each (145 CTAs
+  // fill the SMs); 32 x 8191 at two would leave SMs idle (64 CTAs), so one (128 CTAs).
+  const LaunchConfig odd = plan_bwd_realigned(29, 17389, true, false, f);
+  EXPECT_EQ(odd.cluster_size, 5);
+  EXPECT_EQ(odd.threads_per_row, 224);  // 435 vectors per CTA
+  EXPECT_EQ(odd.items, 2);
+  EXPECT_EQ(odd.column_sums_grid, 136);
+  const LaunchConfig few = plan_bwd_realigned(32, 8191, true, false, f);
+  EXPECT_EQ(few.items, 1);
+  EXPECT_EQ(few.cluster_size, 4);
+  KernelFacts one = f;
+  one.bwd_realign_items = 1;
+  EXPECT_EQ(plan_bwd_realigned(29, 17389, true, false, one).cluster_size, 9);
+  // Off by the knob or without clusters.
+  KernelFacts off = f, old_device = f;
+  off.bwd_realign = 0;
+  old_device.cluster_launch = false;
+  EXPECT_EQ(plan_bwd_realigned(29, 17389, true, false, off).grid, 0);
+  EXPECT_EQ(plan_bwd_realigned(29, 17389, false, false, old_device).grid, 0);
+}
+
 TEST(LaunchConfig, PipelinesTheBackwardOfAlignedRowsThatFitSharedMemory) {
   KernelFacts f;
   const LaunchConfig c = normkit::cuda::plan_bwd(16384, 4096, 8, f, 4);

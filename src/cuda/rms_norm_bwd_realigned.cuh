@@ -1,0 +1,117 @@
+// The backward's dx on rows misaligned for 16-byte vectors (odd hidden sizes), 16-bit types only,
+// as rms_norm_fwd_realigned reads them: each row a head of h < 8 elements, then 8-element
+// vectors from column h, 16-byte aligned for x, dy and dx alike (the launcher checks); the
+// weight, aligned at column 0, shifted into place from two aligned loads.
+//
+// It writes dx only: dweight and dbias, where wanted, come from rms_norm_bwd_column_sums beside
+// it (the planner uses this kernel only where that one applies). Element by element, each thread
+// of the few-row backward issued ~2300 instructions at 128 registers and the kernel waited on
+// them (29 x 17389: 10.7 us under ncu, issue slots 32% busy: twenty-seventh session).
+#pragma once
+
+#include "cuda/element.cuh"
+#include "cuda/kernel_params.h"
+#include "cuda/reduce.cuh"
+#include "cuda/rms_norm_bwd_kernels.cuh"
+#include "cuda/rms_norm_fwd_kernels.cuh"
+#include "cuda/rms_norm_fwd_realigned.cuh"
+
+namespace normkit::cuda {
+
+// The weight's factor of one element: w, 1 + w (zero-centered) or 1 (no weight).
+__device__ __forceinline__ float weight_factor(const BwdParams& p, float w) {
+  if (!p.weight) return 1.0f;
+  return p.zero_centered ? w + 1.0f : w;
+}
+
+// blockDim.x threads per CTA, one row per cluster of shape.cluster_size CTAs (one row per CTA
+// without clusters), each CTA covering cols_per_cta columns of the row's body (the columns from
+// h on); thread 0 of the cluster's first CTA also takes the head. No dresidual_out (the
+// planner's rule).
+template <typename XT, typename WT, typename DYT, int IMAX>
+__global__ void __launch_bounds__(512) rms_norm_bwd_realigned(BwdParams p) {
+  constexpr int VEC = kRealignVec;
+  static_assert(sizeof(XT) == 2 && sizeof(WT) == 2 && sizeof(DYT) == 2, "16-bit types only");
+  if (p.early_dependent) allow_dependent_launch();  // the column sums may start beside it
+  __shared__ float scratch[kMaxWarps];
+  __shared__ ClusterPush cluster_push;  // with clusters
+  const RowShape& shape = p.shape;
+  RowChunk<VEC> c(shape);  // in body columns; blockDim.y is 1, so every row is valid
+  const int64_t row = c.row;
+  const XT* x = static_cast<const XT*>(p.x) + row * p.x_stride;
+  const DYT* dy = static_cast<const DYT*>(p.dy) + row * p.dy_stride;
+  XT* dx = static_cast<XT*>(p.dx) + row * p.dx_stride;
+  const WT* weight = static_cast<const WT*>(p.weight);
+  const int head = static_cast<int>(min(static_cast<int64_t>(head_elements(x)), shape.hidden));
+  c.col_end = min(shape.hidden - head, c.col_end);
+  const bool head_thread = c.rank == 0 && threadIdx.x == 0;
+
+  if (shape.cluster_size > 1) cluster_push_init(cluster_push);
+  // Every load before the first store (a load after a store waits for it: docs/notes.md v22).
+  const float rstd = p.rstd[row];
+  Lanes<XT, VEC> xs[IMAX];
+  Lanes<DYT, VEC> dys[IMAX];
+  Lanes<WT, VEC> ws[IMAX];
+#pragma unroll
+  for (int i = 0; i < IMAX; ++i) {
+    const int64_t col = c.column(i);
+    xs[i] = Lanes<XT, VEC>{};
+    dys[i] = Lanes<DYT, VEC>{};
+    ws[i] = Lanes<WT, VEC>{};  // (never an unset register times a zero: it may be NaN)
+    if (c.active(i)) {
+      xs[i] = load_lanes_upto<XT, VEC>(x + head + col, c.col_end - col);
+      dys[i] = load_lanes_upto<DYT, VEC>(dy + head + col, c.col_end - col);
+      if (weight) ws[i] = load_shifted(weight, head + col, shape.hidden);
+    }
+  }
+  float head_x[VEC - 1], head_g[VEC - 1];  // x and dy * weight factor of the head
+#pragma unroll
+  for (int k = 0; k < VEC - 1; ++k) {
+    const bool mine = head_thread && k < head;
+    head_x[k] = mine ? to_float(x[k]) : 0.0f;
+    head_g[k] = mine ? to_float(dy[k]) * weight_factor(p, weight ? to_float(__ldg(weight + k))
+                                                                 : 0.0f)
+                     : 0.0f;
+  }
+
+  // dot = sum of dy * w * xhat over the row (as the other backward kernels: g * (x * rstd)).
+  float dot = 0.0f;
+#pragma unroll
+  for (int i = 0; i < IMAX; ++i) {
+    if (!c.active(i)) continue;
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) {
+      const float g = to_float(dys[i].get(k)) * weight_factor(p, weight ? to_float(ws[i].get(k))
+                                                                         : 0.0f);
+      dot += g * (to_float(xs[i].get(k)) * rstd);  // zeros past the row's end add nothing
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < VEC - 1; ++k) dot += head_g[k] * (head_x[k] * rstd);
+  dot = cta_row_sum(dot, scratch);
+  if (shape.cluster_size > 1) dot = cluster_push_sum(dot, cluster_push);
+  const float mean = dot * shape.inv_hidden;
+
+#pragma unroll
+  for (int i = 0; i < IMAX; ++i) {
+    const int64_t col = c.column(i);
+    if (c.active(i)) {
+      float out[VEC];
+#pragma unroll
+      for (int k = 0; k < VEC; ++k) {
+        const float g = to_float(dys[i].get(k)) * weight_factor(p, weight ? to_float(ws[i].get(k))
+                                                                           : 0.0f);
+        out[k] = rstd * (g - to_float(xs[i].get(k)) * rstd * mean);
+      }
+      store_upto<XT, VEC>(dx + head + col, c.col_end - col, out);
+    }
+  }
+  if (head_thread) {
+#pragma unroll
+    for (int k = 0; k < VEC - 1; ++k) {
+      if (k < head) dx[k] = from_float<XT>(rstd * (head_g[k] - head_x[k] * rstd * mean));
+    }
+  }
+}
+
+}  // namespace normkit::cuda

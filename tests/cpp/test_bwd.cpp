@@ -407,7 +407,8 @@ INSTANTIATE_TEST_SUITE_P(
 class BwdMisalignedRows : public ::testing::TestWithParam<nk_backend> {};
 
 // 16-bit x, dy and weight without dresidual_out: every option of that kernel, at shapes from
-// one short row to a million elements, each row starting at every offset modulo 8 elements.
+// one short row to a million elements, each row starting at every offset modulo 8 elements;
+// then aligned rows of a hidden size that is not a multiple of 8.
 TEST_P(BwdMisalignedRows, EveryOptionOfTheRealignedDx) {
   NK_SKIP_IF_UNAVAILABLE(GetParam());
   Rng rng;
@@ -432,6 +433,22 @@ TEST_P(BwdMisalignedRows, EveryOptionOfTheRealignedDx) {
       c.x_offset = c.dy_offset = c.dx_offset = index % 8;
       if (variant == 3) c.x_pad = c.dy_pad = c.dx_pad = 3;
       if (variant == 4) c.dx_is_x = true;  // dx alone, in place of x
+      test_bwd_case(GetParam(), c, rng);
+    }
+  }
+  // Aligned rows that 16-byte vectors do not cover: one row, or strides padded to a multiple of
+  // 8 elements, of a hidden size that is not (the same kernel, with no head).
+  for (const auto& [rows, hidden, pad] : {std::tuple<int64_t, int64_t, int64_t>{1, 17389, 0},
+                                          {6, 1001, 7},
+                                          {3, 29, 3}}) {
+    for (bool dbias : {false, true}) {
+      BwdCase c;
+      c.rows = rows;
+      c.hidden = hidden;
+      c.x = c.w = c.dy = NK_BFLOAT16;
+      c.dbias = dbias;
+      c.zero_centered = dbias;
+      c.x_pad = c.dy_pad = c.dx_pad = pad;
       test_bwd_case(GetParam(), c, rng);
     }
   }

@@ -55,7 +55,7 @@ bool fwd_realignable(const nk_rms_norm_fwd_args& a, int vec) {
 }
 
 // Whether the backward may take rows misaligned for 16-byte vectors as the forward does
-// (plan_bwd_realigned): 16-bit x, dy and weight, no dresidual_out, every x, dy and dx row
+// (plan_bwd_realigned): 16-bit x, dy and weight, every x, dy, dx (and dresidual_out) row
 // misaligned alike, the weight 16-byte aligned; and where dweight or dbias is wanted, dx not
 // written in place of x or dy (the column sums beside it read them). Also aligned rows that
 // 16-byte vectors do not cover (one row, or padded strides, of a hidden size not a multiple of
@@ -63,18 +63,20 @@ bool fwd_realignable(const nk_rms_norm_fwd_args& a, int vec) {
 // at 1 x 17389 (36 us alone under ncu, its 3 CTAs mostly waiting: twenty-seventh session).
 bool bwd_realignable(const nk_rms_norm_bwd_args& a, int vec) {
   const bool whole_vectors = vec * nk_dtype_size(a.x_dtype) >= 16 && a.hidden % vec == 0;
-  if (whole_vectors || a.dresidual_out) return false;
+  if (whole_vectors) return false;
   if (nk_dtype_size(a.x_dtype) != 2 || nk_dtype_size(a.dy_dtype) != 2 ||
       nk_dtype_size(a.weight_dtype) != 2) {
     return false;
   }
   const auto offset = [](const void* q) { return reinterpret_cast<uintptr_t>(q) % 16; };
-  if (offset(a.x) != offset(a.dy) || offset(a.x) != offset(a.dx) || offset(a.x) % 2 != 0) {
+  if (offset(a.x) != offset(a.dy) || offset(a.x) != offset(a.dx) || offset(a.x) % 2 != 0 ||
+      (a.dresidual_out && offset(a.dresidual_out) != offset(a.x))) {
     return false;
   }
   const int64_t stride_offset = (a.x_row_stride * 2) % 16;
   if (a.rows > 1 && ((a.dy_row_stride * 2) % 16 != stride_offset ||
-                     (a.dx_row_stride * 2) % 16 != stride_offset)) {
+                     (a.dx_row_stride * 2) % 16 != stride_offset ||
+                     (a.dresidual_out && (a.dresidual_out_row_stride * 2) % 16 != stride_offset))) {
     return false;
   }
   if (a.weight && offset(a.weight) != 0) return false;

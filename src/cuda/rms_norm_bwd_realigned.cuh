@@ -1,7 +1,9 @@
 // The backward's dx on rows misaligned for 16-byte vectors (odd hidden sizes), 16-bit types only,
 // as rms_norm_fwd_realigned reads them: each row a head of h < 8 elements, then 8-element
-// vectors from column h, 16-byte aligned for x, dy and dx alike (the launcher checks); the
-// weight, aligned at column 0, shifted into place from two aligned loads.
+// vectors from column h, 16-byte aligned for x, dy, dx and dresidual_out alike (the launcher
+// checks); the weight, aligned at column 0, shifted into place from two aligned loads. Rows
+// that are aligned but not whole vectors (one row, or padded strides, of a hidden size not a
+// multiple of 8) take it too, with no head.
 //
 // It writes dx only: dweight and dbias, where wanted, come from rms_norm_bwd_column_sums beside
 // it (the planner uses this kernel only where that one applies). Element by element, each thread
@@ -26,9 +28,10 @@ __device__ __forceinline__ float weight_factor(const BwdParams& p, float w) {
 
 // blockDim.x threads per CTA, one row per cluster of shape.cluster_size CTAs (one row per CTA
 // without clusters), each CTA covering cols_per_cta columns of the row's body (the columns from
-// h on); thread 0 of the cluster's first CTA also takes the head. No dresidual_out (the
-// planner's rule).
-template <typename XT, typename WT, typename DYT, int IMAX>
+// h on); thread 0 of the cluster's first CTA also takes the head. dresidual_out, where given,
+// has its rows misaligned as x's (the launcher checks) and is added to dx; DRES: whether it is
+// given (a kernel of its own: its registers cost the others 26 at 2 vectors per thread).
+template <typename XT, typename WT, typename DYT, int IMAX, bool DRES>
 __global__ void __launch_bounds__(512) rms_norm_bwd_realigned(BwdParams p) {
   constexpr int VEC = kRealignVec;
   static_assert(sizeof(XT) == 2 && sizeof(WT) == 2 && sizeof(DYT) == 2, "16-bit types only");
@@ -41,6 +44,8 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_realigned(BwdParams p) {
   const XT* x = static_cast<const XT*>(p.x) + row * p.x_stride;
   const DYT* dy = static_cast<const DYT*>(p.dy) + row * p.dy_stride;
   XT* dx = static_cast<XT*>(p.dx) + row * p.dx_stride;
+  const XT* dres =
+      DRES ? static_cast<const XT*>(p.dresidual_out) + row * p.dresidual_out_stride : nullptr;
   const WT* weight = static_cast<const WT*>(p.weight);
   const int head = static_cast<int>(min(static_cast<int64_t>(head_elements(x)), shape.hidden));
   c.col_end = min(shape.hidden - head, c.col_end);
@@ -52,23 +57,28 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_realigned(BwdParams p) {
   Lanes<XT, VEC> xs[IMAX];
   Lanes<DYT, VEC> dys[IMAX];
   Lanes<WT, VEC> ws[IMAX];
+  Lanes<XT, VEC> ds[DRES ? IMAX : 1];  // dresidual_out, loaded before any store (dx may be it)
 #pragma unroll
   for (int i = 0; i < IMAX; ++i) {
     const int64_t col = c.column(i);
     xs[i] = Lanes<XT, VEC>{};
     dys[i] = Lanes<DYT, VEC>{};
     ws[i] = Lanes<WT, VEC>{};  // (never an unset register times a zero: it may be NaN)
+    if constexpr (DRES) ds[i] = Lanes<XT, VEC>{};
     if (c.active(i)) {
       xs[i] = load_lanes_upto<XT, VEC>(x + head + col, c.col_end - col);
       dys[i] = load_lanes_upto<DYT, VEC>(dy + head + col, c.col_end - col);
       if (weight) ws[i] = load_shifted(weight, head + col, shape.hidden);
+      if constexpr (DRES) ds[i] = load_lanes_upto<XT, VEC>(dres + head + col, c.col_end - col);
     }
   }
-  float head_x[VEC - 1], head_g[VEC - 1];  // x and dy * weight factor of the head
+  // The head's x, dy * weight factor and dresidual_out.
+  float head_x[VEC - 1], head_g[VEC - 1], head_d[VEC - 1];
 #pragma unroll
   for (int k = 0; k < VEC - 1; ++k) {
     const bool mine = head_thread && k < head;
     head_x[k] = mine ? to_float(x[k]) : 0.0f;
+    head_d[k] = DRES && mine ? to_float(dres[k]) : 0.0f;
     head_g[k] = mine ? to_float(dy[k]) * weight_factor(p, weight ? to_float(__ldg(weight + k))
                                                                  : 0.0f)
                      : 0.0f;
@@ -102,6 +112,7 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_realigned(BwdParams p) {
         const float g = to_float(dys[i].get(k)) * weight_factor(p, weight ? to_float(ws[i].get(k))
                                                                            : 0.0f);
         out[k] = rstd * (g - to_float(xs[i].get(k)) * rstd * mean);
+        if constexpr (DRES) out[k] += to_float(ds[i].get(k));
       }
       store_upto<XT, VEC>(dx + head + col, c.col_end - col, out);
     }
@@ -109,7 +120,9 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_realigned(BwdParams p) {
   if (head_thread) {
 #pragma unroll
     for (int k = 0; k < VEC - 1; ++k) {
-      if (k < head) dx[k] = from_float<XT>(rstd * (head_g[k] - head_x[k] * rstd * mean));
+      if (k < head) {
+        dx[k] = from_float<XT>(rstd * (head_g[k] - head_x[k] * rstd * mean) + head_d[k]);
+      }
     }
   }
 }

@@ -401,12 +401,12 @@ INSTANTIATE_TEST_SUITE_P(
     ShapeTestName());
 
 // ---- rows misaligned for 16-byte vectors: on the GPU, dx from a head and aligned vectors
-// (rms_norm_bwd_realigned) where x, dy and dx rows are misaligned alike and no dresidual_out
-// is given, dweight/dbias by the column sums beside it ----
+// (rms_norm_bwd_realigned) where x, dy, dx (and dresidual_out) rows are misaligned alike,
+// dweight/dbias by the column sums beside it ----
 
 class BwdMisalignedRows : public ::testing::TestWithParam<nk_backend> {};
 
-// 16-bit x, dy and weight without dresidual_out: every option of that kernel, at shapes from
+// 16-bit x, dy and weight: every option of that kernel, at shapes from
 // one short row to a million elements, each row starting at every offset modulo 8 elements;
 // then aligned rows of a hidden size that is not a multiple of 8.
 TEST_P(BwdMisalignedRows, EveryOptionOfTheRealignedDx) {
@@ -419,7 +419,7 @@ TEST_P(BwdMisalignedRows, EveryOptionOfTheRealignedDx) {
                                {2, 65537},  {256, 4095}, {8, 16}, {130, 999}};
   int index = 0;
   for (const RowsHidden& shape : shapes) {
-    for (int variant = 0; variant < 5; ++variant, ++index) {
+    for (int variant = 0; variant < 6; ++variant, ++index) {
       BwdCase c;
       c.rows = shape.first;
       c.hidden = shape.second;
@@ -430,9 +430,11 @@ TEST_P(BwdMisalignedRows, EveryOptionOfTheRealignedDx) {
       c.dweight = variant != 2 && variant != 4;
       c.dbias = variant == 1 || variant == 2;
       // Rows starting elsewhere each time: the buffers' offsets, padded strides alike.
-      c.x_offset = c.dy_offset = c.dx_offset = index % 8;
-      if (variant == 3) c.x_pad = c.dy_pad = c.dx_pad = 3;
+      c.x_offset = c.dy_offset = c.dx_offset = c.dresidual_offset = index % 8;
+      c.dresidual = variant == 0 || variant == 3 || variant == 5;
+      if (variant == 3) c.x_pad = c.dy_pad = c.dx_pad = c.dresidual_pad = 3;
       if (variant == 4) c.dx_is_x = true;  // dx alone, in place of x
+      if (variant == 5) c.dx_is_dresidual = true;
       test_bwd_case(GetParam(), c, rng);
     }
   }
@@ -455,7 +457,7 @@ TEST_P(BwdMisalignedRows, EveryOptionOfTheRealignedDx) {
 }
 
 // The cases the realigned kernel must leave to the others: dx in place of x or dy while dweight
-// is wanted (the column sums read them), operands misaligned differently, dresidual_out.
+// is wanted (the column sums read them), operands misaligned differently.
 TEST_P(BwdMisalignedRows, LayoutsTheRealignedDxLeavesToTheOthers) {
   NK_SKIP_IF_UNAVAILABLE(GetParam());
   Rng rng;
@@ -469,7 +471,10 @@ TEST_P(BwdMisalignedRows, LayoutsTheRealignedDxLeavesToTheOthers) {
     c.dx_is_dy = variant == 1;
     if (variant == 2) c.dy_offset = 1;        // dy one element further on than x and dx
     if (variant == 3) c.dx_pad = 1;           // dx rows drift against x and dy
-    if (variant == 4) c.dresidual = true;     // dx += dresidual_out
+    if (variant == 4) {                       // dresidual_out one element further on
+      c.dresidual = true;
+      c.dresidual_offset = 1;
+    }
     test_bwd_case(GetParam(), c, rng);
   }
 }

@@ -84,6 +84,10 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_realigned(BwdParams p) {
                      : 0.0f;
   }
 
+  // g = dy * (w, 1 + w or 1) of element k of vector i.
+  auto g_of = [&](int i, int k) {
+    return to_float(dys[i].get(k)) * weight_factor(p, weight ? to_float(ws[i].get(k)) : 0.0f);
+  };
   // dot = sum of dy * w * xhat over the row (as the other backward kernels: g * (x * rstd)).
   float dot = 0.0f;
 #pragma unroll
@@ -91,9 +95,7 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_realigned(BwdParams p) {
     if (!c.active(i)) continue;
 #pragma unroll
     for (int k = 0; k < VEC; ++k) {
-      const float g = to_float(dys[i].get(k)) * weight_factor(p, weight ? to_float(ws[i].get(k))
-                                                                         : 0.0f);
-      dot += g * (to_float(xs[i].get(k)) * rstd);  // zeros past the row's end add nothing
+      dot += g_of(i, k) * (to_float(xs[i].get(k)) * rstd);  // zeros past the row's end add 0
     }
   }
 #pragma unroll
@@ -109,9 +111,7 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_realigned(BwdParams p) {
       float out[VEC];
 #pragma unroll
       for (int k = 0; k < VEC; ++k) {
-        const float g = to_float(dys[i].get(k)) * weight_factor(p, weight ? to_float(ws[i].get(k))
-                                                                           : 0.0f);
-        out[k] = rstd * (g - to_float(xs[i].get(k)) * rstd * mean);
+        out[k] = rstd * (g_of(i, k) - to_float(xs[i].get(k)) * rstd * mean);
         if constexpr (DRES) out[k] += to_float(ds[i].get(k));
       }
       store_upto<XT, VEC>(dx + head + col, c.col_end - col, out);

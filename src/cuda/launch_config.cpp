@@ -758,7 +758,9 @@ LaunchConfig plan_bwd_realigned(int64_t rows, int64_t hidden, bool sums, bool db
   auto fit = [&](int from) {
     items = from;
     cluster = ceil_div(nvec, threads * items);
-    while (cluster > max_cluster && items < kSmallItems) cluster = ceil_div(nvec, threads * ++items);
+    while (cluster > max_cluster && items < kSmallItems) {
+      cluster = ceil_div(nvec, threads * ++items);
+    }
   };
   if (f.bwd_realign_items > 0) {
     fit(std::min(f.bwd_realign_items, kSmallItems));

@@ -262,8 +262,9 @@ struct KernelFacts {
   // column kernel's batches of rows run one after another).
   int64_t bwd_column_sums_max_rows = 256;
   int64_t bwd_column_sums_max_rows_dbias = 2048;
-  // Whether the backward takes 16-bit rows misaligned alike for x, dy and dx as a head and
-  // aligned 8-element vectors, dx alone (plan_bwd_realigned, rms_norm_bwd_realigned;
+  // Whether the backward takes 16-bit rows misaligned alike for x, dy, dx and dresidual_out (or
+  // aligned rows that 8-element vectors do not cover) as a head and aligned 8-element vectors,
+  // dx alone (plan_bwd_realigned, rms_norm_bwd_realigned;
   // NK_TUNE_BWD_REALIGN=0: element by element), within the column sums' bounds; its CTAs of
   // bwd_realign_threads threads (NK_TUNE_BWD_REALIGN_THREADS) at about bwd_realign_items vectors
   // per thread (NK_TUNE_BWD_REALIGN_ITEMS; 0: two where the grid still fills the SMs, else one),
@@ -684,14 +685,16 @@ constexpr int column_sums_batch(int vec) { return vec >= 8 ? 4 : vec >= 4 ? 8 : 
 void apply_column_sums(LaunchConfig& c, int64_t rows, int64_t hidden, bool dbias,
                        const KernelFacts& facts, int vec = 0);
 
-// The backward's dx over 16-bit rows misaligned alike for x, dy and dx (rms_norm_bwd_realigned):
+// The backward's dx over 16-bit rows misaligned alike for x, dy, dx and dresidual_out, or
+// aligned but not whole vectors (rms_norm_bwd_realigned; the backend checks the pointers):
 // 8-element vectors from each row's first 16-byte boundary, one row per cluster of CTAs of
 // facts.bwd_realign_threads threads (fewer where the row is short) at about
 // facts.bwd_realign_items vectors per thread (0: two where rows x cluster still covers the SMs,
-// else one; up to kSmallItems where the largest cluster needs more), dweight/dbias (where `sums`) by the column sums of 1-element vectors beside it. grid 0
-// where it does not apply: facts.bwd_realign off, no clusters, rows under 16 columns, more than
-// the column sums' bounds of rows or elements (with or without sums: the bounds it was measured
-// within), or sums wanted that the column sums cannot take.
+// else one; up to kSmallItems where the largest cluster needs more), dweight/dbias (where
+// `sums`) by the column sums of 1-element vectors beside it. grid 0 where it does not apply:
+// facts.bwd_realign off, no clusters, rows under 16 columns or longer than the largest cluster
+// holds, more than the column sums' bounds of rows or elements (with or without sums: the bounds
+// it was measured within), or sums wanted that the column sums cannot take.
 LaunchConfig plan_bwd_realigned(int64_t rows, int64_t hidden, bool sums, bool dbias,
                                 const KernelFacts& facts);
 

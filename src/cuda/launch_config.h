@@ -265,7 +265,8 @@ struct KernelFacts {
   // Whether the backward takes 16-bit rows misaligned alike for x, dy, dx and dresidual_out (or
   // aligned rows that 8-element vectors do not cover) as a head and aligned 8-element vectors,
   // dx alone (plan_bwd_realigned, rms_norm_bwd_realigned;
-  // NK_TUNE_BWD_REALIGN=0: element by element), within the column sums' bounds; its CTAs of
+  // NK_TUNE_BWD_REALIGN=0: element by element; 2: rows of whole vectors too, instead of the
+  // pipelined kernel), within the column sums' bounds; its CTAs of
   // bwd_realign_threads threads (NK_TUNE_BWD_REALIGN_THREADS) at about bwd_realign_items vectors
   // per thread (NK_TUNE_BWD_REALIGN_ITEMS; 0: two where the grid still fills the SMs, else one),
   // a row split over a cluster as far as that needs. Measured (twenty-seventh session, H100,

@@ -46,7 +46,7 @@ inline const KernelFacts& tuned_defaults() {
     k.bwd_column_sums_max_rows_dbias =
         tuning_knob("NK_TUNE_BWD_COLUMN_SUMS_MAX_ROWS_DBIAS",
                     static_cast<int>(k.bwd_column_sums_max_rows_dbias), 0, 1 << 30);
-    k.bwd_realign = tuning_knob("NK_TUNE_BWD_REALIGN", k.bwd_realign, 0, 1);
+    k.bwd_realign = tuning_knob("NK_TUNE_BWD_REALIGN", k.bwd_realign, 0, 2);
     k.bwd_realign_threads =
         tuning_knob("NK_TUNE_BWD_REALIGN_THREADS", k.bwd_realign_threads, 32, 512);
     k.bwd_realign_items = tuning_knob("NK_TUNE_BWD_REALIGN_ITEMS", k.bwd_realign_items, 0,

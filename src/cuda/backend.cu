@@ -61,10 +61,10 @@ bool fwd_realignable(const nk_rms_norm_fwd_args& a, int vec) {
 // 16-byte vectors do not cover (one row, or padded strides, of a hidden size not a multiple of
 // 8): no pipelined plan takes them, and the registers kernel of 16-byte vectors measured 28 us
 // at 1 x 17389 (36 us alone under ncu, its 3 CTAs mostly waiting: twenty-seventh session).
-// Rows of whole 16-byte vectors only with facts.bwd_realign 2 (an A/B setting).
+// Rows of whole 16-byte vectors only where bwd_realign_whole_vectors says so.
 bool bwd_realignable(const nk_rms_norm_bwd_args& a, int vec, const KernelFacts& facts) {
   const bool whole_vectors = vec * nk_dtype_size(a.x_dtype) >= 16 && a.hidden % vec == 0;
-  if (whole_vectors && facts.bwd_realign < 2) return false;
+  if (whole_vectors && !bwd_realign_whole_vectors(a.rows, a.hidden, facts)) return false;
   if (nk_dtype_size(a.x_dtype) != 2 || nk_dtype_size(a.dy_dtype) != 2 ||
       nk_dtype_size(a.weight_dtype) != 2) {
     return false;
@@ -283,8 +283,8 @@ std::string explain_bwd(int64_t rows, int64_t hidden, nk_dtype x, nk_dtype w, nk
   const LaunchConfig columns =
       plan_bwd_columns(rows, hidden, dx_vec, facts, staged, dbias ? 2 : 1);
   if (columns.grid > 0) return columns.describe();
-  if ((vec < nat || facts.bwd_realign >= 2) && xs == 2 && nk_dtype_size(dy) == 2 &&
-      nk_dtype_size(w) == 2) {
+  if ((vec < nat || bwd_realign_whole_vectors(rows, hidden, facts)) && xs == 2 &&
+      nk_dtype_size(dy) == 2 && nk_dtype_size(w) == 2) {
     const LaunchConfig realigned = plan_bwd_realigned(rows, hidden, true, dbias, facts);
     if (realigned.grid > 0) return realigned.describe();
   }

@@ -792,6 +792,13 @@ LaunchConfig plan_bwd_realigned(int64_t rows, int64_t hidden, bool sums, bool db
   return c;
 }
 
+bool bwd_realign_whole_vectors(int64_t rows, int64_t hidden, const KernelFacts& f) {
+  if (f.bwd_realign >= 2) return true;
+  return f.bwd_realign == 1 && f.bwd_realign_whole_min_columns > 0 &&
+         hidden >= f.bwd_realign_whole_min_columns &&
+         rows * hidden <= f.bwd_realign_whole_max_elements;
+}
+
 int64_t bwd_max_slots(int64_t rows, const KernelFacts& facts) {
   return std::min<int64_t>(rows, std::max(2, facts.bwd_ctas_per_sm) * int64_t(facts.sm_count));
 }

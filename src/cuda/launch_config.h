@@ -276,6 +276,15 @@ struct KernelFacts {
   int bwd_realign = 1;
   int bwd_realign_threads = 256;
   int bwd_realign_items = 0;
+  // ... and rows of whole vectors too (instead of the pipelined kernel) from this many columns
+  // (NK_TUNE_BWD_REALIGN_WHOLE_MIN_COLUMNS; 0: never) up to bwd_realign_whole_max_elements
+  // elements. Measured (twenty-seventh session, bf16, against the pipelined kernel; H200 at
+  // 12:05, H100 at 11:54 where named): 1M elements 0.81-0.87x the time (16 x 65536, 8 x 131072,
+  // 32 x 32768, 31 x 32768; H100 31 x 32768 0.83-0.86x), 2-4 x 65536 0.92-0.96x; 2M elements
+  // 1.10-1.12x (64 x 32768, 16 x 131072, 128 x 16384); rows of up to 8192 columns 1.04-1.19x
+  // (H100: 128 x 4096, 64 x 4096, 256 x 2048, 32 x 8192, 150 x 3000, 256 x 8192).
+  int64_t bwd_realign_whole_min_columns = 32768;
+  int64_t bwd_realign_whole_max_elements = int64_t(1) << 20;
   // Quantized forward, registers kernel (16-byte vectors, 16-bit weights): where the weight is
   // loaded (NK_TUNE_QUANT_WEIGHT_FIRST). 1 (the default): with x, before the row reduction, in
   // every mode but TOKEN at the small register budget (there it costs a CTA per SM); 0: TOKEN and
@@ -698,6 +707,10 @@ void apply_column_sums(LaunchConfig& c, int64_t rows, int64_t hidden, bool dbias
 // it was measured within), or sums wanted that the column sums cannot take.
 LaunchConfig plan_bwd_realigned(int64_t rows, int64_t hidden, bool sums, bool dbias,
                                 const KernelFacts& facts);
+
+// Whether rows of whole 16-byte vectors take plan_bwd_realigned too (facts.bwd_realign 2, or
+// wide rows of few elements: facts.bwd_realign_whole_min_columns, _max_elements).
+bool bwd_realign_whole_vectors(int64_t rows, int64_t hidden, const KernelFacts& facts);
 
 // Upper bound on plan_bwd(...).slots for any vec: the workspace query cannot know the
 // alignment of the pointers that a later call will pass.

@@ -51,6 +51,9 @@ inline const KernelFacts& tuned_defaults() {
         tuning_knob("NK_TUNE_BWD_REALIGN_THREADS", k.bwd_realign_threads, 32, 512);
     k.bwd_realign_items = tuning_knob("NK_TUNE_BWD_REALIGN_ITEMS", k.bwd_realign_items, 0,
                                       kSmallItems);
+    k.bwd_realign_whole_min_columns =
+        tuning_knob("NK_TUNE_BWD_REALIGN_WHOLE_MIN_COLUMNS",
+                    static_cast<int>(k.bwd_realign_whole_min_columns), 0, 1 << 30);
     k.bwd_reduce_kernel = tuning_knob("NK_TUNE_BWD_REDUCE_KERNEL", k.bwd_reduce_kernel, 0, 1);
     k.bwd_early_dependent =
         tuning_knob("NK_TUNE_BWD_EARLY_DEPENDENT", k.bwd_early_dependent, 0, 1);

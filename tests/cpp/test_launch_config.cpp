@@ -367,9 +367,24 @@ TEST(LaunchConfig, MisalignedFewRowsWriteDxFromAlignedVectors) {
   KernelFacts one = f;
   one.bwd_realign_items = 1;
   EXPECT_EQ(plan_bwd_realigned(29, 17389, true, false, one).cluster_size, 9);
+  // Rows of whole vectors: from 32768 columns up to 1M elements (measured faster there, slower
+  // on narrower or more rows), all of them at setting 2, none at 0.
+  using normkit::cuda::bwd_realign_whole_vectors;
+  EXPECT_TRUE(bwd_realign_whole_vectors(32, 32768, f));
+  EXPECT_TRUE(bwd_realign_whole_vectors(8, 131072, f));
+  EXPECT_TRUE(bwd_realign_whole_vectors(1, 65536, f));
+  EXPECT_FALSE(bwd_realign_whole_vectors(64, 32768, f));  // 2M elements
+  EXPECT_FALSE(bwd_realign_whole_vectors(128, 4096, f));  // narrower rows
+  EXPECT_FALSE(bwd_realign_whole_vectors(64, 16384, f));
+  KernelFacts all = f, none_whole = f;
+  all.bwd_realign = 2;
+  none_whole.bwd_realign_whole_min_columns = 0;
+  EXPECT_TRUE(bwd_realign_whole_vectors(128, 4096, all));
+  EXPECT_FALSE(bwd_realign_whole_vectors(32, 32768, none_whole));
   // Off by the knob or without clusters.
   KernelFacts off = f, old_device = f;
   off.bwd_realign = 0;
+  EXPECT_FALSE(bwd_realign_whole_vectors(32, 32768, off));
   old_device.cluster_launch = false;
   EXPECT_EQ(plan_bwd_realigned(29, 17389, true, false, off).grid, 0);
   EXPECT_EQ(plan_bwd_realigned(29, 17389, false, false, old_device).grid, 0);

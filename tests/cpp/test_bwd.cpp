@@ -406,9 +406,10 @@ INSTANTIATE_TEST_SUITE_P(
 
 class BwdMisalignedRows : public ::testing::TestWithParam<nk_backend> {};
 
-// 16-bit x, dy and weight: every option of that kernel, at shapes from
-// one short row to a million elements, each row starting at every offset modulo 8 elements;
-// then aligned rows of a hidden size that is not a multiple of 8.
+// 16-bit x, dy and weight: every option of that kernel, at shapes from one short row to a
+// million elements, each row starting at every offset modulo 8 elements; then aligned rows of a
+// hidden size that is not a multiple of 8. (Wide rows of whole vectors, which take it too, are
+// among BwdFewRows' shapes: 31 x 32768.)
 TEST_P(BwdMisalignedRows, EveryOptionOfTheRealignedDx) {
   NK_SKIP_IF_UNAVAILABLE(GetParam());
   Rng rng;
@@ -469,9 +470,9 @@ TEST_P(BwdMisalignedRows, LayoutsTheRealignedDxLeavesToTheOthers) {
     c.dbias = true;
     c.dx_is_x = variant == 0;
     c.dx_is_dy = variant == 1;
-    if (variant == 2) c.dy_offset = 1;        // dy one element further on than x and dx
-    if (variant == 3) c.dx_pad = 1;           // dx rows drift against x and dy
-    if (variant == 4) {                       // dresidual_out one element further on
+    if (variant == 2) c.dy_offset = 1;  // dy one element further on than x and dx
+    if (variant == 3) c.dx_pad = 1;     // dx rows drift against x and dy
+    if (variant == 4) {                 // dresidual_out one element further on
       c.dresidual = true;
       c.dresidual_offset = 1;
     }

@@ -102,7 +102,7 @@ void launch_bwd(const nk_rms_norm_bwd_args& a, const LaunchConfig& planned, cuda
     sums.dbias = a.dbias;
     LaunchOptions beside;
     beside.dependent = true;
-    dispatch_vec(cfg.column_sums_vec, "rms_norm_bwd (column sums)", [&](auto vec_constant) {
+    dispatch_vec(cfg.column_sums_vec(), "rms_norm_bwd (column sums)", [&](auto vec_constant) {
       constexpr int VEC = decltype(vec_constant)::value;
       launch(rms_norm_bwd_column_sums<XT, WT, DYT, VEC>, cfg.column_sums_grid,
              dim3(kColumnSumsThreads), beside, stream, "rms_norm_bwd (column sums)", 0, sums,

@@ -721,11 +721,10 @@ bool within_column_sums_bounds(int64_t rows, int64_t hidden, bool dbias, const K
 }  // namespace
 
 void apply_column_sums(LaunchConfig& c, int64_t rows, int64_t hidden, bool dbias,
-                       const KernelFacts& f, int vec) {
+                       const KernelFacts& f) {
   c.column_sums_grid = 0;
   c.column_sums_lanes = 0;
-  c.column_sums_vec = 0;
-  if (vec <= 0) vec = c.vec;
+  const int vec = c.column_sums_vec();
   const bool summed_after = c.plan == RowPlan::kRegisters || c.plan == RowPlan::kCluster ||
                             c.plan == RowPlan::kPipelined;
   // (A realigned plan writes dx only, whatever its slots.)
@@ -739,7 +738,6 @@ void apply_column_sums(LaunchConfig& c, int64_t rows, int64_t hidden, bool dbias
   while (groups < max_groups && int64_t(groups) * batch < rows) groups *= 2;
   c.column_sums_lanes = kColumnSumsThreads / groups;
   c.column_sums_grid = ceil_div(ceil_div(hidden, vec), c.column_sums_lanes);
-  c.column_sums_vec = vec;
 }
 
 LaunchConfig plan_bwd_realigned(int64_t rows, int64_t hidden, bool sums, bool dbias,
@@ -786,7 +784,7 @@ LaunchConfig plan_bwd_realigned(int64_t rows, int64_t hidden, bool sums, bool db
   c.slots = rows;  // one row per cluster
   c.realigned = true;
   if (sums) {
-    apply_column_sums(c, rows, hidden, dbias, f, 1);
+    apply_column_sums(c, rows, hidden, dbias, f);  // (of 1-element vectors: realigned)
     if (c.column_sums_grid == 0) return none;
   }
   return c;

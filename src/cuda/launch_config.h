@@ -490,7 +490,9 @@ struct LaunchConfig {
   // CTAs walk the rows.
   int64_t column_sums_grid = 0;
   int column_sums_lanes = 0;
-  int column_sums_vec = 0;  // its vector width (the main kernel's, or 1 beside a realigned one)
+  // The column-sums kernel's vector width: the main kernel's, or 1 beside a realigned one (whose
+  // rows start at different offsets).
+  int column_sums_vec() const { return realigned ? 1 : vec; }
   // Pipelined split rows of more than kClusterDeferMaxItems vectors per thread:
   // KernelFacts::bwd_pending_in_registers and bwd_smem_weight, where apply_split_row_extras
   // says they apply (smem_bytes then includes the weight's chunk).
@@ -690,10 +692,9 @@ constexpr int column_sums_batch(int vec) { return vec >= 8 ? 4 : vec >= 4 ? 8 : 
 // bwd_column_sums_max_elements elements. Row groups: the fewest (a power of two) whose batches
 // hold every row at once, so that one round of loads covers the column; at most 256, or 128 for
 // vectors of 4 or more elements (two lanes, 32 bytes or more, per row in a warp's loads), the
-// rest in further batches.
-// vec: the column kernel's vector width (0: c.vec).
+// rest in further batches. Vectors of c.column_sums_vec() elements.
 void apply_column_sums(LaunchConfig& c, int64_t rows, int64_t hidden, bool dbias,
-                       const KernelFacts& facts, int vec = 0);
+                       const KernelFacts& facts);
 
 // The backward's dx over 16-bit rows misaligned alike for x, dy, dx and dresidual_out, or
 // aligned but not whole vectors (rms_norm_bwd_realigned; the backend checks the pointers):

@@ -346,7 +346,7 @@ TEST(LaunchConfig, MisalignedFewRowsWriteDxFromAlignedVectors) {
           EXPECT_GE(int64_t(c.threads_per_row) * c.items * 8, c.cols_per_cta);
           EXPECT_EQ(c.column_sums_grid > 0, sums);
           if (sums) {
-            EXPECT_EQ(c.column_sums_vec, 1);
+            EXPECT_EQ(c.column_sums_vec(), 1);
             EXPECT_GE(c.column_sums_grid * c.column_sums_lanes, hidden);
           }
         }

@@ -20,12 +20,6 @@
 
 namespace normkit::cuda {
 
-// The weight's factor of one element: w, 1 + w (zero-centered) or 1 (no weight).
-__device__ __forceinline__ float weight_factor(const BwdParams& p, float w) {
-  if (!p.weight) return 1.0f;
-  return p.zero_centered ? w + 1.0f : w;
-}
-
 // blockDim.x threads per CTA, one row per cluster of shape.cluster_size CTAs (one row per CTA
 // without clusters), each CTA covering cols_per_cta columns of the row's body (the columns from
 // h on); thread 0 of the cluster's first CTA also takes the head. dresidual_out, where given,
@@ -79,23 +73,28 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_realigned(BwdParams p) {
     const bool mine = head_thread && k < head;
     head_x[k] = mine ? to_float(x[k]) : 0.0f;
     head_d[k] = DRES && mine ? to_float(dres[k]) : 0.0f;
-    head_g[k] = mine ? to_float(dy[k]) * weight_factor(p, weight ? to_float(__ldg(weight + k))
-                                                                 : 0.0f)
-                     : 0.0f;
+    float w = 1.0f;
+    if (mine) load_scale<WT, 1>(p, k, 1, &w);
+    head_g[k] = mine ? to_float(dy[k]) * w : 0.0f;
   }
 
-  // g = dy * (w, 1 + w or 1) of element k of vector i.
-  auto g_of = [&](int i, int k) {
-    return to_float(dys[i].get(k)) * weight_factor(p, weight ? to_float(ws[i].get(k)) : 0.0f);
+  // g = dy * (w, 1 + w or 1) of vector i, as the other backward kernels scale it.
+  auto g_of = [&](int i, float* g) {
+    float w[VEC];
+    weight_scale<WT, VEC>(p, ws[i], w);
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) g[k] = to_float(dys[i].get(k)) * w[k];
   };
   // dot = sum of dy * w * xhat over the row (as the other backward kernels: g * (x * rstd)).
   float dot = 0.0f;
 #pragma unroll
   for (int i = 0; i < IMAX; ++i) {
     if (!c.active(i)) continue;
+    float g[VEC];
+    g_of(i, g);
 #pragma unroll
     for (int k = 0; k < VEC; ++k) {
-      dot += g_of(i, k) * (to_float(xs[i].get(k)) * rstd);  // zeros past the row's end add 0
+      dot += g[k] * (to_float(xs[i].get(k)) * rstd);  // zeros past the row's end add 0
     }
   }
 #pragma unroll
@@ -108,10 +107,11 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_realigned(BwdParams p) {
   for (int i = 0; i < IMAX; ++i) {
     const int64_t col = c.column(i);
     if (c.active(i)) {
-      float out[VEC];
+      float g[VEC], out[VEC];
+      g_of(i, g);
 #pragma unroll
       for (int k = 0; k < VEC; ++k) {
-        out[k] = rstd * (g_of(i, k) - to_float(xs[i].get(k)) * rstd * mean);
+        out[k] = rstd * (g[k] - to_float(xs[i].get(k)) * rstd * mean);
         if constexpr (DRES) out[k] += to_float(ds[i].get(k));
       }
       store_upto<XT, VEC>(dx + head + col, c.col_end - col, out);

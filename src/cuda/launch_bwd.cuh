@@ -119,20 +119,23 @@ void launch_bwd(const nk_rms_norm_bwd_args& a, const LaunchConfig& planned, cuda
       if ((a.dweight || a.dbias) && !column_sums) {
         throw Error(NK_ERROR_INTERNAL, "rms_norm_bwd: realigned plan without its column sums");
       }
-      if (cfg.items > kSmallItems) {
-        throw Error(NK_ERROR_INTERNAL, "rms_norm_bwd: realigned plan with items > 4");
+      if (cfg.items > kRealignMaxItems) {
+        throw Error(NK_ERROR_INTERNAL, "rms_norm_bwd: realigned plan with items > 6");
       }
       set_outputs();
-      // Compiled for 1, 2 and 4 vectors per thread (registers for the count the plan has), with
-      // and without dresidual_out.
+      // Compiled for 1, 2, 4 and 6 vectors per thread (registers for the count the plan has),
+      // with and without dresidual_out.
       const bool dres = a.dresidual_out != nullptr;
       auto kernel =
           cfg.items == 1   ? (dres ? rms_norm_bwd_realigned<XT, WT, DYT, 1, true>
                                    : rms_norm_bwd_realigned<XT, WT, DYT, 1, false>)
           : cfg.items == 2 ? (dres ? rms_norm_bwd_realigned<XT, WT, DYT, 2, true>
                                    : rms_norm_bwd_realigned<XT, WT, DYT, 2, false>)
-                           : (dres ? rms_norm_bwd_realigned<XT, WT, DYT, kSmallItems, true>
-                                   : rms_norm_bwd_realigned<XT, WT, DYT, kSmallItems, false>);
+          : cfg.items <= kSmallItems
+              ? (dres ? rms_norm_bwd_realigned<XT, WT, DYT, kSmallItems, true>
+                      : rms_norm_bwd_realigned<XT, WT, DYT, kSmallItems, false>)
+              : (dres ? rms_norm_bwd_realigned<XT, WT, DYT, kRealignMaxItems, true>
+                      : rms_norm_bwd_realigned<XT, WT, DYT, kRealignMaxItems, false>);
       launch(kernel, cfg.grid, dim3(cfg.threads_per_row), {cfg.cluster_size}, stream,
              "rms_norm_bwd (realigned)", 0, p);
       note_bwd_launch(planned, cfg);

@@ -761,7 +761,7 @@ LaunchConfig plan_bwd_realigned(int64_t rows, int64_t hidden, bool sums, bool db
     }
   };
   if (f.bwd_realign_items > 0) {
-    fit(std::min(f.bwd_realign_items, kSmallItems));
+    fit(std::min(f.bwd_realign_items, kRealignMaxItems));
   } else {
     // Two vectors per thread (fewer CTAs per row) while the grid still has a CTA for every SM,
     // else one (measured, twenty-seventh session: 29 x 17389 9.9 against 10.6 us, 256 x 4095

@@ -537,6 +537,9 @@ constexpr int kPipelineMaxThreads = 512;
 // Vectors per thread per row that the register kernels hold (a compile-time bound). Narrow
 // vectors get fewer elements: each needs its own address arithmetic, which would spill.
 constexpr int kSmallItems = 4;
+// The realigned backward's (rms_norm_bwd_realigned) most vectors per thread, by its knob only:
+// 512 threads x 6 vectors of 8 columns hold a row of 24576 in one CTA, no cluster.
+constexpr int kRealignMaxItems = 6;
 constexpr int fwd_items_max(int vec) { return vec >= 4 ? kFwdElemsPerThread / vec : 16; }
 constexpr int bwd_items_max(int vec) { return vec >= 4 ? kBwdElemsPerThread / vec : 8; }
 
@@ -701,7 +704,8 @@ void apply_column_sums(LaunchConfig& c, int64_t rows, int64_t hidden, bool dbias
 // 8-element vectors from each row's first 16-byte boundary, one row per cluster of CTAs of
 // facts.bwd_realign_threads threads (fewer where the row is short) at about
 // facts.bwd_realign_items vectors per thread (0: two where rows x cluster still covers the SMs,
-// else one; up to kSmallItems where the largest cluster needs more), dweight/dbias (where
+// else one; up to kSmallItems where the largest cluster needs more; up to kRealignMaxItems by
+// the knob), dweight/dbias (where
 // `sums`) by the column sums of 1-element vectors beside it. grid 0 where it does not apply:
 // facts.bwd_realign off, no clusters, rows under 16 columns or longer than the largest cluster
 // holds, more than the column sums' bounds of rows or elements (with or without sums: the bounds

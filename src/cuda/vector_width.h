@@ -50,7 +50,7 @@ inline const KernelFacts& tuned_defaults() {
     k.bwd_realign_threads =
         tuning_knob("NK_TUNE_BWD_REALIGN_THREADS", k.bwd_realign_threads, 32, 512);
     k.bwd_realign_items = tuning_knob("NK_TUNE_BWD_REALIGN_ITEMS", k.bwd_realign_items, 0,
-                                      kSmallItems);
+                                      kRealignMaxItems);
     k.bwd_realign_whole_min_columns =
         tuning_knob("NK_TUNE_BWD_REALIGN_WHOLE_MIN_COLUMNS",
                     static_cast<int>(k.bwd_realign_whole_min_columns), 0, 1 << 30);

@@ -367,6 +367,16 @@ TEST(LaunchConfig, MisalignedFewRowsWriteDxFromAlignedVectors) {
   KernelFacts one = f;
   one.bwd_realign_items = 1;
   EXPECT_EQ(plan_bwd_realigned(29, 17389, true, false, one).cluster_size, 9);
+  // Up to kRealignMaxItems by the knob: a row of 17389 in one CTA of 512 threads, no cluster.
+  KernelFacts whole_cta = f;
+  whole_cta.bwd_realign_threads = 512;
+  whole_cta.bwd_realign_items = normkit::cuda::kRealignMaxItems;
+  const LaunchConfig single = plan_bwd_realigned(29, 17389, true, false, whole_cta);
+  EXPECT_EQ(single.cluster_size, 1);
+  EXPECT_EQ(single.plan, RowPlan::kRegisters);
+  EXPECT_EQ(single.grid, 29);
+  EXPECT_EQ(single.threads_per_row, 384);  // 2174 vectors at up to 6 per thread
+  EXPECT_EQ(single.items, 6);
   // Rows of whole vectors: from 32768 columns up to 1M elements (measured faster there, slower
   // on narrower or more rows), all of them at setting 2, none at 0.
   using normkit::cuda::bwd_realign_whole_vectors;

@@ -54,17 +54,14 @@ bool fwd_realignable(const nk_rms_norm_fwd_args& a, int vec) {
   return (!a.weight || offset(a.weight) == 0) && (!a.bias || offset(a.bias) == 0);
 }
 
-// Whether the backward may take rows misaligned for 16-byte vectors as the forward does
-// (plan_bwd_realigned): 16-bit x, dy and weight, every x, dy, dx (and dresidual_out) row
-// misaligned alike, the weight 16-byte aligned; and where dweight or dbias is wanted, dx not
-// written in place of x or dy (the column sums beside it read them). Also aligned rows that
-// 16-byte vectors do not cover (one row, or padded strides, of a hidden size not a multiple of
-// 8): no pipelined plan takes them, and the registers kernel of 16-byte vectors measured 28 us
-// at 1 x 17389 (36 us alone under ncu, its 3 CTAs mostly waiting: twenty-seventh session).
-// Rows of whole 16-byte vectors only where bwd_realign_whole_vectors says so.
-bool bwd_realignable(const nk_rms_norm_bwd_args& a, int vec, const KernelFacts& facts) {
-  const bool whole_vectors = vec * nk_dtype_size(a.x_dtype) >= 16 && a.hidden % vec == 0;
-  if (whole_vectors && !bwd_realign_whole_vectors(a.rows, a.hidden, facts)) return false;
+// Whether the backward may read rows misaligned for 16-byte vectors as the forward does (a head,
+// then aligned 16-byte vectors: plan_bwd_realigned, plan_bwd_realigned_slots): 16-bit x, dy and
+// weight, every x, dy, dx (and dresidual_out) row misaligned alike, the weight 16-byte aligned.
+// Also aligned rows that 16-byte vectors do not cover (one row, or padded strides, of a hidden
+// size not a multiple of 8): no pipelined plan takes them, and the registers kernel of 16-byte
+// vectors measured 28 us at 1 x 17389 (36 us alone under ncu, its 3 CTAs mostly waiting:
+// twenty-seventh session).
+bool bwd_rows_realignable(const nk_rms_norm_bwd_args& a) {
   if (nk_dtype_size(a.x_dtype) != 2 || nk_dtype_size(a.dy_dtype) != 2 ||
       nk_dtype_size(a.weight_dtype) != 2) {
     return false;
@@ -80,8 +77,40 @@ bool bwd_realignable(const nk_rms_norm_bwd_args& a, int vec, const KernelFacts& 
                      (a.dresidual_out && (a.dresidual_out_row_stride * 2) % 16 != stride_offset))) {
     return false;
   }
-  if (a.weight && offset(a.weight) != 0) return false;
-  return !((a.dweight || a.dbias) && (a.dx == a.x || a.dx == a.dy));
+  return !(a.weight && offset(a.weight) != 0);
+}
+
+// The realigned plan for rows that bwd_rows_realignable allows, or grid 0: the dx kernel beside
+// the column sums for few rows (rows of whole vectors only where bwd_realign_whole_vectors says
+// so; not where dx is written in place of x or dy while dweight or dbias is wanted: the column
+// sums read them), else the persistent kernel that keeps per-slot sums (not on rows of whole
+// vectors: the pipelined kernel takes those).
+LaunchConfig plan_bwd_realigned_rows(int64_t rows, int64_t hidden, bool whole_vectors, bool sums,
+                                     bool dbias, bool in_place, const KernelFacts& facts) {
+  if (facts.bwd_realign_slots < 2 && !(sums && in_place) &&
+      (!whole_vectors || bwd_realign_whole_vectors(rows, hidden, facts))) {
+    const LaunchConfig few = plan_bwd_realigned(rows, hidden, sums, dbias, facts);
+    if (few.grid > 0) return few;
+  }
+  if (whole_vectors) {
+    LaunchConfig none;
+    none.grid = 0;
+    return none;
+  }
+  return plan_bwd_realigned_slots(rows, hidden, dbias, facts);
+}
+
+LaunchConfig plan_bwd_realigned_for(const nk_rms_norm_bwd_args& a, int vec,
+                                    const KernelFacts& facts) {
+  if (!bwd_rows_realignable(a)) {
+    LaunchConfig none;
+    none.grid = 0;
+    return none;
+  }
+  return plan_bwd_realigned_rows(
+      a.rows, a.hidden, vec * nk_dtype_size(a.x_dtype) >= 16 && a.hidden % vec == 0,
+      a.dweight != nullptr || a.dbias != nullptr, a.dbias != nullptr,
+      a.dx == a.x || a.dx == a.dy, facts);
 }
 
 // Bytes per column of a row that a pipelined kernel stages in shared memory (the sum of the
@@ -155,11 +184,8 @@ LaunchConfig plan_bwd_for(const nk_rms_norm_bwd_args& a, const KernelFacts& fact
                        facts, staged, outputs);
   if (columns.grid > 0) return columns;
   const int vec = bwd_vector_width(a);
-  if (bwd_realignable(a, vec, facts)) {
-    const LaunchConfig realigned = plan_bwd_realigned(
-        a.rows, a.hidden, a.dweight != nullptr || a.dbias != nullptr, a.dbias != nullptr, facts);
-    if (realigned.grid > 0) return realigned;
-  }
+  const LaunchConfig realigned = plan_bwd_realigned_for(a, vec, facts);
+  if (realigned.grid > 0) return realigned;
   return plan_bwd_with_reads(a.rows, a.hidden, vec, a.x_dtype, a.dy_dtype,
                              a.weight ? int64_t(nk_dtype_size(a.weight_dtype)) : 0,
                              a.dbias != nullptr, a.dresidual_out != nullptr, facts);
@@ -283,9 +309,9 @@ std::string explain_bwd(int64_t rows, int64_t hidden, nk_dtype x, nk_dtype w, nk
   const LaunchConfig columns =
       plan_bwd_columns(rows, hidden, dx_vec, facts, staged, dbias ? 2 : 1);
   if (columns.grid > 0) return columns.describe();
-  if ((vec < nat || bwd_realign_whole_vectors(rows, hidden, facts)) && xs == 2 &&
-      nk_dtype_size(dy) == 2 && nk_dtype_size(w) == 2) {
-    const LaunchConfig realigned = plan_bwd_realigned(rows, hidden, true, dbias, facts);
+  if (xs == 2 && nk_dtype_size(dy) == 2 && nk_dtype_size(w) == 2) {
+    const LaunchConfig realigned =
+        plan_bwd_realigned_rows(rows, hidden, vec == nat, true, dbias, false, facts);
     if (realigned.grid > 0) return realigned.describe();
   }
   return plan_bwd_with_reads(rows, hidden, vec, x, dy, int64_t(nk_dtype_size(w)), dbias, false,

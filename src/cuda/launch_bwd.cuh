@@ -14,6 +14,7 @@
 #include "cuda/rms_norm_bwd_kernels.cuh"
 #include "cuda/rms_norm_bwd_pipelined.cuh"
 #include "cuda/rms_norm_bwd_realigned.cuh"
+#include "cuda/rms_norm_bwd_realigned_slots.cuh"
 
 namespace normkit::cuda {
 
@@ -114,7 +115,39 @@ void launch_bwd(const nk_rms_norm_bwd_args& a, const LaunchConfig& planned, cuda
   p.slots = 0;
   p.dweight = column_sums ? nullptr : a.dweight;  // for want_dbias()/want_dweight() until
   p.dbias = column_sums ? nullptr : a.dbias;        // set_outputs
-  if (cfg.realigned) {  // dx alone; dweight/dbias, where wanted, by the column sums
+  if (cfg.realigned && cfg.realigned_slots) {  // persistent, per-slot sums
+    if constexpr (sizeof(XT) == 2 && sizeof(WT) == 2 && sizeof(DYT) == 2) {
+      if (cfg.items > kSmallItems) {
+        throw Error(NK_ERROR_INTERNAL, "rms_norm_bwd: realigned slots plan with items > 4");
+      }
+      // Compiled for up to 2 and up to 4 vectors per thread, with and without dresidual_out.
+      const bool dres = a.dresidual_out != nullptr, small = cfg.items <= 2;
+      auto kernel =
+          small ? (dres ? rms_norm_bwd_realigned_slots<XT, WT, DYT, 2, true>
+                        : rms_norm_bwd_realigned_slots<XT, WT, DYT, 2, false>)
+                : (dres ? rms_norm_bwd_realigned_slots<XT, WT, DYT, kSmallItems, true>
+                        : rms_norm_bwd_realigned_slots<XT, WT, DYT, kSmallItems, false>);
+      const char* what = "rms_norm_bwd (realigned slots)";
+      cfg.smem_bytes = a.dbias ? cfg.cols_per_cta * int64_t(sizeof(float)) : 0;
+      cfg = fit_resident_clusters(cfg, kernel, what);
+      cfg = fit_resident_ctas(cfg, kernel, what);
+      // Several rows per slot only where every row of a slot shares its head.
+      cfg.slots = realigned_slots_fitting(a.rows, cfg.slots);
+      if (cfg.slots == 0) {
+        throw Error(NK_ERROR_UNSUPPORTED, std::string(what) + ": fewer than 8 clusters of " +
+                                              std::to_string(cfg.cluster_size) +
+                                              " CTAs fit this device at once");
+      }
+      cfg.grid = cfg.slots * cfg.cluster_size;
+      note_bwd_launch(planned, cfg);
+      set_outputs();
+      launch(kernel, cfg.grid, dim3(cfg.threads_per_row), {cfg.cluster_size}, stream, what,
+             static_cast<size_t>(cfg.smem_bytes), p);
+    } else {
+      throw Error(NK_ERROR_INTERNAL,
+                  "rms_norm_bwd: realigned slots plan for types other than 16-bit");
+    }
+  } else if (cfg.realigned) {  // dx alone; dweight/dbias, where wanted, by the column sums
     if constexpr (sizeof(XT) == 2 && sizeof(WT) == 2 && sizeof(DYT) == 2) {
       if ((a.dweight || a.dbias) && !column_sums) {
         throw Error(NK_ERROR_INTERNAL, "rms_norm_bwd: realigned plan without its column sums");
@@ -156,7 +189,8 @@ void launch_bwd(const nk_rms_norm_bwd_args& a, const LaunchConfig& planned, cuda
     });
     return;
   }
-  dispatch_vec(cfg.vec, "rms_norm_bwd", [&](auto vec_constant) {
+  // (A realigned slots plan launched above; its reduction follows below.)
+  if (!cfg.realigned_slots) dispatch_vec(cfg.vec, "rms_norm_bwd", [&](auto vec_constant) {
     constexpr int VEC = decltype(vec_constant)::value;
     if (cfg.plan == RowPlan::kPipelined) {
       // cp.async moves 4 bytes at least: the planner only picks this plan for such vectors.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
 
 #include "common/quant_rules.h"
 #include "cuda/columns_layout.h"
@@ -249,7 +250,7 @@ std::string LaunchConfig::describe() const {
                   " rows/block=" + std::to_string(rows_per_block) +
                   " items=" + std::to_string(items) + " cluster=" + std::to_string(cluster_size) +
                   " cols/cta=" + std::to_string(cols_per_cta) + " grid=" + std::to_string(grid);
-  if (realigned) s += " realigned";
+  if (realigned) s += realigned_slots ? " realigned-slots" : " realigned";
   if (exact) s += " exact";
   if (pinned_registers) s += " pinned";
   if (full_items) s += " full-items";
@@ -787,6 +788,59 @@ LaunchConfig plan_bwd_realigned(int64_t rows, int64_t hidden, bool sums, bool db
     apply_column_sums(c, rows, hidden, dbias, f);  // (of 1-element vectors: realigned)
     if (c.column_sums_grid == 0) return none;
   }
+  return c;
+}
+
+int64_t realigned_slots_fitting(int64_t rows, int64_t resident) {
+  if (resident >= rows) return rows;  // one row per slot: any heads
+  return resident / 8 * 8;
+}
+
+LaunchConfig plan_bwd_realigned_slots(int64_t rows, int64_t hidden, bool dbias,
+                                      const KernelFacts& f) {
+  constexpr int kVec = 8;
+  constexpr int kMaxCluster = 4;  // (so that 8 clusters are resident on any Hopper part)
+  LaunchConfig none;
+  none.grid = 0;
+  if (!f.bwd_realign || !f.bwd_realign_slots || rows <= 0 || hidden < 2 * kVec) return none;
+  const int64_t nvec = ceil_div(hidden, kVec);  // the body's vectors, at most
+  const int64_t small_threads = std::clamp(f.bwd_realign_threads, 32, 512);
+  int64_t threads = 0, cluster = 1;
+  int items = 0;
+  // One CTA per row at 2 vectors per thread, then at 4 (the kernel of 4 spills registers: at
+  // 128 registers the one of 2 does not), else a cluster of CTAs at 2.
+  for (auto [cap, it] : {std::pair<int64_t, int>{small_threads, 2}, {512, 2}, {512, kSmallItems}}) {
+    if (threads == 0 && nvec <= cap * it) {
+      threads = cap;
+      items = it;
+    }
+  }
+  if (threads == 0) {
+    if (!f.cluster_launch) return none;
+    threads = 512;
+    items = 2;
+    cluster = ceil_div(nvec, threads * items);
+    if (cluster > kMaxCluster) return none;
+  }
+  const int64_t nvec_cta = ceil_div(nvec, cluster);
+  LaunchConfig c;
+  c.plan = cluster > 1 ? RowPlan::kCluster : RowPlan::kRegisters;
+  c.vec = kVec;
+  c.threads_per_row =
+      static_cast<int>(std::min<int64_t>(threads, 32 * ceil_div(ceil_div(nvec_cta, items), 32)));
+  c.items = static_cast<int>(ceil_div(nvec_cta, c.threads_per_row));
+  c.cluster_size = static_cast<int>(cluster);
+  c.cols_per_cta = nvec_cta * kVec;
+  c.rows_per_block = 1;
+  // (the launcher caps them again to the clusters resident at once)
+  const int64_t clusters_at_once =
+      std::max<int64_t>(1, int64_t(std::max(2, f.bwd_ctas_per_sm)) * f.sm_count / cluster);
+  c.slots = realigned_slots_fitting(rows, std::min(bwd_max_slots(rows, f), clusters_at_once));
+  if (c.slots == 0) return none;
+  c.grid = c.slots * cluster;
+  c.smem_bytes = dbias ? c.cols_per_cta * int64_t(sizeof(float)) : 0;
+  c.realigned = true;
+  c.realigned_slots = true;
   return c;
 }
 

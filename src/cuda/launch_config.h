@@ -284,6 +284,11 @@ struct KernelFacts {
   // 1.10-1.12x (64 x 32768, 16 x 131072, 128 x 16384); rows of up to 8192 columns 1.04-1.19x
   // (H100: 128 x 4096, 64 x 4096, 256 x 2048, 32 x 8192, 150 x 3000, 256 x 8192).
   int64_t bwd_realign_whole_min_columns = 32768;
+  // Whether 16-bit rows that 16-byte vectors do not cover take the persistent realigned kernel
+  // (plan_bwd_realigned_slots: each slot's rows share their head, so dweight/dbias stay in
+  // registers) where the column sums' plan above does not apply (1, the default), also instead
+  // of it (2), or never (0: element by element) (NK_TUNE_BWD_REALIGN_SLOTS).
+  int bwd_realign_slots = 1;
   int64_t bwd_realign_whole_max_elements = int64_t(1) << 20;
   // Quantized forward, registers kernel (16-byte vectors, 16-bit weights): where the weight is
   // loaded (NK_TUNE_QUANT_WEIGHT_FIRST). 1 (the default): with x, before the row reduction, in
@@ -505,6 +510,10 @@ struct LaunchConfig {
   // Cluster-streaming backward: some of a CTA's column sums accumulate in its slot of the
   // workspace, where shared memory does not hold them all.
   bool slot_sums = false;
+  // Realigned backward (with `realigned`) that walks rows persistently and keeps dweight/dbias
+  // partial sums per slot itself (plan_bwd_realigned_slots, rms_norm_bwd_realigned_slots);
+  // without it a realigned plan writes dx only, one row per cluster.
+  bool realigned_slots = false;
   // Inputs read once go through L2 as evict-first or evict-last (KernelFacts::
   // evict_first_max_mib, evict_last_min_mib; apply_read_policy).
   bool evict_first_reads = false;
@@ -712,6 +721,22 @@ void apply_column_sums(LaunchConfig& c, int64_t rows, int64_t hidden, bool dbias
 // it was measured within), or sums wanted that the column sums cannot take.
 LaunchConfig plan_bwd_realigned(int64_t rows, int64_t hidden, bool sums, bool dbias,
                                 const KernelFacts& facts);
+
+// The backward's dx and per-slot dweight/dbias partial sums over 16-bit rows misaligned alike
+// for x, dy, dx and dresidual_out, or aligned but not whole vectors (rms_norm_bwd_realigned_slots;
+// the backend checks the pointers): persistent, CTA (or cluster) `slot` walking rows slot,
+// slot + slots, ..., with slots all the rows or a multiple of 8 (every row of a slot then has
+// the same head); one CTA per row of facts.bwd_realign_threads, then 512 threads at 2 vectors
+// per thread, then 512 at 4, where that holds it, else a cluster of up to 4 CTAs of 512 at 2.
+// slots at most bwd_max_slots(rows); the launcher caps the grid to the CTAs resident at once
+// (keeping slots a multiple of 8). grid 0 where it does not apply: facts.bwd_realign or
+// facts.bwd_realign_slots off, rows under 16 columns or longer than such a cluster holds.
+LaunchConfig plan_bwd_realigned_slots(int64_t rows, int64_t hidden, bool dbias,
+                                      const KernelFacts& facts);
+
+// The slots of a realigned_slots plan whose launch fits `resident` slots at once: all the rows,
+// or the most that are a multiple of 8 (0 where fewer than 8 fit).
+int64_t realigned_slots_fitting(int64_t rows, int64_t resident);
 
 // Whether rows of whole 16-byte vectors take plan_bwd_realigned too (facts.bwd_realign 2, or
 // wide rows of few elements: facts.bwd_realign_whole_min_columns, _max_elements).

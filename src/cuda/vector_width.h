@@ -51,6 +51,7 @@ inline const KernelFacts& tuned_defaults() {
         tuning_knob("NK_TUNE_BWD_REALIGN_THREADS", k.bwd_realign_threads, 32, 512);
     k.bwd_realign_items = tuning_knob("NK_TUNE_BWD_REALIGN_ITEMS", k.bwd_realign_items, 0,
                                       kRealignMaxItems);
+    k.bwd_realign_slots = tuning_knob("NK_TUNE_BWD_REALIGN_SLOTS", k.bwd_realign_slots, 0, 2);
     k.bwd_realign_whole_min_columns =
         tuning_knob("NK_TUNE_BWD_REALIGN_WHOLE_MIN_COLUMNS",
                     static_cast<int>(k.bwd_realign_whole_min_columns), 0, 1 << 30);

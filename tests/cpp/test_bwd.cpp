@@ -457,8 +457,37 @@ TEST_P(BwdMisalignedRows, EveryOptionOfTheRealignedDx) {
   }
 }
 
-// The cases the realigned kernel must leave to the others: dx in place of x or dy while dweight
-// is wanted (the column sums read them), operands misaligned differently.
+// Past the column sums' bounds (more than 256 rows, 2048 with dbias), or dx in place while
+// dweight is wanted: the persistent realigned kernel, each slot's rows sharing their head and
+// its sums kept per slot (one CTA per row at 2 or 4 vectors per thread, or a cluster).
+TEST_P(BwdMisalignedRows, ManyRowsKeepTheirSumsPerSlot) {
+  NK_SKIP_IF_UNAVAILABLE(GetParam());
+  Rng rng;
+  const RowsHidden shapes[] = {{300, 4095}, {2100, 33}, {777, 1001}, {300, 16383}, {270, 17389}};
+  int index = 0;
+  for (const RowsHidden& shape : shapes) {
+    for (int variant = 0; variant < 5; ++variant, ++index) {
+      BwdCase c;
+      c.rows = shape.first;
+      c.hidden = shape.second;
+      c.x = c.w = c.dy = index % 2 ? NK_FLOAT16 : NK_BFLOAT16;
+      c.eps = eps_for(c.hidden);
+      c.zero_centered = variant == 1;
+      c.dbias = variant == 1 || variant == 2;
+      c.weight = variant != 2;  // no weight: dbias alone
+      c.dweight = variant != 2;
+      c.x_offset = c.dy_offset = c.dx_offset = c.dresidual_offset = index % 8;
+      c.dresidual = variant == 3;
+      if (variant == 3) c.x_pad = c.dy_pad = c.dx_pad = c.dresidual_pad = 3;
+      if (variant == 4) c.dx_is_x = true;  // in place of x, dweight wanted
+      test_bwd_case(GetParam(), c, rng);
+    }
+  }
+}
+
+// The cases the realigned kernels must leave to the others: operands misaligned differently;
+// and dx in place of x or dy with dbias at few rows, which the column sums cannot take (the
+// persistent realigned kernel does).
 TEST_P(BwdMisalignedRows, LayoutsTheRealignedDxLeavesToTheOthers) {
   NK_SKIP_IF_UNAVAILABLE(GetParam());
   Rng rng;

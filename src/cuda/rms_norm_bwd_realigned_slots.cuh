@@ -1,0 +1,238 @@
+// The backward of many 16-bit rows misaligned for 16-byte vectors (odd hidden sizes): dx, and
+// dweight/dbias as per-slot partial sums that reduce_partials adds up, as the registers kernel
+// keeps them. Rows are read as rms_norm_bwd_realigned reads them: a head of h < 8 elements, then
+// 8-element vectors from column h, 16-byte aligned for x, dy, dx and dresidual_out alike (the
+// launcher checks).
+//
+// Persistent: CTA (or cluster) `slot` walks rows slot, slot + slots, ... Where a slot has more
+// than one row, slots is a multiple of 8 (the launcher's rule), so rows r and r + slots lie a
+// multiple of 16 bytes apart and every row of a slot has the same head: each thread owns the
+// same columns in every row. So the weight is shifted into place once per slot, and the
+// thread's dweight sums stay in registers (its dbias sums in shared memory, its own entries:
+// no barrier). Element by element (1-element vectors), 4096 x 4095 took 242 us, 14% of copy
+// (twenty-eighth session).
+#pragma once
+
+#include "cuda/element.cuh"
+#include "cuda/kernel_params.h"
+#include "cuda/reduce.cuh"
+#include "cuda/rms_norm_bwd_kernels.cuh"
+#include "cuda/rms_norm_fwd_kernels.cuh"
+#include "cuda/rms_norm_fwd_realigned.cuh"
+
+namespace normkit::cuda {
+
+// The dynamic shared memory of rms_norm_bwd_realigned_slots, in bytes: per column of the CTA,
+// its weight (shifted into place) and float32 dweight and dbias sums, where wanted.
+__host__ __device__ inline int64_t realigned_slots_smem_bytes(int64_t cols_per_cta, bool weight,
+                                                              bool dweight, bool dbias) {
+  return cols_per_cta * ((weight ? 2 : 0) + (dweight ? 4 : 0) + (dbias ? 4 : 0));
+}
+
+// 8 16-bit lanes into shared memory (16-byte aligned); Lanes::load reads them back.
+template <typename T>
+__device__ __forceinline__ void store_lanes_shared(T* to, const Lanes<T, kRealignVec>& lanes) {
+  static_assert(sizeof(T) == 2, "16-bit lanes");
+  *reinterpret_cast<uint4*>(to) = make_uint4(lanes.lane[0], lanes.lane[1], lanes.lane[2], lanes.lane[3]);
+}
+
+// 8 floats from and to shared memory (16-byte aligned), as two 16-byte accesses.
+__device__ __forceinline__ void load_shared_floats(const float* from, float (&v)[8]) {
+  const float4 a = reinterpret_cast<const float4*>(from)[0], b = reinterpret_cast<const float4*>(from)[1];
+  v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w, v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
+}
+__device__ __forceinline__ void store_shared_floats(float* to, const float (&v)[8]) {
+  reinterpret_cast<float4*>(to)[0] = make_float4(v[0], v[1], v[2], v[3]);
+  reinterpret_cast<float4*>(to)[1] = make_float4(v[4], v[5], v[6], v[7]);
+}
+
+// blockDim.x threads per CTA, shape.cluster_size CTAs per row, each covering cols_per_cta
+// columns of the row's body (the columns from h on); thread 0 of the cluster's first CTA also
+// takes the head. The slot's state sits in shared memory, each thread's own entries (no
+// barrier): the weight of its columns, shifted into place once, and their dweight and dbias
+// sums (kept in registers, with the weight's conversions that the compiler hoists out of the
+// row loop, they took 128 registers at 2 vectors per thread and spilled at 4).
+// DRES: dresidual_out given (misaligned as x), added to dx.
+template <typename XT, typename WT, typename DYT, int IMAX, bool DRES>
+__global__ void __launch_bounds__(512) rms_norm_bwd_realigned_slots(BwdParams p) {
+  constexpr int VEC = kRealignVec;
+  static_assert(sizeof(XT) == 2 && sizeof(WT) == 2 && sizeof(DYT) == 2, "16-bit types only");
+  __shared__ float scratch[kMaxWarps];
+  __shared__ float cluster_slot;
+  __shared__ float head_sums[2][VEC];  // the head's dweight and dbias sums (head thread only)
+  __shared__ float head_vals[3][VEC];  // the head's x, dy, dresidual_out of the current row
+  extern __shared__ __align__(16) unsigned char slot_state[];
+  const RowShape& shape = p.shape;
+  const int cluster = shape.cluster_size;
+  const int rank = cluster == 1 ? 0 : static_cast<int>(blockIdx.x % cluster);
+  const int64_t slot = cluster == 1 ? blockIdx.x : blockIdx.x / cluster;
+  const int64_t slots = gridDim.x / cluster;
+  const bool want_w = p.want_dweight(), want_b = p.want_dbias();
+  const WT* weight = static_cast<const WT*>(p.weight);
+  // [cols_per_cta] each: dweight sums, dbias sums (16-byte aligned: cols_per_cta is a multiple
+  // of 8), then the weight.
+  const int64_t cols = shape.cols_per_cta;
+  float* sum_w = reinterpret_cast<float*>(slot_state);
+  float* sum_b = sum_w + (want_w ? cols : 0);
+  WT* slot_weight = reinterpret_cast<WT*>(sum_b + (want_b ? cols : 0));
+  // Every row of the slot has the head of its first row.
+  const int head = static_cast<int>(min(
+      static_cast<int64_t>(head_elements(static_cast<const XT*>(p.x) + slot * p.x_stride)),
+      shape.hidden));
+  const int64_t col_begin = static_cast<int64_t>(rank) * cols;
+  const int64_t col_end = min(shape.hidden - head, col_begin + cols);
+  const bool head_thread = rank == 0 && threadIdx.x == 0;
+  auto local = [&](int i) { return (i * static_cast<int>(blockDim.x) + static_cast<int>(threadIdx.x)) * VEC; };
+  auto active = [&](int i) { return i < shape.items && col_begin + local(i) < col_end; };
+
+#pragma unroll
+  for (int i = 0; i < IMAX; ++i) {
+    if (!active(i)) continue;
+    if (weight) {
+      store_lanes_shared(slot_weight + local(i),
+                         load_shifted(weight, head + col_begin + local(i), shape.hidden));
+    }
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) {
+      if (want_w) sum_w[local(i) + k] = 0.0f;
+      if (want_b) sum_b[local(i) + k] = 0.0f;
+    }
+  }
+  if (head_thread) {
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) head_sums[0][k] = head_sums[1][k] = 0.0f;
+  }
+  // The scale of vector i: (w, 1 + w or 1), w from shared memory.
+  auto scale_of = [&](int i, float* w) {
+    Lanes<WT, VEC> lanes{};
+    if (weight) lanes.load(slot_weight + local(i));
+    weight_scale<WT, VEC>(p, lanes, w);
+  };
+  // The head's (lanes 0 .. head - 1).
+  auto head_scale_of = [&](float* w) {
+    Lanes<WT, VEC> lanes{};
+#pragma unroll
+    for (int k = 0; k < VEC - 1; ++k) {
+      if (weight && k < head) lanes.set(k, __ldg(weight + k));
+    }
+    weight_scale<WT, VEC>(p, lanes, w);
+  };
+
+  // Trip count uniform over the cluster (it depends on slot only).
+  for (int64_t row = slot; row < shape.rows; row += slots) {
+    const XT* x = static_cast<const XT*>(p.x) + row * p.x_stride;
+    const DYT* dy = static_cast<const DYT*>(p.dy) + row * p.dy_stride;
+    XT* dx = static_cast<XT*>(p.dx) + row * p.dx_stride;
+    const XT* dres =
+        DRES ? static_cast<const XT*>(p.dresidual_out) + row * p.dresidual_out_stride : nullptr;
+    // Every load before the first store (a load after a store waits for it: docs/notes.md v22).
+    const float rstd = p.rstd[row];
+    Lanes<XT, VEC> xs[IMAX];
+    Lanes<DYT, VEC> dys[IMAX];
+    Lanes<XT, VEC> ds[DRES ? IMAX : 1];  // dresidual_out, loaded before any store (dx may be it)
+#pragma unroll
+    for (int i = 0; i < IMAX; ++i) {
+      const int64_t col = col_begin + local(i);
+      xs[i] = Lanes<XT, VEC>{};
+      dys[i] = Lanes<DYT, VEC>{};
+      if constexpr (DRES) ds[i] = Lanes<XT, VEC>{};
+      if (active(i)) {
+        xs[i] = load_lanes_upto<XT, VEC>(x + head + col, col_end - col);
+        dys[i] = load_lanes_upto<DYT, VEC>(dy + head + col, col_end - col);
+        if constexpr (DRES) ds[i] = load_lanes_upto<XT, VEC>(dres + head + col, col_end - col);
+      }
+    }
+    // The head's x, dy and dresidual_out, parked in shared memory until the row's mean is known
+    // (registers live across the row sum cost every thread).
+    if (head_thread) {
+#pragma unroll
+      for (int k = 0; k < VEC - 1; ++k) {
+        head_vals[0][k] = k < head ? to_float(x[k]) : 0.0f;
+        head_vals[1][k] = k < head ? to_float(dy[k]) : 0.0f;
+        if constexpr (DRES) head_vals[2][k] = k < head ? to_float(dres[k]) : 0.0f;
+      }
+    }
+
+    // dot = sum of dy * w * xhat over the row; the slot's sums of dy * xhat and dy.
+    float dot = 0.0f;
+#pragma unroll
+    for (int i = 0; i < IMAX; ++i) {
+      if (!active(i)) continue;
+      float w[VEC], acc_w[VEC] = {}, acc_b[VEC] = {};
+      scale_of(i, w);
+      if (want_w) load_shared_floats(sum_w + local(i), acc_w);
+      if (want_b) load_shared_floats(sum_b + local(i), acc_b);
+#pragma unroll
+      for (int k = 0; k < VEC; ++k) {
+        const float g = to_float(dys[i].get(k));  // zeros past the row's end add 0
+        const float xhat = to_float(xs[i].get(k)) * rstd;
+        dot += g * w[k] * xhat;
+        acc_w[k] += g * xhat;
+        acc_b[k] += g;
+      }
+      if (want_w) store_shared_floats(sum_w + local(i), acc_w);
+      if (want_b) store_shared_floats(sum_b + local(i), acc_b);
+    }
+    if (head_thread) {
+      float w[VEC];
+      head_scale_of(w);
+#pragma unroll
+      for (int k = 0; k < VEC - 1; ++k) {
+        const float g = head_vals[1][k];
+        const float xhat = head_vals[0][k] * rstd;
+        dot += g * w[k] * xhat;
+        head_sums[0][k] += g * xhat;
+        head_sums[1][k] += g;
+      }
+    }
+    dot = row_sum(dot, shape, scratch, &cluster_slot);
+    const float mean = dot * shape.inv_hidden;
+
+#pragma unroll
+    for (int i = 0; i < IMAX; ++i) {
+      const int64_t col = col_begin + local(i);
+      if (!active(i)) continue;
+      float w[VEC], out[VEC];
+      scale_of(i, w);
+#pragma unroll
+      for (int k = 0; k < VEC; ++k) {
+        const float xhat = to_float(xs[i].get(k)) * rstd;
+        out[k] = rstd * (to_float(dys[i].get(k)) * w[k] - xhat * mean);
+        if constexpr (DRES) out[k] += to_float(ds[i].get(k));
+      }
+      store_upto<XT, VEC>(dx + head + col, col_end - col, out);
+    }
+    if (head_thread) {
+      float w[VEC];
+      head_scale_of(w);
+#pragma unroll
+      for (int k = 0; k < VEC - 1; ++k) {
+        if (k >= head) continue;
+        const float xhat = head_vals[0][k] * rstd;
+        float out = rstd * (head_vals[1][k] * w[k] - xhat * mean);
+        if constexpr (DRES) out += head_vals[2][k];
+        dx[k] = from_float<XT>(out);
+      }
+    }
+  }
+  if (!want_w && !want_b) return;
+
+  // The slot's sums of its columns (each column of the row exactly once: the head's by the head
+  // thread, the body's by the thread that owns it).
+#pragma unroll
+  for (int i = 0; i < IMAX; ++i) {
+    if (!active(i)) continue;
+    const int64_t col = col_begin + local(i);
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) {
+      if (col + k >= col_end) break;
+      write_slot_sums<WT>(p, slot, head + col + k, want_w ? sum_w[local(i) + k] : 0.0f,
+                          want_b ? sum_b[local(i) + k] : 0.0f);
+    }
+  }
+  if (head_thread) {
+    for (int k = 0; k < head; ++k) write_slot_sums<WT>(p, slot, k, head_sums[0][k], head_sums[1][k]);
+  }
+}
+
+}  // namespace normkit::cuda

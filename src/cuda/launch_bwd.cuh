@@ -128,7 +128,8 @@ void launch_bwd(const nk_rms_norm_bwd_args& a, const LaunchConfig& planned, cuda
                 : (dres ? rms_norm_bwd_realigned_slots<XT, WT, DYT, kSmallItems, true>
                         : rms_norm_bwd_realigned_slots<XT, WT, DYT, kSmallItems, false>);
       const char* what = "rms_norm_bwd (realigned slots)";
-      cfg.smem_bytes = a.dbias ? cfg.cols_per_cta * int64_t(sizeof(float)) : 0;
+      cfg.smem_bytes = realigned_slots_smem_bytes(cfg.cols_per_cta, a.weight != nullptr,
+                                                  a.dweight != nullptr, a.dbias != nullptr);
       cfg = fit_resident_clusters(cfg, kernel, what);
       cfg = fit_resident_ctas(cfg, kernel, what);
       // Several rows per slot only where every row of a slot shares its head.

@@ -838,7 +838,9 @@ LaunchConfig plan_bwd_realigned_slots(int64_t rows, int64_t hidden, bool dbias,
   c.slots = realigned_slots_fitting(rows, std::min(bwd_max_slots(rows, f), clusters_at_once));
   if (c.slots == 0) return none;
   c.grid = c.slots * cluster;
-  c.smem_bytes = dbias ? c.cols_per_cta * int64_t(sizeof(float)) : 0;
+  // (rms_norm_bwd_realigned_slots' weight, dweight and dbias sums per column; the launcher
+  // counts those it is given)
+  c.smem_bytes = c.cols_per_cta * (2 + 4 + (dbias ? 4 : 0));
   c.realigned = true;
   c.realigned_slots = true;
   return c;

@@ -108,12 +108,15 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_realigned_slots(BwdParams p)
     if (weight) lanes.load(slot_weight + local(i));
     weight_scale<WT, VEC>(p, lanes, w);
   };
-  // The head's (lanes 0 .. head - 1).
+  // The head's (lanes 0 .. head - 1). Plain loads: the compiler hoisted __ldg (ld.global.nc)
+  // out of the weight test, and read address 0 without a weight (memcheck, H100).
   auto head_scale_of = [&](float* w) {
     Lanes<WT, VEC> lanes{};
+    if (weight) {
 #pragma unroll
-    for (int k = 0; k < VEC - 1; ++k) {
-      if (weight && k < head) lanes.set(k, __ldg(weight + k));
+      for (int k = 0; k < VEC - 1; ++k) {
+        if (k < head) lanes.set(k, weight[k]);
+      }
     }
     weight_scale<WT, VEC>(p, lanes, w);
   };

@@ -135,9 +135,9 @@ void launch_bwd(const nk_rms_norm_bwd_args& a, const LaunchConfig& planned, cuda
       // Several rows per slot only where every row of a slot shares its head.
       cfg.slots = realigned_slots_fitting(a.rows, cfg.slots);
       if (cfg.slots == 0) {
-        throw Error(NK_ERROR_UNSUPPORTED, std::string(what) + ": fewer than 8 clusters of " +
-                                              std::to_string(cfg.cluster_size) +
-                                              " CTAs fit this device at once");
+        throw Error(NK_ERROR_UNSUPPORTED, std::string(what) + ": fewer than 8 CTAs of " +
+                                              std::to_string(cfg.threads_per_row) +
+                                              " threads fit this device at once");
       }
       cfg.grid = cfg.slots * cfg.cluster_size;
       note_bwd_launch(planned, cfg);

@@ -799,45 +799,36 @@ int64_t realigned_slots_fitting(int64_t rows, int64_t resident) {
 LaunchConfig plan_bwd_realigned_slots(int64_t rows, int64_t hidden, bool dbias,
                                       const KernelFacts& f) {
   constexpr int kVec = 8;
-  constexpr int kMaxCluster = 4;  // (so that 8 clusters are resident on any Hopper part)
   LaunchConfig none;
   none.grid = 0;
   if (!f.bwd_realign || !f.bwd_realign_slots || rows <= 0 || hidden < 2 * kVec) return none;
   const int64_t nvec = ceil_div(hidden, kVec);  // the body's vectors, at most
   const int64_t small_threads = std::clamp(f.bwd_realign_threads, 32, 512);
-  int64_t threads = 0, cluster = 1;
+  int64_t threads = 0;
   int items = 0;
   // One CTA per row at 2 vectors per thread, then at 4 (the kernel of 4 spills registers: at
-  // 128 registers the one of 2 does not), else a cluster of CTAs at 2.
+  // 103 registers the one of 2 does not). Not split over clusters: at 512 x 17389, clusters of
+  // 3 CTAs (one per SM by registers, 32 clusters resident) took 94.5 us against 82.2 element
+  // by element (twenty-eighth session).
   for (auto [cap, it] : {std::pair<int64_t, int>{small_threads, 2}, {512, 2}, {512, kSmallItems}}) {
     if (threads == 0 && nvec <= cap * it) {
       threads = cap;
       items = it;
     }
   }
-  if (threads == 0) {
-    if (!f.cluster_launch) return none;
-    threads = 512;
-    items = 2;
-    cluster = ceil_div(nvec, threads * items);
-    if (cluster > kMaxCluster) return none;
-  }
-  const int64_t nvec_cta = ceil_div(nvec, cluster);
+  if (threads == 0) return none;
   LaunchConfig c;
-  c.plan = cluster > 1 ? RowPlan::kCluster : RowPlan::kRegisters;
+  c.plan = RowPlan::kRegisters;
   c.vec = kVec;
   c.threads_per_row =
-      static_cast<int>(std::min<int64_t>(threads, 32 * ceil_div(ceil_div(nvec_cta, items), 32)));
-  c.items = static_cast<int>(ceil_div(nvec_cta, c.threads_per_row));
-  c.cluster_size = static_cast<int>(cluster);
-  c.cols_per_cta = nvec_cta * kVec;
+      static_cast<int>(std::min<int64_t>(threads, 32 * ceil_div(ceil_div(nvec, items), 32)));
+  c.items = static_cast<int>(ceil_div(nvec, c.threads_per_row));
+  c.cols_per_cta = nvec * kVec;
   c.rows_per_block = 1;
-  // (the launcher caps them again to the clusters resident at once)
-  const int64_t clusters_at_once =
-      std::max<int64_t>(1, int64_t(std::max(2, f.bwd_ctas_per_sm)) * f.sm_count / cluster);
-  c.slots = realigned_slots_fitting(rows, std::min(bwd_max_slots(rows, f), clusters_at_once));
+  // (the launcher caps them again to the CTAs resident at once)
+  c.slots = realigned_slots_fitting(rows, bwd_max_slots(rows, f));
   if (c.slots == 0) return none;
-  c.grid = c.slots * cluster;
+  c.grid = c.slots;
   // (rms_norm_bwd_realigned_slots' weight, dweight and dbias sums per column; the launcher
   // counts those it is given)
   c.smem_bytes = c.cols_per_cta * (2 + 4 + (dbias ? 4 : 0));

@@ -727,10 +727,10 @@ LaunchConfig plan_bwd_realigned(int64_t rows, int64_t hidden, bool sums, bool db
 // the backend checks the pointers): persistent, CTA (or cluster) `slot` walking rows slot,
 // slot + slots, ..., with slots all the rows or a multiple of 8 (every row of a slot then has
 // the same head); one CTA per row of facts.bwd_realign_threads, then 512 threads at 2 vectors
-// per thread, then 512 at 4, where that holds it, else a cluster of up to 4 CTAs of 512 at 2.
-// slots at most bwd_max_slots(rows); the launcher caps the grid to the CTAs resident at once
-// (keeping slots a multiple of 8). grid 0 where it does not apply: facts.bwd_realign or
-// facts.bwd_realign_slots off, rows under 16 columns or longer than such a cluster holds.
+// per thread, then 512 at 4 (no clusters). slots at most bwd_max_slots(rows); the launcher caps
+// the grid to the CTAs resident at once (keeping slots a multiple of 8). grid 0 where it does
+// not apply: facts.bwd_realign or facts.bwd_realign_slots off, rows under 16 columns or longer
+// than one CTA holds (16384 columns).
 LaunchConfig plan_bwd_realigned_slots(int64_t rows, int64_t hidden, bool dbias,
                                       const KernelFacts& facts);
 

@@ -410,25 +410,25 @@ TEST(LaunchConfig, ManyMisalignedRowsKeepOneHeadPerSlot) {
       const LaunchConfig c = plan_bwd_realigned_slots(rows, hidden, rows % 2 == 0, f);
       SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(hidden) + ": " + c.describe());
       const int64_t vectors = (hidden + 7) / 8;
-      // One CTA of up to 512 threads x 4 vectors, or clusters of up to 4 such CTAs at 2.
-      EXPECT_EQ(c.grid > 0, hidden >= 16 && vectors <= 4 * 512 * 2);
+      // One CTA of up to 512 threads x 4 vectors (no clusters).
+      EXPECT_EQ(c.grid > 0, hidden >= 16 && vectors <= 4 * 512);
       if (c.grid == 0) continue;
       ++planned;
       EXPECT_TRUE(c.realigned && c.realigned_slots);
       EXPECT_EQ(c.vec, 8);
-      EXPECT_LE(c.cluster_size, 4);
-      EXPECT_EQ(c.plan, c.cluster_size > 1 ? RowPlan::kCluster : RowPlan::kRegisters);
+      EXPECT_EQ(c.cluster_size, 1);
+      EXPECT_EQ(c.plan, RowPlan::kRegisters);
       EXPECT_LE(c.items, normkit::cuda::kSmallItems);
       EXPECT_EQ(c.threads_per_row % 32, 0);
       EXPECT_LE(c.threads_per_row, 512);
-      EXPECT_GE(c.cols_per_cta * c.cluster_size, vectors * 8) << "the row covered";
+      EXPECT_GE(c.cols_per_cta, vectors * 8) << "the row covered";
       EXPECT_EQ(c.cols_per_cta % 8, 0);
       EXPECT_GE(int64_t(c.threads_per_row) * c.items * 8, c.cols_per_cta);
       // Every row its own slot, or slots a multiple of 8 (one head per slot), within the
       // workspace that bwd_workspace_bytes sizes.
       EXPECT_TRUE(c.slots == rows || c.slots % 8 == 0) << c.slots;
       EXPECT_LE(c.slots, normkit::cuda::bwd_max_slots(rows, f));
-      EXPECT_EQ(c.grid, c.slots * c.cluster_size);
+      EXPECT_EQ(c.grid, c.slots);
       EXPECT_EQ(c.column_sums_grid, 0);
     }
   }
@@ -438,7 +438,7 @@ TEST(LaunchConfig, ManyMisalignedRowsKeepOneHeadPerSlot) {
   EXPECT_EQ(odd.items, 2);
   EXPECT_EQ(odd.slots, 264);
   EXPECT_EQ(plan_bwd_realigned_slots(4096, 16383, false, f).items, 4);
-  EXPECT_EQ(plan_bwd_realigned_slots(4096, 17389, false, f).cluster_size, 3);
+  EXPECT_EQ(plan_bwd_realigned_slots(4096, 17389, false, f).grid, 0);  // no clusters
   // The launch's cap keeps the rule: all rows, or a multiple of 8.
   EXPECT_EQ(realigned_slots_fitting(100, 132), 100);
   EXPECT_EQ(realigned_slots_fitting(300, 132), 128);

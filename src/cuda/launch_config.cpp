@@ -715,7 +715,13 @@ LaunchConfig plan_bwd_columns(int64_t rows, int64_t hidden, int vec, const Kerne
 }
 
 namespace {
-bool within_column_sums_bounds(int64_t rows, int64_t hidden, bool dbias, const KernelFacts& f) {
+// (beside a realigned kernel, bounds of their own: KernelFacts::bwd_realign_sums_max_rows)
+bool within_column_sums_bounds(int64_t rows, int64_t hidden, bool dbias, bool realigned,
+                               const KernelFacts& f) {
+  if (realigned) {
+    return rows <= f.bwd_realign_sums_max_rows &&
+           rows * hidden <= f.bwd_realign_sums_max_elements;
+  }
   const int64_t max_rows = dbias ? f.bwd_column_sums_max_rows_dbias : f.bwd_column_sums_max_rows;
   return rows <= max_rows && rows * hidden <= f.bwd_column_sums_max_elements;
 }
@@ -732,7 +738,7 @@ void apply_column_sums(LaunchConfig& c, int64_t rows, int64_t hidden, bool dbias
   if (!f.cluster_launch || !summed_after || (c.slots <= 1 && !c.realigned) || c.reduce_in_grid) {
     return;
   }
-  if (!within_column_sums_bounds(rows, hidden, dbias, f)) return;
+  if (!within_column_sums_bounds(rows, hidden, dbias, c.realigned, f)) return;
   const int batch = column_sums_batch(vec);
   const int max_groups = vec >= 4 ? kColumnSumsThreads / 2 : kColumnSumsThreads;
   int groups = 1;
@@ -747,7 +753,7 @@ LaunchConfig plan_bwd_realigned(int64_t rows, int64_t hidden, bool sums, bool db
   LaunchConfig none;
   none.grid = 0;
   if (!f.bwd_realign || !f.cluster_launch || rows <= 0 || hidden < 2 * kVec) return none;
-  if (!within_column_sums_bounds(rows, hidden, dbias, f)) return none;
+  if (!within_column_sums_bounds(rows, hidden, dbias, true, f)) return none;
   const int64_t nvec = ceil_div(hidden, kVec);  // the body's vectors, at most
   const int64_t max_cluster = std::max(f.max_cluster, f.max_cluster_pipelined);
   const int64_t threads = std::clamp(f.bwd_realign_threads, 32, 512);

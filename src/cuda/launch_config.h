@@ -266,7 +266,7 @@ struct KernelFacts {
   // aligned rows that 8-element vectors do not cover) as a head and aligned 8-element vectors,
   // dx alone (plan_bwd_realigned, rms_norm_bwd_realigned;
   // NK_TUNE_BWD_REALIGN=0: element by element; 2: rows of whole vectors too, instead of the
-  // pipelined kernel), within the column sums' bounds; its CTAs of
+  // pipelined kernel), within bwd_realign_sums_max_rows and _max_elements (below); its CTAs of
   // bwd_realign_threads threads (NK_TUNE_BWD_REALIGN_THREADS) at about bwd_realign_items vectors
   // per thread (NK_TUNE_BWD_REALIGN_ITEMS; 0: two where the grid still fills the SMs, else one),
   // a row split over a cluster as far as that needs. Measured (twenty-seventh session, H100,
@@ -276,6 +276,14 @@ struct KernelFacts {
   int bwd_realign = 1;
   int bwd_realign_threads = 256;
   int bwd_realign_items = 0;
+  // ... within these bounds of rows and elements, with or without dbias
+  // (NK_TUNE_BWD_REALIGN_SUMS_MAX_ROWS, _MAX_ELEMENTS), wider than the column sums' own beside
+  // the other kernels. Measured (twenty-eighth session, H100, bf16, against
+  // plan_bwd_realigned_slots): 300 x 4095 25.9 -> 14.9 us, 512 x 4095 30.1 -> 19.3, 1024 x 2049
+  // 26.1 -> 24.0, 2048 x 1001 33.1 -> 30.1, 512 x 17389 82.3 -> 72.1 (element by element);
+  // 1024 x 4095 37.3 -> 38.8; 1024 x 16383 (16.8M elements) 90.8 -> 131.9, 4096 x 4095 85 -> 295.
+  int64_t bwd_realign_sums_max_rows = 2048;
+  int64_t bwd_realign_sums_max_elements = int64_t(9) << 20;
   // ... and rows of whole vectors too (instead of the pipelined kernel) from this many columns
   // (NK_TUNE_BWD_REALIGN_WHOLE_MIN_COLUMNS; 0: never) up to bwd_realign_whole_max_elements
   // elements. Measured (twenty-seventh session, bf16, against the pipelined kernel; H200 at
@@ -701,7 +709,8 @@ constexpr int column_sums_batch(int vec) { return vec >= 8 ? 4 : vec >= 4 ? 8 : 
 // cluster or pipelined plan of several slots (not reduced in the grid) on a device with
 // programmatic dependent launch (sm_90, as cluster_launch), at most
 // facts.bwd_column_sums_max_rows rows (bwd_column_sums_max_rows_dbias with dbias) and
-// bwd_column_sums_max_elements elements. Row groups: the fewest (a power of two) whose batches
+// bwd_column_sums_max_elements elements (beside a realigned plan: bwd_realign_sums_max_rows and
+// _max_elements). Row groups: the fewest (a power of two) whose batches
 // hold every row at once, so that one round of loads covers the column; at most 256, or 128 for
 // vectors of 4 or more elements (two lanes, 32 bytes or more, per row in a warp's loads), the
 // rest in further batches. Vectors of c.column_sums_vec() elements.
@@ -717,8 +726,8 @@ void apply_column_sums(LaunchConfig& c, int64_t rows, int64_t hidden, bool dbias
 // the knob), dweight/dbias (where
 // `sums`) by the column sums of 1-element vectors beside it. grid 0 where it does not apply:
 // facts.bwd_realign off, no clusters, rows under 16 columns or longer than the largest cluster
-// holds, more than the column sums' bounds of rows or elements (with or without sums: the bounds
-// it was measured within), or sums wanted that the column sums cannot take.
+// holds, more than facts.bwd_realign_sums_max_rows or _max_elements (with or without sums: the
+// bounds it was measured within), or sums wanted that the column sums cannot take.
 LaunchConfig plan_bwd_realigned(int64_t rows, int64_t hidden, bool sums, bool dbias,
                                 const KernelFacts& facts);
 

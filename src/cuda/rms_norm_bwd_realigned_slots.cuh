@@ -121,37 +121,6 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_realigned_slots(BwdParams p)
     weight_scale<WT, VEC>(p, lanes, w);
   };
 
-  // Row r's vectors of x, dy (and dresidual_out): zeros where inactive or past the rows.
-  using XLanes = Lanes<XT, VEC>;
-  using DyLanes = Lanes<DYT, VEC>;
-  constexpr int kDres = DRES ? IMAX : 1;
-  auto load_row = [&](int64_t r, XLanes (&xs)[IMAX], DyLanes (&dys)[IMAX], XLanes (&ds)[kDres]) {
-    const XT* x = static_cast<const XT*>(p.x) + r * p.x_stride + head;
-    const DYT* dy = static_cast<const DYT*>(p.dy) + r * p.dy_stride + head;
-    const XT* dres = DRES ? static_cast<const XT*>(p.dresidual_out) + r * p.dresidual_out_stride +
-                                head
-                          : nullptr;
-#pragma unroll
-    for (int i = 0; i < IMAX; ++i) {
-      const int64_t col = col_begin + local(i);
-      xs[i] = XLanes{};
-      dys[i] = DyLanes{};
-      if constexpr (DRES) ds[i] = XLanes{};
-      if (r < shape.rows && active(i)) {
-        xs[i] = load_lanes_upto<XT, VEC>(x + col, col_end - col);
-        dys[i] = load_lanes_upto<DYT, VEC>(dy + col, col_end - col);
-        if constexpr (DRES) ds[i] = load_lanes_upto<XT, VEC>(dres + col, col_end - col);
-      }
-    }
-  };
-  // Where registers allow (2 vectors per thread, no dresidual_out), the next row of the slot is
-  // loaded before this one's row sum and stores: twice the bytes in flight per thread.
-  constexpr bool kPrefetch = IMAX <= 2 && !DRES;
-  XLanes xs[IMAX];
-  DyLanes dys[IMAX];
-  XLanes ds[kDres];  // dresidual_out, loaded before any store (dx may be it)
-  if constexpr (kPrefetch) load_row(slot, xs, dys, ds);
-
   // Trip count uniform over the cluster (it depends on slot only).
   for (int64_t row = slot; row < shape.rows; row += slots) {
     const XT* x = static_cast<const XT*>(p.x) + row * p.x_stride;
@@ -161,12 +130,20 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_realigned_slots(BwdParams p)
         DRES ? static_cast<const XT*>(p.dresidual_out) + row * p.dresidual_out_stride : nullptr;
     // Every load before the first store (a load after a store waits for it: docs/notes.md v22).
     const float rstd = p.rstd[row];
-    XLanes next_xs[kPrefetch ? IMAX : 1];
-    DyLanes next_dys[kPrefetch ? IMAX : 1];
-    if constexpr (kPrefetch) {
-      load_row(row + slots, next_xs, next_dys, ds);
-    } else {
-      load_row(row, xs, dys, ds);
+    Lanes<XT, VEC> xs[IMAX];
+    Lanes<DYT, VEC> dys[IMAX];
+    Lanes<XT, VEC> ds[DRES ? IMAX : 1];  // dresidual_out, loaded before any store (dx may be it)
+#pragma unroll
+    for (int i = 0; i < IMAX; ++i) {
+      const int64_t col = col_begin + local(i);
+      xs[i] = Lanes<XT, VEC>{};
+      dys[i] = Lanes<DYT, VEC>{};
+      if constexpr (DRES) ds[i] = Lanes<XT, VEC>{};
+      if (active(i)) {
+        xs[i] = load_lanes_upto<XT, VEC>(x + head + col, col_end - col);
+        dys[i] = load_lanes_upto<DYT, VEC>(dy + head + col, col_end - col);
+        if constexpr (DRES) ds[i] = load_lanes_upto<XT, VEC>(dres + head + col, col_end - col);
+      }
     }
     // The head's x, dy and dresidual_out, parked in shared memory until the row's mean is known
     // (registers live across the row sum cost every thread).
@@ -238,13 +215,6 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_realigned_slots(BwdParams p)
         float out = rstd * (head_vals[1][k] * w[k] - xhat * mean);
         if constexpr (DRES) out += head_vals[2][k];
         dx[k] = from_float<XT>(out);
-      }
-    }
-    if constexpr (kPrefetch) {
-#pragma unroll
-      for (int i = 0; i < IMAX; ++i) {
-        xs[i] = next_xs[i];
-        dys[i] = next_dys[i];
       }
     }
   }

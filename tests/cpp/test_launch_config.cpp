@@ -312,7 +312,7 @@ TEST(LaunchConfig, MisalignedFewRowsWriteDxFromAlignedVectors) {
   EXPECT_EQ(f.bwd_realign, 1);
   int planned = 0;
   for (int64_t rows : {1, 2, 29, 128, 256, 257, 2048, 2049}) {
-    for (int64_t hidden : {15, 16, 17, 1001, 4095, 17389, 65537, 262143}) {
+    for (int64_t hidden : {15, 16, 17, 1001, 4095, 4609, 17389, 65537, 262143}) {
       for (bool sums : {false, true}) {
         for (bool dbias : {false, true}) {
           if (dbias && !sums) continue;
@@ -320,11 +320,10 @@ TEST(LaunchConfig, MisalignedFewRowsWriteDxFromAlignedVectors) {
           SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(hidden) + " sums " +
                        std::to_string(sums) + " dbias " + std::to_string(dbias) + ": " +
                        c.describe());
-          const int64_t max_rows =
-              dbias ? f.bwd_column_sums_max_rows_dbias : f.bwd_column_sums_max_rows;
+          // (the realigned plan's own bounds, with or without dbias)
           const int64_t largest_cluster = std::max(f.max_cluster, f.max_cluster_pipelined);
-          const bool within = hidden >= 16 && rows <= max_rows &&
-                              rows * hidden <= f.bwd_column_sums_max_elements &&
+          const bool within = hidden >= 16 && rows <= f.bwd_realign_sums_max_rows &&
+                              rows * hidden <= f.bwd_realign_sums_max_elements &&
                               (hidden + 7) / 8 <= largest_cluster * f.bwd_realign_threads *
                                                       kSmallItems;  // (not 262143 columns)
           EXPECT_EQ(c.grid > 0, within);

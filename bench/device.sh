@@ -334,9 +334,12 @@ for step in "${steps[@]}"; do
     modes)  # A/B over the plain forward and the quantized modes in one run (mode_runs) of
       # AB_MODES under AB_CONFIGS
       mode_runs "${AB_MODES:-plain tensor token block mxfp8 transposed}" "${AB_CONFIGS:-none}" ;;
-    pending)  # the next session's prepared A/B goes here (nothing prepared: docs/notes.md,
-      # twenty-sixth session, says what was measured last)
-      echo "pending: nothing prepared" ;;
+    pending)  # the next session's prepared A/B: the persistent realigned forward
+      # (NK_TUNE_FWD_REALIGN_SLOTS=1, twenty-eighth session, not yet run) against the realigned
+      # kernel over odd hidden sizes of 1M elements or more, twice (docs/notes.md)
+      knob_runs bench_pending 600 \
+        "none NK_TUNE_FWD_REALIGN_SLOTS=1 none NK_TUNE_FWD_REALIGN_SLOTS=1" --fwd-only \
+        --shapes 4096x4095,1024x4095,1024x16383,8192x2049,4096x4097,2100x4095,300x4095,16384x4095,1050x1001 ;;
     probe)  # knob A/Bs in one run: `normkit bench $PROBE_ARGS` over PROBE_SHAPES (default: the
       # sweep) under each of PROBE_CONFIGS (knobs joined by commas; "none": the defaults)
       shape_args=()

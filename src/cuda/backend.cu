@@ -167,6 +167,8 @@ LaunchConfig plan_bwd_with_reads(int64_t rows, int64_t hidden, int vec, nk_dtype
 LaunchConfig plan_fwd_for(const nk_rms_norm_fwd_args& a, const KernelFacts& facts) {
   const int vec = fwd_vector_width(a);
   if (facts.fwd_realign && fwd_realignable(a, vec)) {
+    const LaunchConfig slots = plan_fwd_realigned_slots(a.rows, a.hidden, facts);
+    if (slots.grid > 0) return slots;
     const LaunchConfig realigned = plan_fwd_realigned(a.rows, a.hidden, facts);
     if (realigned.grid > 0) return realigned;
   }
@@ -292,6 +294,8 @@ std::string explain_fwd(int64_t rows, int64_t hidden, nk_dtype x, nk_dtype w, nk
   const KernelFacts facts = kernel_facts(current_device_facts());
   if (facts.fwd_realign && vec < nat && nk_dtype_size(x) == 2 && nk_dtype_size(w) == 2 &&
       nk_dtype_size(y) == 2) {
+    const LaunchConfig slots = plan_fwd_realigned_slots(rows, hidden, facts);
+    if (slots.grid > 0) return slots.describe();
     const LaunchConfig realigned = plan_fwd_realigned(rows, hidden, facts);
     if (realigned.grid > 0) return realigned.describe();
   }

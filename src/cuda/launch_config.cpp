@@ -802,6 +802,49 @@ int64_t realigned_slots_fitting(int64_t rows, int64_t resident) {
   return resident / 8 * 8;
 }
 
+namespace {
+// The threads and vectors per thread of one CTA per realigned row of nvec vectors: 256 (or
+// `small_threads`) at 2, else 512 at 2, else 512 at kSmallItems; {0, 0} past that.
+std::pair<int64_t, int> realigned_cta(int64_t nvec, int64_t small_threads) {
+  for (auto [cap, it] : {std::pair<int64_t, int>{small_threads, 2}, {512, 2}, {512, kSmallItems}}) {
+    if (nvec <= cap * it) return {cap, it};
+  }
+  return {0, 0};
+}
+
+// A realigned plan of one CTA per row at `threads` x `items` (realigned_cta) over nvec vectors.
+LaunchConfig realigned_row_cta(int64_t nvec, int64_t threads, int items) {
+  LaunchConfig c;
+  c.plan = RowPlan::kRegisters;
+  c.vec = 8;
+  c.threads_per_row =
+      static_cast<int>(std::min<int64_t>(threads, 32 * ceil_div(ceil_div(nvec, items), 32)));
+  c.items = static_cast<int>(ceil_div(nvec, c.threads_per_row));
+  c.cols_per_cta = nvec * 8;
+  c.rows_per_block = 1;
+  c.realigned = true;
+  c.realigned_slots = true;
+  return c;
+}
+}  // namespace
+
+LaunchConfig plan_fwd_realigned_slots(int64_t rows, int64_t hidden, const KernelFacts& f) {
+  LaunchConfig none;
+  none.grid = 0;
+  if (!f.fwd_realign || !f.fwd_realign_slots || rows <= 0 || hidden < 16 ||
+      rows * hidden < f.fwd_realign_min_elements) {
+    return none;
+  }
+  const int64_t nvec = ceil_div(hidden, int64_t(8));
+  const auto [threads, items] = realigned_cta(nvec, 256);
+  if (threads == 0) return none;
+  LaunchConfig c = realigned_row_cta(nvec, threads, items);
+  c.grid = realigned_slots_fitting(rows, int64_t(f.sm_count) * std::max(1, 2048 / c.threads_per_row));
+  if (c.grid == 0) return none;
+  c.smem_bytes = c.cols_per_cta * 4;  // (weight and bias; the launcher counts those given)
+  return c;
+}
+
 LaunchConfig plan_bwd_realigned_slots(int64_t rows, int64_t hidden, bool dbias,
                                       const KernelFacts& f) {
   constexpr int kVec = 8;
@@ -809,28 +852,13 @@ LaunchConfig plan_bwd_realigned_slots(int64_t rows, int64_t hidden, bool dbias,
   none.grid = 0;
   if (!f.bwd_realign || !f.bwd_realign_slots || rows <= 0 || hidden < 2 * kVec) return none;
   const int64_t nvec = ceil_div(hidden, kVec);  // the body's vectors, at most
-  const int64_t small_threads = std::clamp(f.bwd_realign_threads, 32, 512);
-  int64_t threads = 0;
-  int items = 0;
   // One CTA per row at 2 vectors per thread, then at 4 (the kernel of 4 spills registers: at
-  // 103 registers the one of 2 does not). Not split over clusters: at 512 x 17389, clusters of
+  // ~100 registers the one of 2 does not). Not split over clusters: at 512 x 17389, clusters of
   // 3 CTAs (one per SM by registers, 32 clusters resident) took 94.5 us against 82.2 element
   // by element (twenty-eighth session).
-  for (auto [cap, it] : {std::pair<int64_t, int>{small_threads, 2}, {512, 2}, {512, kSmallItems}}) {
-    if (threads == 0 && nvec <= cap * it) {
-      threads = cap;
-      items = it;
-    }
-  }
+  const auto [threads, items] = realigned_cta(nvec, std::clamp(f.bwd_realign_threads, 32, 512));
   if (threads == 0) return none;
-  LaunchConfig c;
-  c.plan = RowPlan::kRegisters;
-  c.vec = kVec;
-  c.threads_per_row =
-      static_cast<int>(std::min<int64_t>(threads, 32 * ceil_div(ceil_div(nvec, items), 32)));
-  c.items = static_cast<int>(ceil_div(nvec, c.threads_per_row));
-  c.cols_per_cta = nvec * kVec;
-  c.rows_per_block = 1;
+  LaunchConfig c = realigned_row_cta(nvec, threads, items);
   // (the launcher caps them again to the CTAs resident at once)
   c.slots = realigned_slots_fitting(rows, bwd_max_slots(rows, f));
   if (c.slots == 0) return none;
@@ -838,8 +866,6 @@ LaunchConfig plan_bwd_realigned_slots(int64_t rows, int64_t hidden, bool dbias,
   // (rms_norm_bwd_realigned_slots' weight, dweight and dbias sums per column; the launcher
   // counts those it is given)
   c.smem_bytes = c.cols_per_cta * (2 + 4 + (dbias ? 4 : 0));
-  c.realigned = true;
-  c.realigned_slots = true;
   return c;
 }
 

@@ -235,6 +235,11 @@ struct KernelFacts {
   // 9.3 vs 8.8 us, 64 x 1001: 8.6 vs 5.5).
   int fwd_realign = 1;
   int64_t fwd_realign_min_elements = int64_t(1) << 20;
+  // ... and there, as a persistent grid whose slots hold rows of one head each
+  // (plan_fwd_realigned_slots, rms_norm_fwd_realigned_slots: the weight and bias shifted once
+  // per slot) where one CTA holds the row (NK_TUNE_FWD_REALIGN_SLOTS=1). Prepared in the
+  // twenty-eighth session, not yet measured: off.
+  int fwd_realign_slots = 0;
   // The backward of at most this many elements takes one cluster whose CTAs own columns of
   // every row (plan_bwd_columns) where the rows fit its shared memory
   // (NK_TUNE_BWD_COLUMNS_MAX_ELEMENTS; 0: never). Off: measured slower than the default plans
@@ -746,6 +751,15 @@ LaunchConfig plan_bwd_realigned_slots(int64_t rows, int64_t hidden, bool dbias,
 // The slots of a realigned_slots plan whose launch fits `resident` slots at once: all the rows,
 // or the most that are a multiple of 8 (0 where fewer than 8 fit).
 int64_t realigned_slots_fitting(int64_t rows, int64_t resident);
+
+// The forward over 16-bit rows misaligned alike for x and y (rms_norm_fwd_realigned_slots; the
+// backend checks the pointers), persistent: CTA `slot` walks rows slot, slot + slots, ..., the
+// grid all the rows or a multiple of 8 CTAs (every row of a CTA then has the same head), one CTA
+// per row of 256 threads at 2 vectors per thread, else 512 at 2, else 512 at 4; at most the
+// CTAs of 2048 threads per SM (the launcher caps the grid to those resident at once, keeping the
+// rule). grid 0 where it does not apply: facts.fwd_realign or fwd_realign_slots off, fewer than
+// facts.fwd_realign_min_elements elements, rows under 16 columns or past 16384.
+LaunchConfig plan_fwd_realigned_slots(int64_t rows, int64_t hidden, const KernelFacts& facts);
 
 // Whether rows of whole 16-byte vectors take plan_bwd_realigned too (facts.bwd_realign 2, or
 // wide rows of few elements: facts.bwd_realign_whole_min_columns, _max_elements).

@@ -7,6 +7,7 @@
 #include "cuda/rms_norm_fwd_kernels.cuh"
 #include "cuda/rms_norm_fwd_pipelined.cuh"
 #include "cuda/rms_norm_fwd_realigned.cuh"
+#include "cuda/rms_norm_fwd_realigned_slots.cuh"
 
 namespace normkit::cuda {
 
@@ -35,6 +36,33 @@ inline FwdParams fwd_params(const nk_rms_norm_fwd_args& a, const LaunchConfig& c
 template <typename XT, typename WT, typename YT>
 void launch_fwd(const nk_rms_norm_fwd_args& a, const LaunchConfig& cfg, cudaStream_t stream) {
   const FwdParams p = fwd_params(a, cfg);
+  if (cfg.realigned && cfg.realigned_slots) {  // persistent, rows of one head per CTA
+    if constexpr (sizeof(XT) == 2 && sizeof(WT) == 2 && sizeof(YT) == 2) {
+      if (cfg.items > kSmallItems) {
+        throw Error(NK_ERROR_INTERNAL, "rms_norm_fwd: realigned slots plan with items > 4");
+      }
+      auto kernel = cfg.items <= 2 ? rms_norm_fwd_realigned_slots<XT, WT, YT, 2>
+                                   : rms_norm_fwd_realigned_slots<XT, WT, YT, kSmallItems>;
+      const char* what = "rms_norm_fwd (realigned slots)";
+      LaunchConfig run = cfg;
+      run.smem_bytes =
+          fwd_realigned_slots_smem_bytes(run.cols_per_cta, a.weight != nullptr, a.bias != nullptr);
+      run = fit_resident_ctas(run, kernel, what);
+      // Several rows per CTA only where every row of a CTA shares its head.
+      run.grid = realigned_slots_fitting(a.rows, run.grid);
+      if (run.grid == 0) {
+        throw Error(NK_ERROR_UNSUPPORTED, std::string(what) + ": fewer than 8 CTAs of " +
+                                              std::to_string(run.threads_per_row) +
+                                              " threads fit this device at once");
+      }
+      launch(kernel, run.grid, dim3(run.threads_per_row), {}, stream, what,
+             static_cast<size_t>(run.smem_bytes), p);
+      return;
+    } else {
+      throw Error(NK_ERROR_INTERNAL,
+                  "rms_norm_fwd: realigned slots plan for types other than 16-bit");
+    }
+  }
   if (cfg.realigned) {
     if constexpr (sizeof(XT) == 2 && sizeof(WT) == 2 && sizeof(YT) == 2) {
       if (cfg.items > kSmallItems) {

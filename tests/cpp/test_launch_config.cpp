@@ -447,6 +447,41 @@ TEST(LaunchConfig, ManyMisalignedRowsKeepOneHeadPerSlot) {
   EXPECT_EQ(plan_bwd_realigned_slots(4096, 4095, false, off).grid, 0);
 }
 
+// Prepared, off by default: the forward's persistent realigned plan.
+TEST(LaunchConfig, ForwardSlotsOfMisalignedRowsKeepOneHeadPerCta) {
+  using normkit::cuda::plan_fwd_realigned_slots;
+  const KernelFacts off;
+  EXPECT_EQ(off.fwd_realign_slots, 0);
+  EXPECT_EQ(plan_fwd_realigned_slots(4096, 4095, off).grid, 0);
+  KernelFacts f;
+  f.fwd_realign_slots = 1;
+  int planned = 0;
+  for (int64_t rows : {1, 64, 257, 1000, 4096, 100000}) {
+    for (int64_t hidden : {15, 33, 1001, 4095, 4097, 16383, 16385, 17389}) {
+      const LaunchConfig c = plan_fwd_realigned_slots(rows, hidden, f);
+      SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(hidden) + ": " + c.describe());
+      const int64_t vectors = (hidden + 7) / 8;
+      EXPECT_EQ(c.grid > 0, hidden >= 16 && vectors <= 4 * 512 &&
+                                rows * hidden >= f.fwd_realign_min_elements);
+      if (c.grid == 0) continue;
+      ++planned;
+      EXPECT_TRUE(c.realigned && c.realigned_slots);
+      EXPECT_EQ(c.cluster_size, 1);
+      EXPECT_EQ(c.threads_per_row % 32, 0);
+      EXPECT_LE(c.threads_per_row, 512);
+      EXPECT_LE(c.items, normkit::cuda::kSmallItems);
+      EXPECT_GE(int64_t(c.threads_per_row) * c.items * 8, vectors * 8) << "the row covered";
+      EXPECT_TRUE(c.grid == rows || c.grid % 8 == 0) << c.grid;
+      EXPECT_LE(c.grid, int64_t(f.sm_count) * (2048 / c.threads_per_row));
+    }
+  }
+  EXPECT_GT(planned, 10);
+  const LaunchConfig odd = plan_fwd_realigned_slots(4096, 4095, f);
+  EXPECT_EQ(odd.threads_per_row, 256);
+  EXPECT_EQ(odd.items, 2);
+  EXPECT_EQ(odd.grid, 1056);  // 132 SMs x 8 CTAs of 256 threads, a multiple of 8
+}
+
 TEST(LaunchConfig, PipelinesTheBackwardOfAlignedRowsThatFitSharedMemory) {
   KernelFacts f;
   const LaunchConfig c = normkit::cuda::plan_bwd(16384, 4096, 8, f, 4);

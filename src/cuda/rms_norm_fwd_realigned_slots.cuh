@@ -1,0 +1,116 @@
+// The forward of many 16-bit rows misaligned for 16-byte vectors (odd hidden sizes), as
+// rms_norm_fwd_realigned reads them (a head of h < 8 elements, then 8-element vectors from
+// column h, x and y misaligned alike), but persistent, as rms_norm_bwd_realigned_slots: CTA
+// `slot` walks rows slot, slot + slots, ..., slots all the rows or a multiple of 8, so that every
+// row of a slot has the same head and each thread the same columns. The weight and bias are
+// shifted into place once per slot, into shared memory, instead of from two loads per vector in
+// every row: under ncu the realigned kernel at 4096 x 4095 ran at 116 registers (half the aligned
+// kernel's occupancy) and issued about twice the instructions per byte (52 us, 43% of copy;
+// twenty-eighth session). One CTA per row (up to kSmallItems vectors per thread); no residual
+// (the launcher's rule).
+#pragma once
+
+#include "cuda/element.cuh"
+#include "cuda/kernel_params.h"
+#include "cuda/reduce.cuh"
+#include "cuda/rms_norm_bwd_realigned_slots.cuh"
+#include "cuda/rms_norm_fwd_kernels.cuh"
+#include "cuda/rms_norm_fwd_realigned.cuh"
+
+namespace normkit::cuda {
+
+// The dynamic shared memory of rms_norm_fwd_realigned_slots, in bytes: per column of the CTA,
+// its weight and bias (shifted into place), where given.
+__host__ __device__ inline int64_t fwd_realigned_slots_smem_bytes(int64_t cols_per_cta, bool weight,
+                                                                  bool bias) {
+  return cols_per_cta * ((weight ? 2 : 0) + (bias ? 2 : 0));
+}
+
+template <typename XT, typename WT, typename YT, int IMAX>
+__global__ void __launch_bounds__(512) rms_norm_fwd_realigned_slots(FwdParams p) {
+  constexpr int VEC = kRealignVec;
+  static_assert(sizeof(XT) == 2 && sizeof(WT) == 2 && sizeof(YT) == 2, "16-bit types only");
+  __shared__ float scratch[kMaxWarps];
+  __shared__ float head_x[VEC];  // the current row's head (head thread only)
+  extern __shared__ __align__(16) unsigned char slot_state[];
+  const RowShape& shape = p.shape;
+  const int64_t slot = blockIdx.x, slots = gridDim.x;
+  const WT* weight = static_cast<const WT*>(p.weight);
+  const WT* bias = static_cast<const WT*>(p.bias);
+  // [cols_per_cta] each (16-byte aligned: cols_per_cta is a multiple of 8): weight, then bias.
+  const int64_t cols = shape.cols_per_cta;
+  WT* slot_weight = reinterpret_cast<WT*>(slot_state);
+  WT* slot_bias = slot_weight + (weight ? cols : 0);
+  // Every row of the slot has the head of its first row.
+  const int head = static_cast<int>(min(
+      static_cast<int64_t>(head_elements(static_cast<const XT*>(p.x) + slot * p.x_stride)),
+      shape.hidden));
+  const int64_t col_end = shape.hidden - head;  // body columns
+  const bool head_thread = threadIdx.x == 0;
+  auto local = [&](int i) {
+    return (i * static_cast<int>(blockDim.x) + static_cast<int>(threadIdx.x)) * VEC;
+  };
+  auto active = [&](int i) { return i < shape.items && local(i) < col_end; };
+
+#pragma unroll
+  for (int i = 0; i < IMAX; ++i) {
+    if (!active(i)) continue;
+    if (weight) {
+      store_lanes_shared(slot_weight + local(i), load_shifted(weight, head + local(i), shape.hidden));
+    }
+    if (bias) {
+      store_lanes_shared(slot_bias + local(i), load_shifted(bias, head + local(i), shape.hidden));
+    }
+  }
+  // (The slot's weight and bias are each thread's own entries: no barrier.)
+
+  for (int64_t row = slot; row < shape.rows; row += slots) {
+    const XT* x = static_cast<const XT*>(p.x) + row * p.x_stride;
+    YT* y = static_cast<YT*>(p.y) + row * p.y_stride;
+    Lanes<XT, VEC> s[IMAX];
+#pragma unroll
+    for (int i = 0; i < IMAX; ++i) {
+      s[i] = Lanes<XT, VEC>{};
+      if (active(i)) s[i] = load_lanes_upto<XT, VEC>(x + head + local(i), col_end - local(i));
+    }
+    float sum_sq = sum_of_squares(s);
+    // The head, parked in shared memory until rstd is known (registers live across the row sum
+    // cost every thread).
+    if (head_thread) {
+#pragma unroll
+      for (int k = 0; k < VEC - 1; ++k) {
+        const float v = k < head ? to_float(x[k]) : 0.0f;
+        head_x[k] = v;
+        sum_sq += v * v;
+      }
+    }
+    sum_sq = cta_row_sum(sum_sq, scratch);
+    const float rstd = 1.0f / sqrtf(sum_sq * shape.inv_hidden + p.eps);
+    if (p.rstd && head_thread) p.rstd[row] = rstd;
+#pragma unroll
+    for (int i = 0; i < IMAX; ++i) {
+      if (!active(i)) continue;
+      Lanes<WT, VEC> w{}, b{};
+      if (weight) w.load(slot_weight + local(i));
+      if (bias) b.load(slot_bias + local(i));
+      float out[VEC];
+#pragma unroll
+      for (int k = 0; k < VEC; ++k) {
+        out[k] = scaled(p, to_float(s[i].get(k)), rstd, weight ? w.get_float(k) : 0.0f,
+                        bias ? b.get_float(k) : 0.0f);
+      }
+      store_upto<YT, VEC>(y + head + local(i), col_end - local(i), out);
+    }
+    if (head_thread) {
+      // Plain loads under the tests: __ldg was hoisted above such a test in the backward's
+      // slots kernel (twenty-eighth session).
+      for (int k = 0; k < head; ++k) {
+        const float w = weight ? to_float(weight[k]) : 0.0f;
+        const float b = bias ? to_float(bias[k]) : 0.0f;
+        y[k] = from_float<YT>(scaled(p, head_x[k], rstd, w, b));
+      }
+    }
+  }
+}
+
+}  // namespace normkit::cuda

@@ -130,16 +130,7 @@ void launch_bwd(const nk_rms_norm_bwd_args& a, const LaunchConfig& planned, cuda
       const char* what = "rms_norm_bwd (realigned slots)";
       cfg.smem_bytes = realigned_slots_smem_bytes(cfg.cols_per_cta, a.weight != nullptr,
                                                   a.dweight != nullptr, a.dbias != nullptr);
-      cfg = fit_resident_clusters(cfg, kernel, what);
-      cfg = fit_resident_ctas(cfg, kernel, what);
-      // Several rows per slot only where every row of a slot shares its head.
-      cfg.slots = realigned_slots_fitting(a.rows, cfg.slots);
-      if (cfg.slots == 0) {
-        throw Error(NK_ERROR_UNSUPPORTED, std::string(what) + ": fewer than 8 CTAs of " +
-                                              std::to_string(cfg.threads_per_row) +
-                                              " threads fit this device at once");
-      }
-      cfg.grid = cfg.slots * cfg.cluster_size;
+      cfg = fit_realigned_slots(cfg, kernel, a.rows, what);
       note_bwd_launch(planned, cfg);
       set_outputs();
       launch(kernel, cfg.grid, dim3(cfg.threads_per_row), {cfg.cluster_size}, stream, what,

@@ -47,14 +47,7 @@ void launch_fwd(const nk_rms_norm_fwd_args& a, const LaunchConfig& cfg, cudaStre
       LaunchConfig run = cfg;
       run.smem_bytes =
           fwd_realigned_slots_smem_bytes(run.cols_per_cta, a.weight != nullptr, a.bias != nullptr);
-      run = fit_resident_ctas(run, kernel, what);
-      // Several rows per CTA only where every row of a CTA shares its head.
-      run.grid = realigned_slots_fitting(a.rows, run.grid);
-      if (run.grid == 0) {
-        throw Error(NK_ERROR_UNSUPPORTED, std::string(what) + ": fewer than 8 CTAs of " +
-                                              std::to_string(run.threads_per_row) +
-                                              " threads fit this device at once");
-      }
+      run = fit_realigned_slots(run, kernel, a.rows, what);
       launch(kernel, run.grid, dim3(run.threads_per_row), {}, stream, what,
              static_cast<size_t>(run.smem_bytes), p);
       return;

@@ -128,8 +128,8 @@ void launch_bwd(const nk_rms_norm_bwd_args& a, const LaunchConfig& planned, cuda
                 : (dres ? rms_norm_bwd_realigned_slots<XT, WT, DYT, kSmallItems, true>
                         : rms_norm_bwd_realigned_slots<XT, WT, DYT, kSmallItems, false>);
       const char* what = "rms_norm_bwd (realigned slots)";
-      cfg.smem_bytes = realigned_slots_smem_bytes(cfg.cols_per_cta, a.weight != nullptr,
-                                                  a.dweight != nullptr, a.dbias != nullptr);
+      cfg.smem_bytes = bwd_realigned_slots_smem_bytes(cfg.cols_per_cta, a.weight != nullptr,
+                                                      a.dweight != nullptr, a.dbias != nullptr);
       cfg = fit_realigned_slots(cfg, kernel, a.rows, what);
       note_bwd_launch(planned, cfg);
       set_outputs();

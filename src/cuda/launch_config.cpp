@@ -725,6 +725,22 @@ bool within_column_sums_bounds(int64_t rows, int64_t hidden, bool dbias, bool re
   const int64_t max_rows = dbias ? f.bwd_column_sums_max_rows_dbias : f.bwd_column_sums_max_rows;
   return rows <= max_rows && rows * hidden <= f.bwd_column_sums_max_elements;
 }
+
+// A realigned CTA over nvec_cta 8-element vectors of a row: up to `threads` threads (whole
+// warps, fewer where the row is short) at about `items` vectors each; one row per CTA, no
+// cluster (the callers set cluster, grid and slots).
+LaunchConfig realigned_cta_config(int64_t nvec_cta, int64_t threads, int items) {
+  LaunchConfig c;
+  c.plan = RowPlan::kRegisters;
+  c.vec = 8;
+  c.threads_per_row =
+      static_cast<int>(std::min<int64_t>(threads, 32 * ceil_div(ceil_div(nvec_cta, items), 32)));
+  c.items = static_cast<int>(ceil_div(nvec_cta, c.threads_per_row));
+  c.cols_per_cta = nvec_cta * 8;
+  c.rows_per_block = 1;
+  c.realigned = true;
+  return c;
+}
 }  // namespace
 
 void apply_column_sums(LaunchConfig& c, int64_t rows, int64_t hidden, bool dbias,
@@ -777,19 +793,11 @@ LaunchConfig plan_bwd_realigned(int64_t rows, int64_t hidden, bool sums, bool db
     if (rows * cluster < f.sm_count) fit(1);
   }
   if (cluster > max_cluster) return none;
-  const int64_t nvec_cta = ceil_div(nvec, cluster);
-  LaunchConfig c;
+  LaunchConfig c = realigned_cta_config(ceil_div(nvec, cluster), threads, items);
   c.plan = cluster > 1 ? RowPlan::kCluster : RowPlan::kRegisters;
-  c.vec = kVec;
-  c.threads_per_row =
-      static_cast<int>(std::min<int64_t>(threads, 32 * ceil_div(ceil_div(nvec_cta, items), 32)));
-  c.items = static_cast<int>(ceil_div(nvec_cta, c.threads_per_row));
   c.cluster_size = static_cast<int>(cluster);
-  c.cols_per_cta = nvec_cta * kVec;
-  c.rows_per_block = 1;
   c.grid = rows * cluster;
   c.slots = rows;  // one row per cluster
-  c.realigned = true;
   if (sums) {
     apply_column_sums(c, rows, hidden, dbias, f);  // (of 1-element vectors: realigned)
     if (c.column_sums_grid == 0) return none;
@@ -811,21 +819,6 @@ std::pair<int64_t, int> realigned_cta(int64_t nvec, int64_t small_threads) {
   }
   return {0, 0};
 }
-
-// A realigned plan of one CTA per row at `threads` x `items` (realigned_cta) over nvec vectors.
-LaunchConfig realigned_row_cta(int64_t nvec, int64_t threads, int items) {
-  LaunchConfig c;
-  c.plan = RowPlan::kRegisters;
-  c.vec = 8;
-  c.threads_per_row =
-      static_cast<int>(std::min<int64_t>(threads, 32 * ceil_div(ceil_div(nvec, items), 32)));
-  c.items = static_cast<int>(ceil_div(nvec, c.threads_per_row));
-  c.cols_per_cta = nvec * 8;
-  c.rows_per_block = 1;
-  c.realigned = true;
-  c.realigned_slots = true;
-  return c;
-}
 }  // namespace
 
 LaunchConfig plan_fwd_realigned_slots(int64_t rows, int64_t hidden, const KernelFacts& f) {
@@ -838,10 +831,12 @@ LaunchConfig plan_fwd_realigned_slots(int64_t rows, int64_t hidden, const Kernel
   const int64_t nvec = ceil_div(hidden, int64_t(8));
   const auto [threads, items] = realigned_cta(nvec, 256);
   if (threads == 0) return none;
-  LaunchConfig c = realigned_row_cta(nvec, threads, items);
+  LaunchConfig c = realigned_cta_config(nvec, threads, items);
+  c.realigned_slots = true;
   c.grid = realigned_slots_fitting(rows, int64_t(f.sm_count) * std::max(1, 2048 / c.threads_per_row));
   if (c.grid == 0) return none;
-  c.smem_bytes = c.cols_per_cta * 4;  // (weight and bias; the launcher counts those given)
+  // (with a weight and a bias; the launcher counts those given)
+  c.smem_bytes = fwd_realigned_slots_smem_bytes(c.cols_per_cta, true, true);
   return c;
 }
 
@@ -858,14 +853,14 @@ LaunchConfig plan_bwd_realigned_slots(int64_t rows, int64_t hidden, bool dbias,
   // by element (twenty-eighth session).
   const auto [threads, items] = realigned_cta(nvec, std::clamp(f.bwd_realign_threads, 32, 512));
   if (threads == 0) return none;
-  LaunchConfig c = realigned_row_cta(nvec, threads, items);
+  LaunchConfig c = realigned_cta_config(nvec, threads, items);
+  c.realigned_slots = true;
   // (the launcher caps them again to the CTAs resident at once)
   c.slots = realigned_slots_fitting(rows, bwd_max_slots(rows, f));
   if (c.slots == 0) return none;
   c.grid = c.slots;
-  // (rms_norm_bwd_realigned_slots' weight, dweight and dbias sums per column; the launcher
-  // counts those it is given)
-  c.smem_bytes = c.cols_per_cta * (2 + 4 + (dbias ? 4 : 0));
+  // (with a weight and dweight; the launcher counts those it is given)
+  c.smem_bytes = bwd_realigned_slots_smem_bytes(c.cols_per_cta, true, true, dbias);
   return c;
 }
 

@@ -297,12 +297,13 @@ struct KernelFacts {
   // 1.10-1.12x (64 x 32768, 16 x 131072, 128 x 16384); rows of up to 8192 columns 1.04-1.19x
   // (H100: 128 x 4096, 64 x 4096, 256 x 2048, 32 x 8192, 150 x 3000, 256 x 8192).
   int64_t bwd_realign_whole_min_columns = 32768;
-  // Whether 16-bit rows that 16-byte vectors do not cover take the persistent realigned kernel
-  // (plan_bwd_realigned_slots: each slot's rows share their head, so dweight/dbias stay in
-  // registers) where the column sums' plan above does not apply (1, the default), also instead
-  // of it (2), or never (0: element by element) (NK_TUNE_BWD_REALIGN_SLOTS).
-  int bwd_realign_slots = 1;
   int64_t bwd_realign_whole_max_elements = int64_t(1) << 20;
+  // Whether 16-bit rows that 16-byte vectors do not cover take the persistent realigned kernel
+  // (plan_bwd_realigned_slots: each slot's rows share their head, so each thread sums dweight/
+  // dbias of the same columns in every row) where the column sums' plan above does not apply
+  // (1, the default), also instead of it (2), or never (0: element by element)
+  // (NK_TUNE_BWD_REALIGN_SLOTS).
+  int bwd_realign_slots = 1;
   // Quantized forward, registers kernel (16-byte vectors, 16-bit weights): where the weight is
   // loaded (NK_TUNE_QUANT_WEIGHT_FIRST). 1 (the default): with x, before the row reduction, in
   // every mode but TOKEN at the small register budget (there it costs a CTA per SM); 0: TOKEN and
@@ -747,6 +748,19 @@ LaunchConfig plan_bwd_realigned(int64_t rows, int64_t hidden, bool sums, bool db
 // than one CTA holds (16384 columns).
 LaunchConfig plan_bwd_realigned_slots(int64_t rows, int64_t hidden, bool dbias,
                                       const KernelFacts& facts);
+
+// The dynamic shared memory of rms_norm_bwd_realigned_slots, in bytes: per column of the CTA,
+// its weight (shifted into place) and float32 dweight and dbias sums, where wanted.
+inline int64_t bwd_realigned_slots_smem_bytes(int64_t cols_per_cta, bool weight, bool dweight,
+                                              bool dbias) {
+  return cols_per_cta * ((weight ? 2 : 0) + (dweight ? 4 : 0) + (dbias ? 4 : 0));
+}
+
+// The dynamic shared memory of rms_norm_fwd_realigned_slots, in bytes: per column of the CTA,
+// its weight and bias (shifted into place), where given.
+inline int64_t fwd_realigned_slots_smem_bytes(int64_t cols_per_cta, bool weight, bool bias) {
+  return cols_per_cta * ((weight ? 2 : 0) + (bias ? 2 : 0));
+}
 
 // The slots of a realigned_slots plan whose launch fits `resident` slots at once: all the rows,
 // or the most that are a multiple of 8 (0 where fewer than 8 fit).

@@ -22,21 +22,6 @@
 
 namespace normkit::cuda {
 
-// The dynamic shared memory of rms_norm_bwd_realigned_slots, in bytes: per column of the CTA,
-// its weight (shifted into place) and float32 dweight and dbias sums, where wanted.
-__host__ __device__ inline int64_t realigned_slots_smem_bytes(int64_t cols_per_cta, bool weight,
-                                                              bool dweight, bool dbias) {
-  return cols_per_cta * ((weight ? 2 : 0) + (dweight ? 4 : 0) + (dbias ? 4 : 0));
-}
-
-// 8 16-bit lanes into shared memory (16-byte aligned); Lanes::load reads them back.
-template <typename T>
-__device__ __forceinline__ void store_lanes_shared(T* to, const Lanes<T, kRealignVec>& lanes) {
-  static_assert(sizeof(T) == 2, "16-bit lanes");
-  *reinterpret_cast<uint4*>(to) =
-      make_uint4(lanes.lane[0], lanes.lane[1], lanes.lane[2], lanes.lane[3]);
-}
-
 // 8 floats from and to shared memory (16-byte aligned), as two 16-byte accesses.
 __device__ __forceinline__ void load_shared_floats(const float* from, float (&v)[8]) {
   const float4 a = reinterpret_cast<const float4*>(from)[0];
@@ -50,7 +35,7 @@ __device__ __forceinline__ void store_shared_floats(float* to, const float (&v)[
 
 // blockDim.x threads per CTA, shape.cluster_size CTAs per row, each covering cols_per_cta
 // columns of the row's body (the columns from h on); thread 0 of the cluster's first CTA also
-// takes the head. The slot's state sits in shared memory, each thread's own entries (no
+// takes the head. The slot's state (bwd_realigned_slots_smem_bytes) sits in shared memory, each thread's own entries (no
 // barrier): the weight of its columns, shifted into place once, and their dweight and dbias
 // sums (kept in registers, with the weight's conversions that the compiler hoists out of the
 // row loop, they took 128 registers at 2 vectors per thread and spilled at 4).

@@ -56,6 +56,14 @@ __device__ __forceinline__ Lanes<T, kRealignVec> load_shifted(const T* v, int64_
   return out;
 }
 
+// 8 16-bit lanes into shared memory (16-byte aligned); Lanes::load reads them back.
+template <typename T>
+__device__ __forceinline__ void store_lanes_shared(T* to, const Lanes<T, kRealignVec>& lanes) {
+  static_assert(sizeof(T) == 2, "16-bit lanes");
+  *reinterpret_cast<uint4*>(to) =
+      make_uint4(lanes.lane[0], lanes.lane[1], lanes.lane[2], lanes.lane[3]);
+}
+
 // The output of one element: s * rstd * (w or 1 + w, or 1) (+ b), as scale_in_place computes it.
 __device__ __forceinline__ float scaled(const FwdParams& p, float s, float rstd, float w, float b) {
   float scale = 1.0f;

@@ -13,19 +13,12 @@
 #include "cuda/element.cuh"
 #include "cuda/kernel_params.h"
 #include "cuda/reduce.cuh"
-#include "cuda/rms_norm_bwd_realigned_slots.cuh"
 #include "cuda/rms_norm_fwd_kernels.cuh"
 #include "cuda/rms_norm_fwd_realigned.cuh"
 
 namespace normkit::cuda {
 
-// The dynamic shared memory of rms_norm_fwd_realigned_slots, in bytes: per column of the CTA,
-// its weight and bias (shifted into place), where given.
-__host__ __device__ inline int64_t fwd_realigned_slots_smem_bytes(int64_t cols_per_cta, bool weight,
-                                                                  bool bias) {
-  return cols_per_cta * ((weight ? 2 : 0) + (bias ? 2 : 0));
-}
-
+// Dynamic shared memory: fwd_realigned_slots_smem_bytes.
 template <typename XT, typename WT, typename YT, int IMAX>
 __global__ void __launch_bounds__(512) rms_norm_fwd_realigned_slots(FwdParams p) {
   constexpr int VEC = kRealignVec;

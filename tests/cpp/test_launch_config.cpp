@@ -447,14 +447,14 @@ TEST(LaunchConfig, ManyMisalignedRowsKeepOneHeadPerSlot) {
   EXPECT_EQ(plan_bwd_realigned_slots(4096, 4095, false, off).grid, 0);
 }
 
-// Prepared, off by default: the forward's persistent realigned plan.
+// The forward's persistent realigned plan (on by default; the knob turns it off).
 TEST(LaunchConfig, ForwardSlotsOfMisalignedRowsKeepOneHeadPerCta) {
   using normkit::cuda::plan_fwd_realigned_slots;
-  const KernelFacts off;
-  EXPECT_EQ(off.fwd_realign_slots, 0);
+  KernelFacts off;
+  off.fwd_realign_slots = 0;
   EXPECT_EQ(plan_fwd_realigned_slots(4096, 4095, off).grid, 0);
-  KernelFacts f;
-  f.fwd_realign_slots = 1;
+  const KernelFacts f;
+  EXPECT_EQ(f.fwd_realign_slots, 1);
   int planned = 0;
   for (int64_t rows : {1, 64, 257, 1000, 4096, 100000}) {
     for (int64_t hidden : {15, 33, 1001, 4095, 4097, 16383, 16385, 17389}) {

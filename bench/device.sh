@@ -334,16 +334,13 @@ for step in "${steps[@]}"; do
     modes)  # A/B over the plain forward and the quantized modes in one run (mode_runs) of
       # AB_MODES under AB_CONFIGS
       mode_runs "${AB_MODES:-plain tensor token block mxfp8 transposed}" "${AB_CONFIGS:-none}" ;;
-    pending)  # the next session's prepared A/B: the persistent realigned forward
-      # (NK_TUNE_FWD_REALIGN_SLOTS=1, twenty-eighth session, not yet run) against the realigned
-      # kernel over odd hidden sizes of 1M elements or more, twice (docs/notes.md)
-      knob_runs bench_pending 600 \
-        "none NK_TUNE_FWD_REALIGN_SLOTS=1 none NK_TUNE_FWD_REALIGN_SLOTS=1" --fwd-only \
-        --shapes 4096x4095,1024x4095,1024x16383,8192x2049,4096x4097,2100x4095,300x4095,16384x4095,1050x1001
-      # and the backward of narrow odd rows, where element by element beat the realigned plans
-      # at 2048x1001 (25.3 against 29.8 us): where the realigned kernels should stop
-      knob_runs bench_pending_narrow 600 "none NK_TUNE_BWD_REALIGN=0 none NK_TUNE_BWD_REALIGN=0" \
-        --bwd-only --shapes 2048x1001,4096x1001,8192x1001,2048x513,8192x513,4096x2049,1024x1001 ;;
+    pending)  # the next session's prepared A/B: the realigned slots backward with narrow rows
+      # in groups of up to 256 threads per CTA (twenty-ninth session, the default), 512, one row
+      # per CTA (0), element by element, and the slots in place of the column sums, twice
+      knob_runs bench_pending 600 "none NK_TUNE_BWD_REALIGN_SLOT_CTA_THREADS=512 \
+NK_TUNE_BWD_REALIGN_SLOT_CTA_THREADS=0 NK_TUNE_BWD_REALIGN=0 NK_TUNE_BWD_REALIGN_SLOTS=2 \
+NK_TUNE_BWD_REALIGN_SLOTS=2,NK_TUNE_BWD_REALIGN_SLOT_CTA_THREADS=512 none" --bwd-only \
+        --shapes 2048x1001,4096x1001,8192x1001,2048x513,8192x513,4096x2049,1024x1001,512x1001,4096x4095,2100x4095,4100x33,16384x1001 ;;
     probe)  # knob A/Bs in one run: `normkit bench $PROBE_ARGS` over PROBE_SHAPES (default: the
       # sweep) under each of PROBE_CONFIGS (knobs joined by commas; "none": the defaults)
       shape_args=()

@@ -128,13 +128,15 @@ void launch_bwd(const nk_rms_norm_bwd_args& a, const LaunchConfig& planned, cuda
                 : (dres ? rms_norm_bwd_realigned_slots<XT, WT, DYT, kSmallItems, true>
                         : rms_norm_bwd_realigned_slots<XT, WT, DYT, kSmallItems, false>);
       const char* what = "rms_norm_bwd (realigned slots)";
-      cfg.smem_bytes = bwd_realigned_slots_smem_bytes(cfg.cols_per_cta, a.weight != nullptr,
+      // (each row group's share a multiple of 16 bytes: cols_per_cta is a multiple of 8)
+      cfg.smem_bytes = cfg.rows_per_block *
+                       bwd_realigned_slots_smem_bytes(cfg.cols_per_cta, a.weight != nullptr,
                                                       a.dweight != nullptr, a.dbias != nullptr);
       cfg = fit_realigned_slots(cfg, kernel, a.rows, what);
       note_bwd_launch(planned, cfg);
       set_outputs();
-      launch(kernel, cfg.grid, dim3(cfg.threads_per_row), {cfg.cluster_size}, stream, what,
-             static_cast<size_t>(cfg.smem_bytes), p);
+      launch(kernel, cfg.grid, dim3(cfg.threads_per_row, cfg.rows_per_block),
+             {cfg.cluster_size}, stream, what, static_cast<size_t>(cfg.smem_bytes), p);
     } else {
       throw Error(NK_ERROR_INTERNAL,
                   "rms_norm_bwd: realigned slots plan for types other than 16-bit");

@@ -183,13 +183,15 @@ LaunchConfig fit_resident_ctas(LaunchConfig cfg, Kernel kernel, const char* what
   return cfg;
 }
 
-// A persistent realigned plan of one CTA per row (plan_bwd_realigned_slots,
-// plan_fwd_realigned_slots) capped to the CTAs resident at once, keeping its rule: all the rows,
-// or a multiple of 8 CTAs (every row of a CTA then starts at the same offset within 16 bytes).
+// A persistent realigned plan of cfg.rows_per_block rows per CTA at once
+// (plan_bwd_realigned_slots, plan_fwd_realigned_slots) capped to the CTAs resident at once,
+// keeping its rule: all the rows, or a multiple of 8 CTAs (every row of a CTA's group then
+// starts at the same offset within 16 bytes).
 template <typename Kernel>
 LaunchConfig fit_realigned_slots(LaunchConfig cfg, Kernel kernel, int64_t rows, const char* what) {
   cfg = fit_resident_ctas(cfg, kernel, what);
-  const int64_t ctas = realigned_slots_fitting(rows, cfg.grid);
+  const int64_t ctas =
+      realigned_slots_fitting((rows + cfg.rows_per_block - 1) / cfg.rows_per_block, cfg.grid);
   if (ctas == 0) {
     throw Error(NK_ERROR_UNSUPPORTED, std::string(what) + ": fewer than 8 CTAs of " +
                                           std::to_string(cfg.threads_per_row) +

@@ -855,12 +855,18 @@ LaunchConfig plan_bwd_realigned_slots(int64_t rows, int64_t hidden, bool dbias,
   if (threads == 0) return none;
   LaunchConfig c = realigned_cta_config(nvec, threads, items);
   c.realigned_slots = true;
+  // Narrow rows: several per CTA, in groups of threads_per_row threads (each group a slot; the
+  // CTA writes their sums as one slot of partial sums).
+  c.rows_per_block = static_cast<int>(std::clamp<int64_t>(
+      f.bwd_realign_slot_cta_threads / c.threads_per_row, 1, kRealignSlotRowsMax));
+  c.rows_per_block = static_cast<int>(std::min<int64_t>(c.rows_per_block, rows));
   // (the launcher caps them again to the CTAs resident at once)
-  c.slots = realigned_slots_fitting(rows, bwd_max_slots(rows, f));
+  c.slots = realigned_slots_fitting(ceil_div(rows, c.rows_per_block), bwd_max_slots(rows, f));
   if (c.slots == 0) return none;
   c.grid = c.slots;
   // (with a weight and dweight; the launcher counts those it is given)
-  c.smem_bytes = bwd_realigned_slots_smem_bytes(c.cols_per_cta, true, true, dbias);
+  c.smem_bytes =
+      c.rows_per_block * bwd_realigned_slots_smem_bytes(c.cols_per_cta, true, true, dbias);
   return c;
 }
 

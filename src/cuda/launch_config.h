@@ -306,6 +306,11 @@ struct KernelFacts {
   // (1, the default), also instead of it (2), or never (0: element by element)
   // (NK_TUNE_BWD_REALIGN_SLOTS).
   int bwd_realign_slots = 1;
+  // ... whose CTAs take rows of fewer threads in groups, a row (and a slot) each, up to this
+  // many threads per CTA (NK_TUNE_BWD_REALIGN_SLOT_CTA_THREADS; 0: one row per CTA): with one
+  // row per CTA, the 264 CTAs that the workspace's slots allow hold 64 threads each at 1001
+  // columns (4096 x 1001 51.4 us against 42.3 element by element, twenty-ninth session).
+  int bwd_realign_slot_cta_threads = 256;
   // Quantized forward, registers kernel (16-byte vectors, 16-bit weights): where the weight is
   // loaded (NK_TUNE_QUANT_WEIGHT_FIRST). 1 (the default): with x, before the row reduction, in
   // every mode but TOKEN at the small register budget (there it costs a CTA per SM); 0: TOKEN and
@@ -565,6 +570,9 @@ constexpr int kSmallItems = 4;
 // The realigned backward's (rms_norm_bwd_realigned) most vectors per thread, by its knob only:
 // 512 threads x 6 vectors of 8 columns hold a row of 24576 in one CTA, no cluster.
 constexpr int kRealignMaxItems = 6;
+// The most rows at once (one per group of threads, each group a slot) of a CTA of the realigned
+// backward's persistent kernel (rms_norm_bwd_realigned_slots).
+constexpr int kRealignSlotRowsMax = 8;
 constexpr int fwd_items_max(int vec) { return vec >= 4 ? kFwdElemsPerThread / vec : 16; }
 constexpr int bwd_items_max(int vec) { return vec >= 4 ? kBwdElemsPerThread / vec : 8; }
 
@@ -741,11 +749,13 @@ LaunchConfig plan_bwd_realigned(int64_t rows, int64_t hidden, bool sums, bool db
 
 // The backward's dx and per-slot dweight/dbias partial sums over 16-bit rows misaligned alike
 // for x, dy, dx and dresidual_out, or aligned but not whole vectors (rms_norm_bwd_realigned_slots;
-// the backend checks the pointers): persistent, CTA (or cluster) `slot` walking rows slot,
-// slot + slots, ..., with slots all the rows or a multiple of 8 (every row of a slot then has
-// the same head); one CTA per row of facts.bwd_realign_threads, then 512 threads at 2 vectors
-// per thread, then 512 at 4 (no clusters). slots at most bwd_max_slots(rows); the launcher caps
-// the grid to the CTAs resident at once (keeping slots a multiple of 8). grid 0 where it does
+// the backend checks the pointers): persistent, each group of threads a slot walking rows slot,
+// slot + groups, ..., with groups all the rows or a multiple of 8 (every row of a slot then has
+// the same head); a row per group of facts.bwd_realign_threads (fewer on short rows), then 512
+// threads at 2 vectors per thread, then 512 at 4 (no clusters); rows_per_block groups per CTA,
+// as many as facts.bwd_realign_slot_cta_threads holds. One slot of partial sums per CTA, at
+// most bwd_max_slots(rows); the launcher caps the grid to the CTAs resident at once (keeping
+// it a multiple of 8). grid 0 where it does
 // not apply: facts.bwd_realign or facts.bwd_realign_slots off, rows under 16 columns or longer
 // than one CTA holds (16384 columns).
 LaunchConfig plan_bwd_realigned_slots(int64_t rows, int64_t hidden, bool dbias,

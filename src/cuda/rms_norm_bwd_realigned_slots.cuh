@@ -11,10 +11,15 @@
 // thread sums the dweight and dbias of its own columns across the slot's rows. Element by
 // element (1-element vectors), 4096 x 4095 took 242 us, 14% of copy; this kernel 82 us
 // (twenty-eighth session, H100).
+//
+// Narrow rows: a CTA of blockDim.y groups holds that many slots (a row each at once), so that
+// the few slots the workspace allows (one per CTA) still keep enough threads busy; the CTA adds
+// its groups' sums together before it writes them, as one slot.
 #pragma once
 
 #include "cuda/element.cuh"
 #include "cuda/kernel_params.h"
+#include "cuda/launch_config.h"
 #include "cuda/reduce.cuh"
 #include "cuda/rms_norm_bwd_kernels.cuh"
 #include "cuda/rms_norm_fwd_kernels.cuh"
@@ -33,12 +38,15 @@ __device__ __forceinline__ void store_shared_floats(float* to, const float (&v)[
   reinterpret_cast<float4*>(to)[1] = make_float4(v[4], v[5], v[6], v[7]);
 }
 
-// blockDim.x threads per CTA, shape.cluster_size CTAs per row, each covering cols_per_cta
+// blockDim.x threads per row, shape.cluster_size CTAs per row, each covering cols_per_cta
 // columns of the row's body (the columns from h on); thread 0 of the cluster's first CTA also
-// takes the head. The slot's state (bwd_realigned_slots_smem_bytes) sits in shared memory, each thread's own entries (no
-// barrier): the weight of its columns, shifted into place once, and their dweight and dbias
-// sums (kept in registers, with the weight's conversions that the compiler hoists out of the
-// row loop, they took 128 registers at 2 vectors per thread and spilled at 4).
+// takes the head. blockDim.y groups of blockDim.x threads per CTA (kRealignSlotRowsMax at
+// most; more than one only without a cluster), each a slot of its own. The slot's state
+// (bwd_realigned_slots_smem_bytes; the group's share of the dynamic shared memory) sits in
+// shared memory, each thread's own entries (no barrier): the weight of its columns, shifted
+// into place once, and their dweight and dbias sums (kept in registers, with the weight's
+// conversions that the compiler hoists out of the row loop, they took 128 registers at 2
+// vectors per thread and spilled at 4).
 // DRES: dresidual_out given (misaligned as x), added to dx.
 template <typename XT, typename WT, typename DYT, int IMAX, bool DRES>
 __global__ void __launch_bounds__(512) rms_norm_bwd_realigned_slots(BwdParams p) {
@@ -46,26 +54,38 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_realigned_slots(BwdParams p)
   static_assert(sizeof(XT) == 2 && sizeof(WT) == 2 && sizeof(DYT) == 2, "16-bit types only");
   __shared__ float scratch[kMaxWarps];
   __shared__ float cluster_slot;
-  __shared__ float head_sums[2][VEC];  // the head's dweight and dbias sums (head thread only)
-  __shared__ float head_vals[3][VEC];  // the head's x, dy, dresidual_out of the current row
+  // Per group: the head's dweight and dbias sums (head thread only); the head's x, dy,
+  // dresidual_out of the current row; the head.
+  __shared__ float head_sums[kRealignSlotRowsMax][2][VEC];
+  __shared__ float head_vals[kRealignSlotRowsMax][3][VEC];
+  __shared__ int group_heads[kRealignSlotRowsMax];
   extern __shared__ __align__(16) unsigned char slot_state[];
   const RowShape& shape = p.shape;
   const int cluster = shape.cluster_size;
   const int rank = cluster == 1 ? 0 : static_cast<int>(blockIdx.x % cluster);
-  const int64_t slot = cluster == 1 ? blockIdx.x : blockIdx.x / cluster;
-  const int64_t slots = gridDim.x / cluster;
+  const int groups = static_cast<int>(blockDim.y), group = static_cast<int>(threadIdx.y);
+  // The CTA's (or cluster's) first slot, and this group's.
+  const int64_t first_slot =
+      cluster == 1 ? static_cast<int64_t>(blockIdx.x) * groups : blockIdx.x / cluster;
+  const int64_t slot = first_slot + group;
+  const int64_t slots = static_cast<int64_t>(gridDim.x / cluster) * groups;
   const bool want_w = p.want_dweight(), want_b = p.want_dbias();
   const WT* weight = static_cast<const WT*>(p.weight);
   // [cols_per_cta] each: dweight sums, dbias sums (16-byte aligned: cols_per_cta is a multiple
   // of 8), then the weight.
+  unsigned smem_bytes;
+  asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(smem_bytes));
+  const unsigned group_bytes = smem_bytes / groups;  // (a multiple of 16: see the launcher)
   const int64_t cols = shape.cols_per_cta;
-  float* sum_w = reinterpret_cast<float*>(slot_state);
+  float* sum_w = reinterpret_cast<float*>(slot_state + group * group_bytes);
   float* sum_b = sum_w + (want_w ? cols : 0);
   WT* slot_weight = reinterpret_cast<WT*>(sum_b + (want_b ? cols : 0));
-  // Every row of the slot has the head of its first row.
-  const int head = static_cast<int>(min(
-      static_cast<int64_t>(head_elements(static_cast<const XT*>(p.x) + slot * p.x_stride)),
-      shape.hidden));
+  // Every row of the slot has the head of its first row (a group past the last row has no rows:
+  // its sums stay 0).
+  const int head = static_cast<int>(
+      min(static_cast<int64_t>(head_elements(static_cast<const XT*>(p.x) +
+                                             min(slot, shape.rows - 1) * p.x_stride)),
+          shape.hidden));
   const int64_t col_begin = static_cast<int64_t>(rank) * cols;
   const int64_t col_end = min(shape.hidden - head, col_begin + cols);
   const bool head_thread = rank == 0 && threadIdx.x == 0;
@@ -88,8 +108,9 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_realigned_slots(BwdParams p)
     }
   }
   if (head_thread) {
+    group_heads[group] = head;
 #pragma unroll
-    for (int k = 0; k < VEC; ++k) head_sums[0][k] = head_sums[1][k] = 0.0f;
+    for (int k = 0; k < VEC; ++k) head_sums[group][0][k] = head_sums[group][1][k] = 0.0f;
   }
   // The scale of vector i: (w, 1 + w or 1), w from shared memory.
   auto scale_of = [&](int i, float* w) {
@@ -110,15 +131,18 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_realigned_slots(BwdParams p)
     weight_scale<WT, VEC>(p, lanes, w);
   };
 
-  // Trip count uniform over the cluster (it depends on slot only).
-  for (int64_t row = slot; row < shape.rows; row += slots) {
+  // Trip count uniform over the CTA and the cluster (row_sum's barriers): a group past the last
+  // row sits the round out.
+  for (int64_t first = first_slot; first < shape.rows; first += slots) {
+    const int64_t row = first + group;
+    const bool live = row < shape.rows;
     const XT* x = static_cast<const XT*>(p.x) + row * p.x_stride;
     const DYT* dy = static_cast<const DYT*>(p.dy) + row * p.dy_stride;
     XT* dx = static_cast<XT*>(p.dx) + row * p.dx_stride;
     const XT* dres =
         DRES ? static_cast<const XT*>(p.dresidual_out) + row * p.dresidual_out_stride : nullptr;
     // Every load before the first store (a load after a store waits for it: docs/notes.md v22).
-    const float rstd = p.rstd[row];
+    const float rstd = live ? p.rstd[row] : 0.0f;
     Lanes<XT, VEC> xs[IMAX];
     Lanes<DYT, VEC> dys[IMAX];
     Lanes<XT, VEC> ds[DRES ? IMAX : 1];  // dresidual_out, loaded before any store (dx may be it)
@@ -128,7 +152,7 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_realigned_slots(BwdParams p)
       xs[i] = Lanes<XT, VEC>{};
       dys[i] = Lanes<DYT, VEC>{};
       if constexpr (DRES) ds[i] = Lanes<XT, VEC>{};
-      if (active(i)) {
+      if (live && active(i)) {
         xs[i] = load_lanes_upto<XT, VEC>(x + head + col, col_end - col);
         dys[i] = load_lanes_upto<DYT, VEC>(dy + head + col, col_end - col);
         if constexpr (DRES) ds[i] = load_lanes_upto<XT, VEC>(dres + head + col, col_end - col);
@@ -136,12 +160,12 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_realigned_slots(BwdParams p)
     }
     // The head's x, dy and dresidual_out, parked in shared memory until the row's mean is known
     // (registers live across the row sum cost every thread).
-    if (head_thread) {
+    if (live && head_thread) {
 #pragma unroll
       for (int k = 0; k < VEC - 1; ++k) {
-        head_vals[0][k] = k < head ? to_float(x[k]) : 0.0f;
-        head_vals[1][k] = k < head ? to_float(dy[k]) : 0.0f;
-        if constexpr (DRES) head_vals[2][k] = k < head ? to_float(dres[k]) : 0.0f;
+        head_vals[group][0][k] = k < head ? to_float(x[k]) : 0.0f;
+        head_vals[group][1][k] = k < head ? to_float(dy[k]) : 0.0f;
+        if constexpr (DRES) head_vals[group][2][k] = k < head ? to_float(dres[k]) : 0.0f;
       }
     }
 
@@ -149,7 +173,7 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_realigned_slots(BwdParams p)
     float dot = 0.0f;
 #pragma unroll
     for (int i = 0; i < IMAX; ++i) {
-      if (!active(i)) continue;
+      if (!live || !active(i)) continue;
       float w[VEC], acc_w[VEC] = {}, acc_b[VEC] = {};
       scale_of(i, w);
       if (want_w) load_shared_floats(sum_w + local(i), acc_w);
@@ -165,16 +189,16 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_realigned_slots(BwdParams p)
       if (want_w) store_shared_floats(sum_w + local(i), acc_w);
       if (want_b) store_shared_floats(sum_b + local(i), acc_b);
     }
-    if (head_thread) {
+    if (live && head_thread) {
       float w[VEC];
       head_scale_of(w);
 #pragma unroll
       for (int k = 0; k < VEC - 1; ++k) {
-        const float g = head_vals[1][k];
-        const float xhat = head_vals[0][k] * rstd;
+        const float g = head_vals[group][1][k];
+        const float xhat = head_vals[group][0][k] * rstd;
         dot += g * w[k] * xhat;
-        head_sums[0][k] += g * xhat;
-        head_sums[1][k] += g;
+        head_sums[group][0][k] += g * xhat;
+        head_sums[group][1][k] += g;
       }
     }
     dot = row_sum(dot, shape, scratch, &cluster_slot);
@@ -183,7 +207,7 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_realigned_slots(BwdParams p)
 #pragma unroll
     for (int i = 0; i < IMAX; ++i) {
       const int64_t col = col_begin + local(i);
-      if (!active(i)) continue;
+      if (!live || !active(i)) continue;
       float w[VEC], out[VEC];
       scale_of(i, w);
 #pragma unroll
@@ -194,20 +218,43 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_realigned_slots(BwdParams p)
       }
       store_upto<XT, VEC>(dx + head + col, col_end - col, out);
     }
-    if (head_thread) {
+    if (live && head_thread) {
       float w[VEC];
       head_scale_of(w);
 #pragma unroll
       for (int k = 0; k < VEC - 1; ++k) {
         if (k >= head) continue;
-        const float xhat = head_vals[0][k] * rstd;
-        float out = rstd * (head_vals[1][k] * w[k] - xhat * mean);
-        if constexpr (DRES) out += head_vals[2][k];
+        const float xhat = head_vals[group][0][k] * rstd;
+        float out = rstd * (head_vals[group][1][k] * w[k] - xhat * mean);
+        if constexpr (DRES) out += head_vals[group][2][k];
         dx[k] = from_float<XT>(out);
       }
     }
   }
   if (!want_w && !want_b) return;
+  if (groups > 1) {
+    // The CTA's one slot of sums: its groups' added column by column, in group order.
+    __syncthreads();
+    const int64_t hidden = shape.hidden;
+    const int threads = static_cast<int>(blockDim.x) * groups;
+    for (int64_t c = group * static_cast<int>(blockDim.x) + threadIdx.x; c < hidden;
+         c += threads) {
+      float total_w = 0.0f, total_b = 0.0f;
+      for (int g = 0; g < groups; ++g) {
+        const int h = group_heads[g];
+        const float* sums = reinterpret_cast<const float*>(slot_state + g * group_bytes);
+        if (c < h) {
+          total_w += head_sums[g][0][c];
+          total_b += head_sums[g][1][c];
+        } else {
+          if (want_w) total_w += sums[c - h];
+          if (want_b) total_b += sums[(want_w ? cols : 0) + c - h];
+        }
+      }
+      write_slot_sums<WT>(p, blockIdx.x, c, total_w, total_b);
+    }
+    return;
+  }
 
   // The slot's sums of its columns (each column of the row exactly once: the head's by the head
   // thread, the body's by the thread that owns it).
@@ -224,7 +271,7 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_realigned_slots(BwdParams p)
   }
   if (head_thread) {
     for (int k = 0; k < head; ++k) {
-      write_slot_sums<WT>(p, slot, k, head_sums[0][k], head_sums[1][k]);
+      write_slot_sums<WT>(p, slot, k, head_sums[group][0][k], head_sums[group][1][k]);
     }
   }
 }

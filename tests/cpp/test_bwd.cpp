@@ -459,11 +459,14 @@ TEST_P(BwdMisalignedRows, EveryOptionOfTheRealignedDx) {
 
 // Past the realigned column sums' bounds (2048 rows, 9M elements), or dx in place while dweight
 // is wanted: the persistent realigned kernel, each slot's rows sharing their head and its sums
-// kept per slot (one CTA per row at 2 or 4 vectors per thread).
+// kept per slot (a row per group of threads at 2 or 4 vectors per thread, up to 256 threads of
+// narrow rows per CTA).
 TEST_P(BwdMisalignedRows, ManyRowsKeepTheirSumsPerSlot) {
   NK_SKIP_IF_UNAVAILABLE(GetParam());
   Rng rng;
-  const RowsHidden shapes[] = {{2100, 1025}, {2100, 33}, {2050, 1001}, {600, 16383}};
+  // (Narrow rows share a CTA in groups: 33 columns 8 rows per CTA, 513 and 1001 4, 1025 2.)
+  const RowsHidden shapes[] = {{2100, 1025}, {2100, 33}, {4100, 33},  {2050, 1001},
+                               {2049, 513},  {600, 16383}};
   int index = 0;
   for (const RowsHidden& shape : shapes) {
     const bool large = shape.first * shape.second > (int64_t(8) << 20);

@@ -423,11 +423,18 @@ TEST(LaunchConfig, ManyMisalignedRowsKeepOneHeadPerSlot) {
       EXPECT_GE(c.cols_per_cta, vectors * 8) << "the row covered";
       EXPECT_EQ(c.cols_per_cta % 8, 0);
       EXPECT_GE(int64_t(c.threads_per_row) * c.items * 8, c.cols_per_cta);
-      // Every row its own slot, or slots a multiple of 8 (one head per slot), within the
+      // Rows in groups of threads_per_row threads, as many as 256 threads hold (at most
+      // kRealignSlotRowsMax, at most the rows), each group a slot: every row its own group, or
+      // CTAs a multiple of 8 (one head per group); one slot of partial sums per CTA, within the
       // workspace that bwd_workspace_bytes sizes.
-      EXPECT_TRUE(c.slots == rows || c.slots % 8 == 0) << c.slots;
+      const int64_t groups = std::min<int64_t>(
+          rows, std::clamp(256 / c.threads_per_row, 1, normkit::cuda::kRealignSlotRowsMax));
+      EXPECT_EQ(c.rows_per_block, groups);
+      EXPECT_TRUE(c.grid * groups >= rows || c.grid % 8 == 0) << c.grid;
+      EXPECT_LT((c.grid - 1) * groups, rows) << "no CTA without a row";
       EXPECT_LE(c.slots, normkit::cuda::bwd_max_slots(rows, f));
       EXPECT_EQ(c.grid, c.slots);
+      EXPECT_EQ(c.smem_bytes % 16, 0);
       EXPECT_EQ(c.column_sums_grid, 0);
     }
   }
@@ -436,6 +443,16 @@ TEST(LaunchConfig, ManyMisalignedRowsKeepOneHeadPerSlot) {
   EXPECT_EQ(odd.threads_per_row, 256);
   EXPECT_EQ(odd.items, 2);
   EXPECT_EQ(odd.slots, 264);
+  EXPECT_EQ(odd.rows_per_block, 1);
+  // 1001 columns: 64 threads a row, four rows per CTA.
+  const LaunchConfig narrow = plan_bwd_realigned_slots(4096, 1001, false, f);
+  EXPECT_EQ(narrow.threads_per_row, 64);
+  EXPECT_EQ(narrow.rows_per_block, 4);
+  EXPECT_EQ(narrow.slots, 264);
+  EXPECT_EQ(plan_bwd_realigned_slots(100, 1001, false, f).grid, 25);
+  KernelFacts one_row = f;
+  one_row.bwd_realign_slot_cta_threads = 0;
+  EXPECT_EQ(plan_bwd_realigned_slots(4096, 1001, false, one_row).rows_per_block, 1);
   EXPECT_EQ(plan_bwd_realigned_slots(4096, 16383, false, f).items, 4);
   EXPECT_EQ(plan_bwd_realigned_slots(4096, 17389, false, f).grid, 0);  // no clusters
   // The launch's cap keeps the rule: all rows, or a multiple of 8.

@@ -857,8 +857,9 @@ LaunchConfig plan_bwd_realigned_slots(int64_t rows, int64_t hidden, bool dbias,
   c.realigned_slots = true;
   // Narrow rows: several per CTA, in groups of threads_per_row threads (each group a slot; the
   // CTA writes their sums as one slot of partial sums).
-  c.rows_per_block = static_cast<int>(std::clamp<int64_t>(
-      f.bwd_realign_slot_cta_threads / c.threads_per_row, 1, kRealignSlotRowsMax));
+  c.rows_per_block = static_cast<int>(
+      std::clamp<int64_t>(f.bwd_realign_slot_cta_threads / c.threads_per_row, 1,
+                          std::clamp(f.bwd_realign_slot_cta_rows, 1, kRealignSlotRowsMax)));
   c.rows_per_block = static_cast<int>(std::min<int64_t>(c.rows_per_block, rows));
   // (the launcher caps them again to the CTAs resident at once)
   c.slots = realigned_slots_fitting(ceil_div(rows, c.rows_per_block), bwd_max_slots(rows, f));

@@ -306,11 +306,17 @@ struct KernelFacts {
   // (1, the default), also instead of it (2), or never (0: element by element)
   // (NK_TUNE_BWD_REALIGN_SLOTS).
   int bwd_realign_slots = 1;
-  // ... whose CTAs take rows of fewer threads in groups, a row (and a slot) each, up to this
-  // many threads per CTA (NK_TUNE_BWD_REALIGN_SLOT_CTA_THREADS; 0: one row per CTA): with one
-  // row per CTA, the 264 CTAs that the workspace's slots allow hold 64 threads each at 1001
-  // columns (4096 x 1001 51.4 us against 42.3 element by element, twenty-ninth session).
-  int bwd_realign_slot_cta_threads = 256;
+  // ... whose CTAs take rows in groups of threads, a row (and a slot) each, up to this many
+  // threads (NK_TUNE_BWD_REALIGN_SLOT_CTA_THREADS; 0: one row per CTA) and rows
+  // (NK_TUNE_BWD_REALIGN_SLOT_CTA_ROWS, at most kRealignSlotRowsMax) per CTA. With one row per
+  // CTA, the 264 CTAs that the workspace's slots allow held 64 threads each at 1001 columns.
+  // Measured (twenty-ninth session, H100; one row per CTA / 256 threads / 512 threads up to 8
+  // rows, us): 4096 x 1001 55.0 / 29.3 / 29.1, 8192 x 1001 99.8 / 46.7 / 47.3, 16384 x 1001
+  // 185.3 / 79.9 / 82.4, 8192 x 513 93.5 / 35.9 / 37.0, 4096 x 2049 63.8 / 63.8 / 54.4,
+  // 4096 x 4095 86.1 / 86.0 / 82.9, 2100 x 4095 55.7 / 55.6 / 51.3 (element by element: 42.5,
+  // 73.8, 136.7, 62.6, 180.6, 241.3, 129.7).
+  int bwd_realign_slot_cta_threads = 512;
+  int bwd_realign_slot_cta_rows = 4;
   // Quantized forward, registers kernel (16-byte vectors, 16-bit weights): where the weight is
   // loaded (NK_TUNE_QUANT_WEIGHT_FIRST). 1 (the default): with x, before the row reduction, in
   // every mode but TOKEN at the small register budget (there it costs a CTA per SM); 0: TOKEN and

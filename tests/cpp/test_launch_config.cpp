@@ -423,12 +423,11 @@ TEST(LaunchConfig, ManyMisalignedRowsKeepOneHeadPerSlot) {
       EXPECT_GE(c.cols_per_cta, vectors * 8) << "the row covered";
       EXPECT_EQ(c.cols_per_cta % 8, 0);
       EXPECT_GE(int64_t(c.threads_per_row) * c.items * 8, c.cols_per_cta);
-      // Rows in groups of threads_per_row threads, as many as 256 threads hold (at most
-      // kRealignSlotRowsMax, at most the rows), each group a slot: every row its own group, or
-      // CTAs a multiple of 8 (one head per group); one slot of partial sums per CTA, within the
-      // workspace that bwd_workspace_bytes sizes.
-      const int64_t groups = std::min<int64_t>(
-          rows, std::clamp(256 / c.threads_per_row, 1, normkit::cuda::kRealignSlotRowsMax));
+      // Rows in groups of threads_per_row threads, as many as 512 threads hold (at most 4, at
+      // most the rows), each group a slot: every row its own group, or CTAs a multiple of 8
+      // (one head per group); one slot of partial sums per CTA, within the workspace that
+      // bwd_workspace_bytes sizes.
+      const int64_t groups = std::min<int64_t>(rows, std::clamp(512 / c.threads_per_row, 1, 4));
       EXPECT_EQ(c.rows_per_block, groups);
       EXPECT_TRUE(c.grid * groups >= rows || c.grid % 8 == 0) << c.grid;
       EXPECT_LT((c.grid - 1) * groups, rows) << "no CTA without a row";
@@ -443,13 +442,16 @@ TEST(LaunchConfig, ManyMisalignedRowsKeepOneHeadPerSlot) {
   EXPECT_EQ(odd.threads_per_row, 256);
   EXPECT_EQ(odd.items, 2);
   EXPECT_EQ(odd.slots, 264);
-  EXPECT_EQ(odd.rows_per_block, 1);
+  EXPECT_EQ(odd.rows_per_block, 2);
   // 1001 columns: 64 threads a row, four rows per CTA.
   const LaunchConfig narrow = plan_bwd_realigned_slots(4096, 1001, false, f);
   EXPECT_EQ(narrow.threads_per_row, 64);
   EXPECT_EQ(narrow.rows_per_block, 4);
   EXPECT_EQ(narrow.slots, 264);
   EXPECT_EQ(plan_bwd_realigned_slots(100, 1001, false, f).grid, 25);
+  KernelFacts eight = f;
+  eight.bwd_realign_slot_cta_rows = 8;
+  EXPECT_EQ(plan_bwd_realigned_slots(4096, 1001, false, eight).rows_per_block, 8);
   KernelFacts one_row = f;
   one_row.bwd_realign_slot_cta_threads = 0;
   EXPECT_EQ(plan_bwd_realigned_slots(4096, 1001, false, one_row).rows_per_block, 1);

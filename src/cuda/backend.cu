@@ -80,24 +80,28 @@ bool bwd_rows_realignable(const nk_rms_norm_bwd_args& a) {
   return !(a.weight && offset(a.weight) != 0);
 }
 
-// The realigned plan for rows that bwd_rows_realignable allows, or grid 0: the dx kernel beside
-// the column sums for few rows (rows of whole vectors only where bwd_realign_whole_vectors says
+// The realigned plan for rows that bwd_rows_realignable allows, or grid 0: the persistent
+// kernel that keeps per-slot sums past bwd_realign_slots_first_rows or _elements, else the dx
+// kernel beside the column sums (rows of whole vectors only where bwd_realign_whole_vectors says
 // so; not where dx is written in place of x or dy while dweight or dbias is wanted: the column
-// sums read them), else the persistent kernel that keeps per-slot sums (not on rows of whole
-// vectors: the pipelined kernel takes those).
+// sums read them), else the persistent kernel. Never the persistent kernel on rows of whole
+// vectors: the pipelined kernel takes those.
 LaunchConfig plan_bwd_realigned_rows(int64_t rows, int64_t hidden, bool whole_vectors, bool sums,
                                      bool dbias, bool in_place, const KernelFacts& facts) {
+  LaunchConfig none;
+  none.grid = 0;
+  const LaunchConfig slots =
+      whole_vectors ? none : plan_bwd_realigned_slots(rows, hidden, dbias, facts);
+  const bool slots_first = facts.bwd_realign_slots >= 2 ||
+                           rows > facts.bwd_realign_slots_first_rows ||
+                           rows * hidden > facts.bwd_realign_slots_first_elements;
+  if (slots.grid > 0 && slots_first) return slots;
   if (facts.bwd_realign_slots < 2 && !(sums && in_place) &&
       (!whole_vectors || bwd_realign_whole_vectors(rows, hidden, facts))) {
     const LaunchConfig few = plan_bwd_realigned(rows, hidden, sums, dbias, facts);
     if (few.grid > 0) return few;
   }
-  if (whole_vectors) {
-    LaunchConfig none;
-    none.grid = 0;
-    return none;
-  }
-  return plan_bwd_realigned_slots(rows, hidden, dbias, facts);
+  return slots;
 }
 
 LaunchConfig plan_bwd_realigned_for(const nk_rms_norm_bwd_args& a, int vec,

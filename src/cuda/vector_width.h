@@ -62,6 +62,12 @@ inline const KernelFacts& tuned_defaults() {
     k.bwd_realign_sums_max_elements =
         tuning_knob("NK_TUNE_BWD_REALIGN_SUMS_MAX_ELEMENTS",
                     static_cast<int>(k.bwd_realign_sums_max_elements), 0, 1 << 30);
+    k.bwd_realign_slots_first_rows =
+        tuning_knob("NK_TUNE_BWD_REALIGN_SLOTS_FIRST_ROWS",
+                    static_cast<int>(k.bwd_realign_slots_first_rows), 0, 1 << 30);
+    k.bwd_realign_slots_first_elements =
+        tuning_knob("NK_TUNE_BWD_REALIGN_SLOTS_FIRST_ELEMENTS",
+                    static_cast<int>(k.bwd_realign_slots_first_elements), 0, 1 << 30);
     k.bwd_realign_whole_min_columns =
         tuning_knob("NK_TUNE_BWD_REALIGN_WHOLE_MIN_COLUMNS",
                     static_cast<int>(k.bwd_realign_whole_min_columns), 0, 1 << 30);

@@ -81,11 +81,11 @@ bool bwd_rows_realignable(const nk_rms_norm_bwd_args& a) {
 }
 
 // The realigned plan for rows that bwd_rows_realignable allows, or grid 0: the persistent
-// kernel that keeps per-slot sums past bwd_realign_slots_first_rows or _elements, else the dx
-// kernel beside the column sums (rows of whole vectors only where bwd_realign_whole_vectors says
-// so; not where dx is written in place of x or dy while dweight or dbias is wanted: the column
-// sums read them), else the persistent kernel. Never the persistent kernel on rows of whole
-// vectors: the pipelined kernel takes those.
+// kernel that keeps per-slot sums past bwd_realign_slots_first_rows (or half of them and
+// bwd_realign_slots_first_elements), else the dx kernel beside the column sums (rows of whole
+// vectors only where bwd_realign_whole_vectors says so; not where dx is written in place of x or
+// dy while dweight or dbias is wanted: the column sums read them), else the persistent kernel.
+// Never the persistent kernel on rows of whole vectors: the pipelined kernel takes those.
 LaunchConfig plan_bwd_realigned_rows(int64_t rows, int64_t hidden, bool whole_vectors, bool sums,
                                      bool dbias, bool in_place, const KernelFacts& facts) {
   LaunchConfig none;
@@ -94,7 +94,8 @@ LaunchConfig plan_bwd_realigned_rows(int64_t rows, int64_t hidden, bool whole_ve
       whole_vectors ? none : plan_bwd_realigned_slots(rows, hidden, dbias, facts);
   const bool slots_first = facts.bwd_realign_slots >= 2 ||
                            rows > facts.bwd_realign_slots_first_rows ||
-                           rows * hidden > facts.bwd_realign_slots_first_elements;
+                           (rows > facts.bwd_realign_slots_first_rows / 2 &&
+                            rows * hidden > facts.bwd_realign_slots_first_elements);
   if (slots.grid > 0 && slots_first) return slots;
   if (facts.bwd_realign_slots < 2 && !(sums && in_place) &&
       (!whole_vectors || bwd_realign_whole_vectors(rows, hidden, facts))) {

@@ -292,13 +292,15 @@ struct KernelFacts {
   int64_t bwd_realign_sums_max_rows = 2048;
   int64_t bwd_realign_sums_max_elements = int64_t(9) << 20;
   // ... but where the persistent realigned kernel (below) takes the rows, it comes first past
-  // this many rows or elements (NK_TUNE_BWD_REALIGN_SLOTS_FIRST_ROWS, _FIRST_ELEMENTS).
-  // Measured (twenty-ninth session, H100, bf16, rows in groups; column sums against slots, us):
-  // 2048 x 4095 96.9 / 48.0, 2048 x 2049 52.1 / 33.7, 1024 x 4095 38.7 / 30.0, 1024 x 8191
-  // 71.4 / 59.2, 1536 x 1001 24.9 / 19.2, 2048 x 1001 29.9 / 20.1, 2048 x 513 19.6 / 16.8,
-  // 1024 x 2049 23.8 / 21.7, 512 x 16383 66.1 / 64.7; the column sums faster at 1024 x 1001
-  // 14.5 / 15.4, 1024 x 513 11.0 / 13.1, 512 x 4095 19.1 / 20.5, 512 x 1001 10.2 / 13.3,
-  // 300 x 4095 14.9 / 19.3, 256 x 4095 12.0 / 16.0.
+  // this many rows, or past half as many rows and this many elements
+  // (NK_TUNE_BWD_REALIGN_SLOTS_FIRST_ROWS, _FIRST_ELEMENTS). Measured (twenty-ninth session,
+  // H100, bf16, rows in groups; column sums against slots, us): 2048 x 4095 96.9 / 48.0,
+  // 2048 x 2049 52.1 / 33.7, 1024 x 4095 38.7 / 30.0, 1024 x 8191 71.4 / 59.2, 1536 x 1001
+  // 24.9 / 19.2, 2048 x 1001 29.9 / 20.1, 2048 x 513 19.6 / 16.8, 1024 x 2049 23.8 / 21.7; the
+  // column sums faster at 512 x 8191 32.9 / 40.3, 1024 x 1001 14.5 / 15.4, 1024 x 513
+  // 11.0 / 13.1, 512 x 4095 19.1 / 20.5, 512 x 1001 10.2 / 13.3, 300 x 4095 14.9 / 19.3,
+  // 256 x 4095 12.0 / 16.0; 512 x 16383 66.1 / 64.7 (the column sums: the few rows past 8191
+  // columns wait for the next measurement).
   int64_t bwd_realign_slots_first_rows = 1024;
   int64_t bwd_realign_slots_first_elements = int64_t(2) << 20;
   // ... and rows of whole vectors too (instead of the pipelined kernel) from this many columns

@@ -120,13 +120,17 @@ void launch_bwd(const nk_rms_norm_bwd_args& a, const LaunchConfig& planned, cuda
       if (cfg.items > kSmallItems) {
         throw Error(NK_ERROR_INTERNAL, "rms_norm_bwd: realigned slots plan with items > 4");
       }
-      // Compiled for up to 2 and up to 4 vectors per thread, with and without dresidual_out.
+      // Compiled for up to 2 and up to 4 vectors per thread, with and without dresidual_out;
+      // up to 2 also held to 64 registers (pinned).
       const bool dres = a.dresidual_out != nullptr, small = cfg.items <= 2;
+      const bool pinned = small && cfg.pinned_registers;
       auto kernel =
-          small ? (dres ? rms_norm_bwd_realigned_slots<XT, WT, DYT, 2, true>
-                        : rms_norm_bwd_realigned_slots<XT, WT, DYT, 2, false>)
-                : (dres ? rms_norm_bwd_realigned_slots<XT, WT, DYT, kSmallItems, true>
-                        : rms_norm_bwd_realigned_slots<XT, WT, DYT, kSmallItems, false>);
+          pinned  ? (dres ? rms_norm_bwd_realigned_slots<XT, WT, DYT, 2, true, 2>
+                          : rms_norm_bwd_realigned_slots<XT, WT, DYT, 2, false, 2>)
+          : small ? (dres ? rms_norm_bwd_realigned_slots<XT, WT, DYT, 2, true>
+                          : rms_norm_bwd_realigned_slots<XT, WT, DYT, 2, false>)
+                  : (dres ? rms_norm_bwd_realigned_slots<XT, WT, DYT, kSmallItems, true>
+                          : rms_norm_bwd_realigned_slots<XT, WT, DYT, kSmallItems, false>);
       const char* what = "rms_norm_bwd (realigned slots)";
       // (each row group's share a multiple of 16 bytes: cols_per_cta is a multiple of 8)
       cfg.smem_bytes = cfg.rows_per_block *

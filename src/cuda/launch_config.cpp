@@ -861,6 +861,7 @@ LaunchConfig plan_bwd_realigned_slots(int64_t rows, int64_t hidden, bool dbias,
       std::clamp<int64_t>(f.bwd_realign_slot_cta_threads / c.threads_per_row, 1,
                           std::clamp(f.bwd_realign_slot_cta_rows, 1, kRealignSlotRowsMax)));
   c.rows_per_block = static_cast<int>(std::min<int64_t>(c.rows_per_block, rows));
+  c.pinned_registers = f.bwd_realign_slot_pinned != 0 && c.items <= 2;
   // (the launcher caps them again to the CTAs resident at once)
   c.slots = realigned_slots_fitting(ceil_div(rows, c.rows_per_block), bwd_max_slots(rows, f));
   if (c.slots == 0) return none;

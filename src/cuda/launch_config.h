@@ -329,6 +329,10 @@ struct KernelFacts {
   // 73.8, 136.7, 62.6, 180.6, 241.3, 129.7).
   int bwd_realign_slot_cta_threads = 512;
   int bwd_realign_slot_cta_rows = 4;
+  // ... its kernel of up to 2 vectors per thread held to 64 registers (a few spilled), so that
+  // two CTAs of 512 threads fit an SM rather than one at 103 (NK_TUNE_BWD_REALIGN_SLOT_PINNED).
+  // Prepared in the twenty-ninth session, measured below.
+  int bwd_realign_slot_pinned = 0;
   // Quantized forward, registers kernel (16-byte vectors, 16-bit weights): where the weight is
   // loaded (NK_TUNE_QUANT_WEIGHT_FIRST). 1 (the default): with x, before the row reduction, in
   // every mode but TOKEN at the small register budget (there it costs a CTA per SM); 0: TOKEN and
@@ -510,6 +514,8 @@ struct LaunchConfig {
   // Quantized forward, EXACT plans of 16-byte vectors of 16-bit x at up to kSmallItems vectors
   // per thread (KernelFacts::fwd_exact 4): the kernels held to 56 registers
   // (rms_norm_fwd_quant_registers_exact_small), rather than the 64 of the 512-thread bound.
+  // The realigned slots backward at up to 2 vectors per thread: held to 64 registers, two CTAs
+  // of 512 threads per SM (KernelFacts::bwd_realign_slot_pinned).
   bool pinned_registers = false;
   // Pinned plans of exactly kSmallItems vectors per thread, with KernelFacts::quant_full_items:
   // the kernels compiled for that count.

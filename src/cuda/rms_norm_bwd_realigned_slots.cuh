@@ -47,9 +47,10 @@ __device__ __forceinline__ void store_shared_floats(float* to, const float (&v)[
 // into place once, and their dweight and dbias sums (kept in registers, with the weight's
 // conversions that the compiler hoists out of the row loop, they took 128 registers at 2
 // vectors per thread and spilled at 4).
-// DRES: dresidual_out given (misaligned as x), added to dx.
-template <typename XT, typename WT, typename DYT, int IMAX, bool DRES>
-__global__ void __launch_bounds__(512) rms_norm_bwd_realigned_slots(BwdParams p) {
+// DRES: dresidual_out given (misaligned as x), added to dx. MIN_CTAS: CTAs of 512 threads per SM
+// that the registers must allow (2: 64 registers, LaunchConfig::pinned_registers).
+template <typename XT, typename WT, typename DYT, int IMAX, bool DRES, int MIN_CTAS = 1>
+__global__ void __launch_bounds__(512, MIN_CTAS) rms_norm_bwd_realigned_slots(BwdParams p) {
   constexpr int VEC = kRealignVec;
   static_assert(sizeof(XT) == 2 && sizeof(WT) == 2 && sizeof(DYT) == 2, "16-bit types only");
   __shared__ float scratch[kMaxWarps];

@@ -861,7 +861,9 @@ LaunchConfig plan_bwd_realigned_slots(int64_t rows, int64_t hidden, bool dbias,
       std::clamp<int64_t>(f.bwd_realign_slot_cta_threads / c.threads_per_row, 1,
                           std::clamp(f.bwd_realign_slot_cta_rows, 1, kRealignSlotRowsMax)));
   c.rows_per_block = static_cast<int>(std::min<int64_t>(c.rows_per_block, rows));
-  c.pinned_registers = f.bwd_realign_slot_pinned != 0 && c.items <= 2;
+  c.pinned_registers =
+      c.items <= 2 && (f.bwd_realign_slot_pinned >= 2 ||
+                       (f.bwd_realign_slot_pinned == 1 && rows >= 2048 && c.threads_per_row >= 128));
   // (the launcher caps them again to the CTAs resident at once)
   c.slots = realigned_slots_fitting(ceil_div(rows, c.rows_per_block), bwd_max_slots(rows, f));
   if (c.slots == 0) return none;

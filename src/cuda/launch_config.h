@@ -329,10 +329,15 @@ struct KernelFacts {
   // 73.8, 136.7, 62.6, 180.6, 241.3, 129.7).
   int bwd_realign_slot_cta_threads = 512;
   int bwd_realign_slot_cta_rows = 4;
-  // ... its kernel of up to 2 vectors per thread held to 64 registers (a few spilled), so that
-  // two CTAs of 512 threads fit an SM rather than one at 103 (NK_TUNE_BWD_REALIGN_SLOT_PINNED).
-  // Prepared in the twenty-ninth session, measured below.
-  int bwd_realign_slot_pinned = 0;
+  // ... its kernel of up to 2 vectors per thread held to 64 registers (a few spilled; two CTAs
+  // of 512 threads fit an SM rather than one at 103) from 2048 rows of 128 or more threads (1,
+  // the default), everywhere (2), or never (0) (NK_TUNE_BWD_REALIGN_SLOT_PINNED). Measured
+  // (twenty-ninth session, H100, bf16, us, 103 registers / 64): 4096 x 4095 81.9 / 71.9,
+  // 4096 x 4097 114.4 / 88.0, 8192 x 2049 94.4 / 76.9, 4096 x 2049 53.7 / 47.5, 2100 x 4095
+  // 51.3 / 45.2, 2048 x 4095 47.5 / 45.0; slower at 1024 rows (1024 x 8191 58.8 / 65.2,
+  // 1024 x 2049 21.5 / 23.0, 1024 x 4095 29.6 / 30.5) and on rows of 64 threads (4096 x 1001
+  // 29.1 / 31.3, 16384 x 1001 79.0 / 85.6, 8192 x 513 35.6 / 36.6).
+  int bwd_realign_slot_pinned = 1;
   // Quantized forward, registers kernel (16-byte vectors, 16-bit weights): where the weight is
   // loaded (NK_TUNE_QUANT_WEIGHT_FIRST). 1 (the default): with x, before the row reduction, in
   // every mode but TOKEN at the small register budget (there it costs a CTA per SM); 0: TOKEN and

@@ -55,7 +55,7 @@ inline const KernelFacts& tuned_defaults() {
     k.bwd_realign_slot_cta_threads = tuning_knob("NK_TUNE_BWD_REALIGN_SLOT_CTA_THREADS",
                                                  k.bwd_realign_slot_cta_threads, 0, 512);
     k.bwd_realign_slot_pinned =
-        tuning_knob("NK_TUNE_BWD_REALIGN_SLOT_PINNED", k.bwd_realign_slot_pinned, 0, 1);
+        tuning_knob("NK_TUNE_BWD_REALIGN_SLOT_PINNED", k.bwd_realign_slot_pinned, 0, 2);
     k.bwd_realign_slot_cta_rows = tuning_knob("NK_TUNE_BWD_REALIGN_SLOT_CTA_ROWS",
                                               k.bwd_realign_slot_cta_rows, 1, kRealignSlotRowsMax);
     k.bwd_realign_sums_max_rows =

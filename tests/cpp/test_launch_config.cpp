@@ -452,12 +452,18 @@ TEST(LaunchConfig, ManyMisalignedRowsKeepOneHeadPerSlot) {
   KernelFacts eight = f;
   eight.bwd_realign_slot_cta_rows = 8;
   EXPECT_EQ(plan_bwd_realigned_slots(4096, 1001, false, eight).rows_per_block, 8);
+  // Held to 64 registers from 2048 rows of 128 threads or more, at up to 2 vectors per thread.
   EXPECT_FALSE(narrow.pinned_registers);
-  KernelFacts pinned = f;
-  pinned.bwd_realign_slot_pinned = 1;
-  EXPECT_TRUE(plan_bwd_realigned_slots(4096, 4095, false, pinned).pinned_registers);
-  EXPECT_FALSE(plan_bwd_realigned_slots(4096, 16383, false, pinned).pinned_registers)
+  EXPECT_TRUE(odd.pinned_registers);
+  EXPECT_TRUE(plan_bwd_realigned_slots(2048, 2049, false, f).pinned_registers);
+  EXPECT_FALSE(plan_bwd_realigned_slots(2047, 4095, false, f).pinned_registers);
+  EXPECT_FALSE(plan_bwd_realigned_slots(4096, 16383, false, f).pinned_registers)
       << "4 vectors per thread: not pinned";
+  KernelFacts pinned = f;
+  pinned.bwd_realign_slot_pinned = 2;
+  EXPECT_TRUE(plan_bwd_realigned_slots(4096, 1001, false, pinned).pinned_registers);
+  pinned.bwd_realign_slot_pinned = 0;
+  EXPECT_FALSE(plan_bwd_realigned_slots(4096, 4095, false, pinned).pinned_registers);
   KernelFacts one_row = f;
   one_row.bwd_realign_slot_cta_threads = 0;
   EXPECT_EQ(plan_bwd_realigned_slots(4096, 1001, false, one_row).rows_per_block, 1);

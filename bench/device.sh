@@ -334,13 +334,13 @@ for step in "${steps[@]}"; do
     modes)  # A/B over the plain forward and the quantized modes in one run (mode_runs) of
       # AB_MODES under AB_CONFIGS
       mode_runs "${AB_MODES:-plain tensor token block mxfp8 transposed}" "${AB_CONFIGS:-none}" ;;
-    pending)  # the next session's prepared A/B: the realigned slots backward with narrow rows
-      # in groups of up to 256 threads per CTA (twenty-ninth session, the default), 512, one row
-      # per CTA (0), element by element, and the slots in place of the column sums, twice
-      knob_runs bench_pending 600 "none NK_TUNE_BWD_REALIGN_SLOT_CTA_THREADS=512 \
-NK_TUNE_BWD_REALIGN_SLOT_CTA_THREADS=0 NK_TUNE_BWD_REALIGN=0 NK_TUNE_BWD_REALIGN_SLOTS=2 \
-NK_TUNE_BWD_REALIGN_SLOTS=2,NK_TUNE_BWD_REALIGN_SLOT_CTA_THREADS=512 none" --bwd-only \
-        --shapes 2048x1001,4096x1001,8192x1001,2048x513,8192x513,4096x2049,1024x1001,512x1001,4096x4095,2100x4095,4100x33,16384x1001 ;;
+    pending)  # the next session's prepared measurement (docs/notes.md, twenty-ninth session,
+      # next 1-2): Nsight Compute details of the persistent realigned forward at 4096x1001 and
+      # backward at 4096x4095 (occupancy, stalls, instructions per byte)
+      run ncu_pending_fwd ncu --set full --kernel-name regex:'realigned_slots' --launch-skip 4 \
+        --launch-count 1 "$BUILD/tools/normkit" bench --reps 3 --fwd-only --shapes 4096x1001
+      run ncu_pending_bwd ncu --set full --kernel-name regex:'realigned_slots' --launch-skip 4 \
+        --launch-count 1 "$BUILD/tools/normkit" bench --reps 3 --bwd-only --shapes 4096x4095 ;;
     probe)  # knob A/Bs in one run: `normkit bench $PROBE_ARGS` over PROBE_SHAPES (default: the
       # sweep) under each of PROBE_CONFIGS (knobs joined by commas; "none": the defaults)
       shape_args=()

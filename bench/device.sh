@@ -334,13 +334,13 @@ for step in "${steps[@]}"; do
     modes)  # A/B over the plain forward and the quantized modes in one run (mode_runs) of
       # AB_MODES under AB_CONFIGS
       mode_runs "${AB_MODES:-plain tensor token block mxfp8 transposed}" "${AB_CONFIGS:-none}" ;;
-    pending)  # the next session's prepared measurement (docs/notes.md, twenty-ninth session,
-      # next 1-2): Nsight Compute details of the persistent realigned forward at 4096x1001 and
-      # backward at 4096x4095 (occupancy, stalls, instructions per byte)
-      run ncu_pending_fwd ncu --set full --kernel-name regex:'realigned_slots' --launch-skip 4 \
-        --launch-count 1 "$BUILD/tools/normkit" bench --reps 3 --fwd-only --shapes 4096x1001
-      run ncu_pending_bwd ncu --set full --kernel-name regex:'realigned_slots' --launch-skip 4 \
-        --launch-count 1 "$BUILD/tools/normkit" bench --reps 3 --bwd-only --shapes 4096x4095 ;;
+    pending)  # the next session's prepared A/B (docs/notes.md, twenty-ninth session, not yet
+      # run): the persistent realigned forward in row groups that share one shifted weight per
+      # CTA (NK_TUNE_FWD_REALIGN_SLOT_CTA_THREADS) against one row group per CTA, twice
+      knob_runs bench_pending 600 "none NK_TUNE_FWD_REALIGN_SLOT_CTA_THREADS=256 \
+NK_TUNE_FWD_REALIGN_SLOT_CTA_THREADS=512 none NK_TUNE_FWD_REALIGN_SLOT_CTA_THREADS=256 \
+NK_TUNE_FWD_REALIGN_SLOT_CTA_THREADS=512" --fwd-only \
+        --shapes 4096x1001,2048x1001,16384x1001,8192x513,2100x513,4096x2049,8192x2049,1050x1001,4096x4095 ;;
     probe)  # knob A/Bs in one run: `normkit bench $PROBE_ARGS` over PROBE_SHAPES (default: the
       # sweep) under each of PROBE_CONFIGS (knobs joined by commas; "none": the defaults)
       shape_args=()

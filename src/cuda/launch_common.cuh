@@ -187,11 +187,16 @@ LaunchConfig fit_resident_ctas(LaunchConfig cfg, Kernel kernel, const char* what
 // (plan_bwd_realigned_slots, plan_fwd_realigned_slots) capped to the CTAs resident at once,
 // keeping its rule: all the rows, or a multiple of 8 CTAs (every row of a CTA's group then
 // starts at the same offset within 16 bytes).
+// shared_offset: the forward's groups of one CTA share one offset (realigned_shared_offset_ctas).
 template <typename Kernel>
-LaunchConfig fit_realigned_slots(LaunchConfig cfg, Kernel kernel, int64_t rows, const char* what) {
+LaunchConfig fit_realigned_slots(LaunchConfig cfg, Kernel kernel, int64_t rows, const char* what,
+                                 bool shared_offset = false) {
   cfg = fit_resident_ctas(cfg, kernel, what);
   const int64_t ctas =
-      realigned_slots_fitting((rows + cfg.rows_per_block - 1) / cfg.rows_per_block, cfg.grid);
+      shared_offset && cfg.rows_per_block > 1
+          ? realigned_shared_offset_ctas(rows, cfg.rows_per_block, cfg.grid)
+          : realigned_slots_fitting((rows + cfg.rows_per_block - 1) / cfg.rows_per_block,
+                                    cfg.grid);
   if (ctas == 0) {
     throw Error(NK_ERROR_UNSUPPORTED, std::string(what) + ": fewer than 8 CTAs of " +
                                           std::to_string(cfg.threads_per_row) +

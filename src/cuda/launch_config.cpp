@@ -805,6 +805,11 @@ LaunchConfig plan_bwd_realigned(int64_t rows, int64_t hidden, bool sums, bool db
   return c;
 }
 
+int64_t realigned_shared_offset_ctas(int64_t rows, int64_t groups, int64_t resident) {
+  const int64_t every_row = ceil_div(ceil_div(rows, groups), int64_t(8)) * 8;
+  return std::min(every_row, resident / 8 * 8);
+}
+
 int64_t realigned_slots_fitting(int64_t rows, int64_t resident) {
   if (resident >= rows) return rows;  // one row per slot: any heads
   return resident / 8 * 8;
@@ -833,7 +838,12 @@ LaunchConfig plan_fwd_realigned_slots(int64_t rows, int64_t hidden, const Kernel
   if (threads == 0) return none;
   LaunchConfig c = realigned_cta_config(nvec, threads, items);
   c.realigned_slots = true;
-  c.grid = realigned_slots_fitting(rows, int64_t(f.sm_count) * std::max(1, 2048 / c.threads_per_row));
+  c.rows_per_block = static_cast<int>(std::clamp<int64_t>(
+      f.fwd_realign_slot_cta_threads / c.threads_per_row, 1, kRealignSlotRowsMax));
+  const int64_t resident =
+      int64_t(f.sm_count) * std::max<int64_t>(1, 2048 / (c.threads_per_row * c.rows_per_block));
+  c.grid = c.rows_per_block > 1 ? realigned_shared_offset_ctas(rows, c.rows_per_block, resident)
+                                : realigned_slots_fitting(rows, resident);
   if (c.grid == 0) return none;
   // (with a weight and a bias; the launcher counts those given)
   c.smem_bytes = fwd_realigned_slots_smem_bytes(c.cols_per_cta, true, true);

@@ -242,6 +242,11 @@ struct KernelFacts {
   // 8192 x 2049 66.9 -> 41.8, 1024 x 16383 52.4 -> 43.3, 16384 x 4095 183.9 -> 125.1,
   // 300 x 4095 9.6 -> 9.2, 1050 x 1001 9.4 -> 8.8.
   int fwd_realign_slots = 1;
+  // ... its CTAs holding rows in groups of threads that share one shifted weight and bias, up to
+  // this many threads per CTA (NK_TUNE_FWD_REALIGN_SLOT_CTA_THREADS; 0, the default: one row
+  // group per CTA). Prepared in the twenty-ninth session after ncu showed 4096 x 1001's 2112
+  // CTAs each shifting them for about 2 rows; not yet run on a GPU.
+  int fwd_realign_slot_cta_threads = 0;
   // The backward of at most this many elements takes one cluster whose CTAs own columns of
   // every row (plan_bwd_columns) where the rows fit its shared memory
   // (NK_TUNE_BWD_COLUMNS_MAX_ELEMENTS; 0: never). Off: measured slower than the default plans
@@ -802,6 +807,11 @@ inline int64_t bwd_realigned_slots_smem_bytes(int64_t cols_per_cta, bool weight,
 inline int64_t fwd_realigned_slots_smem_bytes(int64_t cols_per_cta, bool weight, bool bias) {
   return cols_per_cta * ((weight ? 2 : 0) + (bias ? 2 : 0));
 }
+
+// The CTAs of a forward realigned_slots plan of `groups` row groups per CTA sharing one offset
+// (rms_norm_fwd_realigned_slots): a multiple of 8, one row per group where `resident` CTAs
+// allow, else as many as are resident (rounded down to 8); 0 where fewer than 8 fit.
+int64_t realigned_shared_offset_ctas(int64_t rows, int64_t groups, int64_t resident);
 
 // The slots of a realigned_slots plan whose launch fits `resident` slots at once: all the rows,
 // or the most that are a multiple of 8 (0 where fewer than 8 fit).

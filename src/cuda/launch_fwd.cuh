@@ -47,8 +47,8 @@ void launch_fwd(const nk_rms_norm_fwd_args& a, const LaunchConfig& cfg, cudaStre
       LaunchConfig run = cfg;
       run.smem_bytes =
           fwd_realigned_slots_smem_bytes(run.cols_per_cta, a.weight != nullptr, a.bias != nullptr);
-      run = fit_realigned_slots(run, kernel, a.rows, what);
-      launch(kernel, run.grid, dim3(run.threads_per_row), {}, stream, what,
+      run = fit_realigned_slots(run, kernel, a.rows, what, true);
+      launch(kernel, run.grid, dim3(run.threads_per_row, run.rows_per_block), {}, stream, what,
              static_cast<size_t>(run.smem_bytes), p);
       return;
     } else {

@@ -6,12 +6,18 @@
 // shifted into place once per slot, into shared memory, instead of from two loads per vector in
 // every row: under ncu the realigned kernel at 4096 x 4095 ran at 116 registers (half the aligned
 // kernel's occupancy) and issued about twice the instructions per byte (52 us, 43% of copy;
-// twenty-eighth session). One CTA per row (up to kSmallItems vectors per thread); no residual
-// (the launcher's rule).
+// twenty-eighth session). A row per group of blockDim.x threads (up to kSmallItems vectors per
+// thread); no residual (the launcher's rule).
+//
+// blockDim.y groups per CTA (KernelFacts::fwd_realign_slot_cta_threads): group y of CTA b is
+// slot b + y * gridDim.x, gridDim.x then a multiple of 8, so that every row of the CTA has the
+// same head and the groups share one shifted weight and bias (with 2112 CTAs of one row group
+// at 4096 x 1001 each shifted them for about 2 rows: ncu, twenty-ninth session).
 #pragma once
 
 #include "cuda/element.cuh"
 #include "cuda/kernel_params.h"
+#include "cuda/launch_config.h"
 #include "cuda/reduce.cuh"
 #include "cuda/rms_norm_fwd_kernels.cuh"
 #include "cuda/rms_norm_fwd_realigned.cuh"
@@ -24,19 +30,22 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_realigned_slots(FwdParams p)
   constexpr int VEC = kRealignVec;
   static_assert(sizeof(XT) == 2 && sizeof(WT) == 2 && sizeof(YT) == 2, "16-bit types only");
   __shared__ float scratch[kMaxWarps];
-  __shared__ float head_x[VEC];  // the current row's head (head thread only)
+  __shared__ float head_x[kRealignSlotRowsMax][VEC];  // each group's row's head (head thread)
   extern __shared__ __align__(16) unsigned char slot_state[];
   const RowShape& shape = p.shape;
-  const int64_t slot = blockIdx.x, slots = gridDim.x;
+  const int groups = static_cast<int>(blockDim.y), group = static_cast<int>(threadIdx.y);
+  const int64_t slots = static_cast<int64_t>(gridDim.x) * groups;
   const WT* weight = static_cast<const WT*>(p.weight);
   const WT* bias = static_cast<const WT*>(p.bias);
   // [cols_per_cta] each (16-byte aligned: cols_per_cta is a multiple of 8): weight, then bias.
   const int64_t cols = shape.cols_per_cta;
   WT* slot_weight = reinterpret_cast<WT*>(slot_state);
   WT* slot_bias = slot_weight + (weight ? cols : 0);
-  // Every row of the slot has the head of its first row.
+  // Every row of the CTA has the head of its first row.
   const int head = static_cast<int>(min(
-      static_cast<int64_t>(head_elements(static_cast<const XT*>(p.x) + slot * p.x_stride)),
+      static_cast<int64_t>(head_elements(static_cast<const XT*>(p.x) +
+                                         min(static_cast<int64_t>(blockIdx.x), shape.rows - 1) *
+                                             p.x_stride)),
       shape.hidden));
   const int64_t col_end = shape.hidden - head;  // body columns
   const bool head_thread = threadIdx.x == 0;
@@ -47,7 +56,7 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_realigned_slots(FwdParams p)
 
 #pragma unroll
   for (int i = 0; i < IMAX; ++i) {
-    if (!active(i)) continue;
+    if (group != 0 || !active(i)) continue;
     if (weight) {
       store_lanes_shared(slot_weight + local(i), load_shifted(weight, head + local(i), shape.hidden));
     }
@@ -55,29 +64,38 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_realigned_slots(FwdParams p)
       store_lanes_shared(slot_bias + local(i), load_shifted(bias, head + local(i), shape.hidden));
     }
   }
-  // (The slot's weight and bias are each thread's own entries: no barrier.)
+  // (Group 0's threads shift the weight and bias; with one group each thread reads only its own
+  // entries, else every group reads them after a barrier.)
+  if (groups > 1) __syncthreads();
 
-  for (int64_t row = slot; row < shape.rows; row += slots) {
+  // Trip count uniform over the CTA (the row sum's barriers): a group past the last row sits the
+  // round out.
+  for (int64_t first = blockIdx.x; first < shape.rows; first += slots) {
+    const int64_t row = first + static_cast<int64_t>(group) * gridDim.x;
+    const bool live = row < shape.rows;
     const XT* x = static_cast<const XT*>(p.x) + row * p.x_stride;
     YT* y = static_cast<YT*>(p.y) + row * p.y_stride;
     Lanes<XT, VEC> s[IMAX];
 #pragma unroll
     for (int i = 0; i < IMAX; ++i) {
       s[i] = Lanes<XT, VEC>{};
-      if (active(i)) s[i] = load_lanes_upto<XT, VEC>(x + head + local(i), col_end - local(i));
+      if (live && active(i)) {
+        s[i] = load_lanes_upto<XT, VEC>(x + head + local(i), col_end - local(i));
+      }
     }
     float sum_sq = sum_of_squares(s);
     // The head, parked in shared memory until rstd is known (registers live across the row sum
     // cost every thread).
-    if (head_thread) {
+    if (live && head_thread) {
 #pragma unroll
       for (int k = 0; k < VEC - 1; ++k) {
         const float v = k < head ? to_float(x[k]) : 0.0f;
-        head_x[k] = v;
+        head_x[group][k] = v;
         sum_sq += v * v;
       }
     }
     sum_sq = cta_row_sum(sum_sq, scratch);
+    if (!live) continue;
     const float rstd = 1.0f / sqrtf(sum_sq * shape.inv_hidden + p.eps);
     if (p.rstd && head_thread) p.rstd[row] = rstd;
 #pragma unroll
@@ -100,7 +118,7 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_realigned_slots(FwdParams p)
       for (int k = 0; k < head; ++k) {
         const float w = weight ? to_float(weight[k]) : 0.0f;
         const float b = bias ? to_float(bias[k]) : 0.0f;
-        y[k] = from_float<YT>(scaled(p, head_x[k], rstd, w, b));
+        y[k] = from_float<YT>(scaled(p, head_x[group][k], rstd, w, b));
       }
     }
   }

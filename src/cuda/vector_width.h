@@ -123,6 +123,8 @@ inline const KernelFacts& tuned_defaults() {
         tuning_knob("NK_TUNE_BWD_SPLIT_VECTORS", k.bwd_split_vectors, 32, 1 << 20);
     k.fwd_realign = tuning_knob("NK_TUNE_FWD_REALIGN", k.fwd_realign, 0, 1);
     k.fwd_realign_slots = tuning_knob("NK_TUNE_FWD_REALIGN_SLOTS", k.fwd_realign_slots, 0, 1);
+    k.fwd_realign_slot_cta_threads = tuning_knob("NK_TUNE_FWD_REALIGN_SLOT_CTA_THREADS",
+                                                 k.fwd_realign_slot_cta_threads, 0, 512);
     k.fwd_realign_min_elements = tuning_knob("NK_TUNE_FWD_REALIGN_MIN_ELEMENTS",
                                              static_cast<int>(k.fwd_realign_min_elements), 0,
                                              1 << 30);

@@ -243,7 +243,7 @@ TEST_P(FwdLayouts, RowsMisalignedAlikeForXAndY) {
   Rng rng;
   for (nk_dtype d : {NK_BFLOAT16, NK_FLOAT16}) {
     const nk_dtype other = d == NK_BFLOAT16 ? NK_FLOAT16 : NK_BFLOAT16;
-    for (int64_t hidden : {16, 23, 71, 4096, 17389}) {
+    for (int64_t hidden : {16, 23, 71, 513, 4096, 17389}) {
       for (int64_t offset : {0, 1, 3, 6, 7}) {
         FwdCase c = layout_case(d, other, d, (int64_t(1) << 20) / hidden + 3, hidden);
         c.residual = false;

@@ -511,6 +511,39 @@ TEST(LaunchConfig, ForwardSlotsOfMisalignedRowsKeepOneHeadPerCta) {
   EXPECT_EQ(odd.threads_per_row, 256);
   EXPECT_EQ(odd.items, 2);
   EXPECT_EQ(odd.grid, 1056);  // 132 SMs x 8 CTAs of 256 threads, a multiple of 8
+  EXPECT_EQ(odd.rows_per_block, 1);
+  EXPECT_EQ(plan_fwd_realigned_slots(4096, 1001, f).rows_per_block, 1) << "off by default";
+}
+
+// Where asked, the forward's CTAs hold several row groups that share one offset: CTAs always a
+// multiple of 8, one row per group where they fit.
+TEST(LaunchConfig, ForwardRowGroupsShareOneOffsetPerCta) {
+  using normkit::cuda::plan_fwd_realigned_slots;
+  using normkit::cuda::realigned_shared_offset_ctas;
+  EXPECT_EQ(realigned_shared_offset_ctas(4096, 4, 10000), 1024);
+  EXPECT_EQ(realigned_shared_offset_ctas(10, 4, 10000), 8);
+  EXPECT_EQ(realigned_shared_offset_ctas(4099, 4, 10000), 1032);
+  EXPECT_EQ(realigned_shared_offset_ctas(100000, 4, 1059), 1056);
+  EXPECT_EQ(realigned_shared_offset_ctas(100000, 4, 7), 0);
+  KernelFacts f;
+  f.fwd_realign_slot_cta_threads = 256;
+  const LaunchConfig narrow = plan_fwd_realigned_slots(4096, 1001, f);
+  EXPECT_EQ(narrow.threads_per_row, 64);
+  EXPECT_EQ(narrow.items, 2);
+  EXPECT_EQ(narrow.rows_per_block, 4);
+  EXPECT_EQ(narrow.grid, 1024);
+  EXPECT_EQ(narrow.smem_bytes, 1008 * 4) << "one weight and bias for the CTA";
+  EXPECT_EQ(plan_fwd_realigned_slots(100000, 1001, f).grid, 132 * 8);
+  EXPECT_EQ(plan_fwd_realigned_slots(4096, 4095, f).rows_per_block, 1) << "256-thread rows";
+  for (int64_t rows : {300, 1050, 4097, 100000}) {
+    for (int64_t hidden : {23, 513, 1001, 2049}) {
+      const LaunchConfig c = plan_fwd_realigned_slots(rows, hidden, f);
+      SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(hidden) + ": " + c.describe());
+      if (c.grid == 0) continue;
+      EXPECT_LE(int64_t(c.threads_per_row) * c.rows_per_block, 256);
+      if (c.rows_per_block > 1) EXPECT_EQ(c.grid % 8, 0);
+    }
+  }
 }
 
 TEST(LaunchConfig, PipelinesTheBackwardOfAlignedRowsThatFitSharedMemory) {

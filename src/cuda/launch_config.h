@@ -819,10 +819,11 @@ int64_t realigned_slots_fitting(int64_t rows, int64_t resident);
 
 // The forward over 16-bit rows misaligned alike for x and y (rms_norm_fwd_realigned_slots; the
 // backend checks the pointers), persistent: CTA `slot` walks rows slot, slot + slots, ..., the
-// grid all the rows or a multiple of 8 CTAs (every row of a CTA then has the same head), one CTA
-// per row of 256 threads at 2 vectors per thread, else 512 at 2, else 512 at 4; at most the
-// CTAs of 2048 threads per SM (the launcher caps the grid to those resident at once, keeping the
-// rule). grid 0 where it does not apply: facts.fwd_realign or fwd_realign_slots off, fewer than
+// grid all the rows or a multiple of 8 CTAs (every row of a CTA then has the same head), a row
+// per group of 256 threads at 2 vectors per thread, else 512 at 2, else 512 at 4; one group per
+// CTA, or as many as facts.fwd_realign_slot_cta_threads holds (then the grid always a multiple
+// of 8: realigned_shared_offset_ctas); at most the CTAs of 2048 threads per SM (the launcher
+// caps the grid to those resident at once, keeping the rule). grid 0 where it does not apply: facts.fwd_realign or fwd_realign_slots off, fewer than
 // facts.fwd_realign_min_elements elements, rows under 16 columns or past 16384.
 LaunchConfig plan_fwd_realigned_slots(int64_t rows, int64_t hidden, const KernelFacts& facts);
 

@@ -54,6 +54,13 @@ bool fwd_realignable(const nk_rms_norm_fwd_args& a, int vec) {
   return (!a.weight || offset(a.weight) == 0) && (!a.bias || offset(a.bias) == 0);
 }
 
+// The realigned forward plan for rows that fwd_realignable allows, or grid 0: the persistent
+// kernel where it applies, else one row per CTA (plan_fwd_for and explain_fwd alike).
+LaunchConfig plan_fwd_realigned_rows(int64_t rows, int64_t hidden, const KernelFacts& facts) {
+  const LaunchConfig slots = plan_fwd_realigned_slots(rows, hidden, facts);
+  return slots.grid > 0 ? slots : plan_fwd_realigned(rows, hidden, facts);
+}
+
 // Whether the backward may read rows misaligned for 16-byte vectors as the forward does (a head,
 // then aligned 16-byte vectors: plan_bwd_realigned, plan_bwd_realigned_slots): 16-bit x, dy and
 // weight, every x, dy, dx (and dresidual_out) row misaligned alike, the weight 16-byte aligned.
@@ -172,9 +179,7 @@ LaunchConfig plan_bwd_with_reads(int64_t rows, int64_t hidden, int vec, nk_dtype
 LaunchConfig plan_fwd_for(const nk_rms_norm_fwd_args& a, const KernelFacts& facts) {
   const int vec = fwd_vector_width(a);
   if (facts.fwd_realign && fwd_realignable(a, vec)) {
-    const LaunchConfig slots = plan_fwd_realigned_slots(a.rows, a.hidden, facts);
-    if (slots.grid > 0) return slots;
-    const LaunchConfig realigned = plan_fwd_realigned(a.rows, a.hidden, facts);
+    const LaunchConfig realigned = plan_fwd_realigned_rows(a.rows, a.hidden, facts);
     if (realigned.grid > 0) return realigned;
   }
   return plan_fwd_with_reads(a.rows, a.hidden, vec, a.x_dtype, a.residual != nullptr, facts);
@@ -299,9 +304,7 @@ std::string explain_fwd(int64_t rows, int64_t hidden, nk_dtype x, nk_dtype w, nk
   const KernelFacts facts = kernel_facts(current_device_facts());
   if (facts.fwd_realign && vec < nat && nk_dtype_size(x) == 2 && nk_dtype_size(w) == 2 &&
       nk_dtype_size(y) == 2) {
-    const LaunchConfig slots = plan_fwd_realigned_slots(rows, hidden, facts);
-    if (slots.grid > 0) return slots.describe();
-    const LaunchConfig realigned = plan_fwd_realigned(rows, hidden, facts);
+    const LaunchConfig realigned = plan_fwd_realigned_rows(rows, hidden, facts);
     if (realigned.grid > 0) return realigned.describe();
   }
   return plan_fwd_with_reads(rows, hidden, vec, x, false, facts).describe();

@@ -23,6 +23,11 @@ inline int tuning_knob(const char* name, int fallback, int lo, int hi) {
   return (*end == '\0' && v >= lo && v <= hi) ? static_cast<int>(v) : fallback;
 }
 
+// A knob of rows, columns or elements (0 to 2^30) over an int64_t default.
+inline int64_t count_knob(const char* name, int64_t fallback) {
+  return tuning_knob(name, static_cast<int>(fallback), 0, 1 << 30);
+}
+
 // KernelFacts' defaults with the NK_TUNE_* knobs applied, read once per process rather than on
 // every call's launch path (a sweep runs one process per setting: bench/tune.sh).
 inline const KernelFacts& tuned_defaults() {
@@ -35,17 +40,13 @@ inline const KernelFacts& tuned_defaults() {
                                      bwd_items_max(1), kBwdNarrowItemsWide);
     k.bwd_reduce_in_grid = tuning_knob("NK_TUNE_BWD_REDUCE_IN_GRID", k.bwd_reduce_in_grid, 0, 1);
     k.bwd_registers_max_rows =
-        tuning_knob("NK_TUNE_BWD_REGISTERS_MAX_ROWS", static_cast<int>(k.bwd_registers_max_rows),
-                    0, 1 << 30);
+        count_knob("NK_TUNE_BWD_REGISTERS_MAX_ROWS", k.bwd_registers_max_rows);
     k.bwd_column_sums_max_elements =
-        tuning_knob("NK_TUNE_BWD_COLUMN_SUMS_MAX_ELEMENTS",
-                    static_cast<int>(k.bwd_column_sums_max_elements), 0, 1 << 30);
+        count_knob("NK_TUNE_BWD_COLUMN_SUMS_MAX_ELEMENTS", k.bwd_column_sums_max_elements);
     k.bwd_column_sums_max_rows =
-        tuning_knob("NK_TUNE_BWD_COLUMN_SUMS_MAX_ROWS",
-                    static_cast<int>(k.bwd_column_sums_max_rows), 0, 1 << 30);
+        count_knob("NK_TUNE_BWD_COLUMN_SUMS_MAX_ROWS", k.bwd_column_sums_max_rows);
     k.bwd_column_sums_max_rows_dbias =
-        tuning_knob("NK_TUNE_BWD_COLUMN_SUMS_MAX_ROWS_DBIAS",
-                    static_cast<int>(k.bwd_column_sums_max_rows_dbias), 0, 1 << 30);
+        count_knob("NK_TUNE_BWD_COLUMN_SUMS_MAX_ROWS_DBIAS", k.bwd_column_sums_max_rows_dbias);
     k.bwd_realign = tuning_knob("NK_TUNE_BWD_REALIGN", k.bwd_realign, 0, 2);
     k.bwd_realign_threads =
         tuning_knob("NK_TUNE_BWD_REALIGN_THREADS", k.bwd_realign_threads, 32, 512);
@@ -59,20 +60,15 @@ inline const KernelFacts& tuned_defaults() {
     k.bwd_realign_slot_cta_rows = tuning_knob("NK_TUNE_BWD_REALIGN_SLOT_CTA_ROWS",
                                               k.bwd_realign_slot_cta_rows, 1, kRealignSlotRowsMax);
     k.bwd_realign_sums_max_rows =
-        tuning_knob("NK_TUNE_BWD_REALIGN_SUMS_MAX_ROWS",
-                    static_cast<int>(k.bwd_realign_sums_max_rows), 0, 1 << 30);
+        count_knob("NK_TUNE_BWD_REALIGN_SUMS_MAX_ROWS", k.bwd_realign_sums_max_rows);
     k.bwd_realign_sums_max_elements =
-        tuning_knob("NK_TUNE_BWD_REALIGN_SUMS_MAX_ELEMENTS",
-                    static_cast<int>(k.bwd_realign_sums_max_elements), 0, 1 << 30);
+        count_knob("NK_TUNE_BWD_REALIGN_SUMS_MAX_ELEMENTS", k.bwd_realign_sums_max_elements);
     k.bwd_realign_slots_first_rows =
-        tuning_knob("NK_TUNE_BWD_REALIGN_SLOTS_FIRST_ROWS",
-                    static_cast<int>(k.bwd_realign_slots_first_rows), 0, 1 << 30);
+        count_knob("NK_TUNE_BWD_REALIGN_SLOTS_FIRST_ROWS", k.bwd_realign_slots_first_rows);
     k.bwd_realign_slots_first_elements =
-        tuning_knob("NK_TUNE_BWD_REALIGN_SLOTS_FIRST_ELEMENTS",
-                    static_cast<int>(k.bwd_realign_slots_first_elements), 0, 1 << 30);
+        count_knob("NK_TUNE_BWD_REALIGN_SLOTS_FIRST_ELEMENTS", k.bwd_realign_slots_first_elements);
     k.bwd_realign_whole_min_columns =
-        tuning_knob("NK_TUNE_BWD_REALIGN_WHOLE_MIN_COLUMNS",
-                    static_cast<int>(k.bwd_realign_whole_min_columns), 0, 1 << 30);
+        count_knob("NK_TUNE_BWD_REALIGN_WHOLE_MIN_COLUMNS", k.bwd_realign_whole_min_columns);
     k.bwd_reduce_kernel = tuning_knob("NK_TUNE_BWD_REDUCE_KERNEL", k.bwd_reduce_kernel, 0, 1);
     k.bwd_early_dependent =
         tuning_knob("NK_TUNE_BWD_EARLY_DEPENDENT", k.bwd_early_dependent, 0, 1);
@@ -100,9 +96,8 @@ inline const KernelFacts& tuned_defaults() {
         tuning_knob("NK_TUNE_FWD_PIPELINE_CLUSTERS", k.fwd_pipeline_clusters, 0, 1);
     k.max_cluster_pipelined =
         tuning_knob("NK_TUNE_BWD_HUGE_ROW_CLUSTER", k.max_cluster_pipelined, 0, 16);
-    k.split_for_fill_elements = tuning_knob("NK_TUNE_SPLIT_FOR_FILL_ELEMENTS",
-                                            static_cast<int>(k.split_for_fill_elements), 0,
-                                            1 << 30);
+    k.split_for_fill_elements =
+        count_knob("NK_TUNE_SPLIT_FOR_FILL_ELEMENTS", k.split_for_fill_elements);
     k.fwd_cluster_threads =
         tuning_knob("NK_TUNE_FWD_CLUSTER_THREADS", k.fwd_cluster_threads, 32, 512);
     k.fwd_cta_threads = tuning_knob("NK_TUNE_FWD_CTA_THREADS", k.fwd_cta_threads, 32, 1024);
@@ -116,21 +111,18 @@ inline const KernelFacts& tuned_defaults() {
     k.fwd_split_wide_rows = tuning_knob("NK_TUNE_FWD_SPLIT_WIDE_ROWS", k.fwd_split_wide_rows, 0, 1);
     k.bwd_cluster_threads =
         tuning_knob("NK_TUNE_BWD_CLUSTER_THREADS", k.bwd_cluster_threads, 32, 512);
-    k.bwd_cluster_threads_max_vectors = tuning_knob(
-        "NK_TUNE_BWD_CLUSTER_THREADS_MAX_VECTORS",
-        static_cast<int>(k.bwd_cluster_threads_max_vectors), 0, 1 << 30);
+    k.bwd_cluster_threads_max_vectors =
+        count_knob("NK_TUNE_BWD_CLUSTER_THREADS_MAX_VECTORS", k.bwd_cluster_threads_max_vectors);
     k.bwd_split_vectors =
         tuning_knob("NK_TUNE_BWD_SPLIT_VECTORS", k.bwd_split_vectors, 32, 1 << 20);
     k.fwd_realign = tuning_knob("NK_TUNE_FWD_REALIGN", k.fwd_realign, 0, 1);
     k.fwd_realign_slots = tuning_knob("NK_TUNE_FWD_REALIGN_SLOTS", k.fwd_realign_slots, 0, 1);
     k.fwd_realign_slot_cta_threads = tuning_knob("NK_TUNE_FWD_REALIGN_SLOT_CTA_THREADS",
                                                  k.fwd_realign_slot_cta_threads, 0, 512);
-    k.fwd_realign_min_elements = tuning_knob("NK_TUNE_FWD_REALIGN_MIN_ELEMENTS",
-                                             static_cast<int>(k.fwd_realign_min_elements), 0,
-                                             1 << 30);
-    k.bwd_columns_max_elements = tuning_knob("NK_TUNE_BWD_COLUMNS_MAX_ELEMENTS",
-                                             static_cast<int>(k.bwd_columns_max_elements), 0,
-                                             1 << 30);
+    k.fwd_realign_min_elements =
+        count_knob("NK_TUNE_FWD_REALIGN_MIN_ELEMENTS", k.fwd_realign_min_elements);
+    k.bwd_columns_max_elements =
+        count_knob("NK_TUNE_BWD_COLUMNS_MAX_ELEMENTS", k.bwd_columns_max_elements);
     k.quant_weight_first =
         tuning_knob("NK_TUNE_QUANT_WEIGHT_FIRST", k.quant_weight_first, 0, 2);
     k.fwd_exact = tuning_knob("NK_TUNE_FWD_EXACT", k.fwd_exact, 0, 4);

@@ -541,7 +541,9 @@ TEST(LaunchConfig, ForwardRowGroupsShareOneOffsetPerCta) {
       SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(hidden) + ": " + c.describe());
       if (c.grid == 0) continue;
       EXPECT_LE(int64_t(c.threads_per_row) * c.rows_per_block, 256);
-      if (c.rows_per_block > 1) EXPECT_EQ(c.grid % 8, 0);
+      if (c.rows_per_block > 1) {
+        EXPECT_EQ(c.grid % 8, 0);
+      }
     }
   }
 }

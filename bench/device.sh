@@ -334,16 +334,12 @@ for step in "${steps[@]}"; do
     modes)  # A/B over the plain forward and the quantized modes in one run (mode_runs) of
       # AB_MODES under AB_CONFIGS
       mode_runs "${AB_MODES:-plain tensor token block mxfp8 transposed}" "${AB_CONFIGS:-none}" ;;
-    pending)  # the next session's prepared A/B (docs/notes.md, thirtieth session, not yet run):
-      # the persistent realigned forward's loads placed early (NK_TUNE_FWD_REALIGN_SLOT_EARLY_LOADS
-      # 1: the first row before the weight shift, each head with its body; 2: also the next row
-      # before the current one is reduced), and rows of a warp at 4 vectors per thread
-      # (NK_TUNE_FWD_REALIGN_SLOT_ITEMS=4, in groups of 256 threads), against the default, twice
-      e=NK_TUNE_FWD_REALIGN_SLOT_EARLY_LOADS
-      w=NK_TUNE_FWD_REALIGN_SLOT_ITEMS=4,NK_TUNE_FWD_REALIGN_SLOT_CTA_THREADS=256
-      g=NK_TUNE_FWD_REALIGN_SLOT_CTA_THREADS=256
-      knob_runs bench_pending 600 "none $e=1 $e=2 $w $w,$e=1 $g,$e=2 none $e=1 $e=2 $w $w,$e=1 $g,$e=2" \
-        --fwd-only \
+    pending)  # the next session's prepared A/B (docs/notes.md, twenty-ninth session, not yet
+      # run): the persistent realigned forward in row groups that share one shifted weight per
+      # CTA (NK_TUNE_FWD_REALIGN_SLOT_CTA_THREADS) against one row group per CTA, twice
+      knob_runs bench_pending 600 "none NK_TUNE_FWD_REALIGN_SLOT_CTA_THREADS=256 \
+NK_TUNE_FWD_REALIGN_SLOT_CTA_THREADS=512 none NK_TUNE_FWD_REALIGN_SLOT_CTA_THREADS=256 \
+NK_TUNE_FWD_REALIGN_SLOT_CTA_THREADS=512" --fwd-only \
         --shapes 4096x1001,2048x1001,16384x1001,8192x513,2100x513,4096x2049,8192x2049,1050x1001,4096x4095 ;;
     probe)  # knob A/Bs in one run: `normkit bench $PROBE_ARGS` over PROBE_SHAPES (default: the
       # sweep) under each of PROBE_CONFIGS (knobs joined by commas; "none": the defaults)

@@ -247,17 +247,6 @@ struct KernelFacts {
   // group per CTA). Prepared in the twenty-ninth session after ncu showed 4096 x 1001's 2112
   // CTAs each shifting them for about 2 rows; not yet run on a GPU.
   int fwd_realign_slot_cta_threads = 0;
-  // ... each row group's loads placed as LaunchConfig::realigned_early_loads says
-  // (NK_TUNE_FWD_REALIGN_SLOT_EARLY_LOADS: 0, the default, after the weight shift, the head after
-  // the body's sum; 1 the first row before the shift and each head with its body; 2 also the
-  // group's next row before the current one is reduced). Prepared in the thirtieth session: the
-  // row groups above measured no faster (4096 x 1001 15.1 us at 256 threads, 15.6 at 512,
-  // against 15.1), so the time is not the shift itself but what waits on it.
-  int fwd_realign_slot_early_loads = 0;
-  // ... at this many vectors per thread where a row group of 256 threads holds the row
-  // (NK_TUNE_FWD_REALIGN_SLOT_ITEMS, 2 or 4; 2, the default: 1001 columns on 64 threads, 4 on one
-  // warp, whose row sum needs no barrier).
-  int fwd_realign_slot_items = 2;
   // The backward of at most this many elements takes one cluster whose CTAs own columns of
   // every row (plan_bwd_columns) where the rows fit its shared memory
   // (NK_TUNE_BWD_COLUMNS_MAX_ELEMENTS; 0: never). Off: measured slower than the default plans
@@ -580,9 +569,6 @@ struct LaunchConfig {
   // partial sums per slot itself (plan_bwd_realigned_slots, rms_norm_bwd_realigned_slots);
   // without it a realigned plan writes dx only, one row per cluster.
   bool realigned_slots = false;
-  // Forward realigned_slots plans: where each row's loads go (KernelFacts::
-  // fwd_realign_slot_early_loads; rms_norm_fwd_realigned_slots).
-  int realigned_early_loads = 0;
   // Inputs read once go through L2 as evict-first or evict-last (KernelFacts::
   // evict_first_max_mib, evict_last_min_mib; apply_read_policy).
   bool evict_first_reads = false;
@@ -837,9 +823,7 @@ int64_t realigned_slots_fitting(int64_t rows, int64_t resident);
 // per group of 256 threads at 2 vectors per thread, else 512 at 2, else 512 at 4; one group per
 // CTA, or as many as facts.fwd_realign_slot_cta_threads holds (then the grid always a multiple
 // of 8: realigned_shared_offset_ctas); at most the CTAs of 2048 threads per SM (the launcher
-// caps the grid to those resident at once, keeping the rule). facts.fwd_realign_slot_items 4
-// puts rows of up to 256 x 4 vectors on a quarter of the threads at 4 vectors each. grid 0
-// where it does not apply: facts.fwd_realign or fwd_realign_slots off, fewer than
+// caps the grid to those resident at once, keeping the rule). grid 0 where it does not apply: facts.fwd_realign or fwd_realign_slots off, fewer than
 // facts.fwd_realign_min_elements elements, rows under 16 columns or past 16384.
 LaunchConfig plan_fwd_realigned_slots(int64_t rows, int64_t hidden, const KernelFacts& facts);
 

@@ -33,20 +33,6 @@ inline FwdParams fwd_params(const nk_rms_norm_fwd_args& a, const LaunchConfig& c
   return p;
 }
 
-// The rms_norm_fwd_realigned_slots instance of a plan's vectors per thread and early loads.
-template <typename XT, typename WT, typename YT>
-auto realigned_slots_kernel(int items, int early_loads) {
-  constexpr int kMany = kSmallItems;
-  if (items <= 2) {
-    return early_loads == 2   ? rms_norm_fwd_realigned_slots_pinned<XT, WT, YT, 2>
-           : early_loads == 1 ? rms_norm_fwd_realigned_slots_pinned<XT, WT, YT, 1>
-                              : rms_norm_fwd_realigned_slots<XT, WT, YT, 2, 0>;
-  }
-  return early_loads == 2   ? rms_norm_fwd_realigned_slots<XT, WT, YT, kMany, 2>
-         : early_loads == 1 ? rms_norm_fwd_realigned_slots<XT, WT, YT, kMany, 1>
-                            : rms_norm_fwd_realigned_slots<XT, WT, YT, kMany, 0>;
-}
-
 template <typename XT, typename WT, typename YT>
 void launch_fwd(const nk_rms_norm_fwd_args& a, const LaunchConfig& cfg, cudaStream_t stream) {
   const FwdParams p = fwd_params(a, cfg);
@@ -55,7 +41,8 @@ void launch_fwd(const nk_rms_norm_fwd_args& a, const LaunchConfig& cfg, cudaStre
       if (cfg.items > kSmallItems) {
         throw Error(NK_ERROR_INTERNAL, "rms_norm_fwd: realigned slots plan with items > 4");
       }
-      auto kernel = realigned_slots_kernel<XT, WT, YT>(cfg.items, cfg.realigned_early_loads);
+      auto kernel = cfg.items <= 2 ? rms_norm_fwd_realigned_slots<XT, WT, YT, 2>
+                                   : rms_norm_fwd_realigned_slots<XT, WT, YT, kSmallItems>;
       const char* what = "rms_norm_fwd (realigned slots)";
       LaunchConfig run = cfg;
       run.smem_bytes =

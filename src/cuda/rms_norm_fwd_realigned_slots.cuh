@@ -24,19 +24,11 @@
 
 namespace normkit::cuda {
 
-// Where a row's loads go (LaunchConfig::realigned_early_loads): 0 after the weight and bias
-// are shifted, the head loaded after the body's sum of squares; 1 the CTA's first row loaded
-// before the shift and each head with its body, so that no row waits on a second round trip;
-// 2 as 1, and each row group's next row loaded before the current one is reduced (two rows in
-// flight per group, for more registers).
-//
 // Dynamic shared memory: fwd_realigned_slots_smem_bytes.
-// The kernels' body (below).
-template <typename XT, typename WT, typename YT, int IMAX, int EARLY>
-__device__ __forceinline__ void fwd_realigned_slots_rows(const FwdParams& p) {
+template <typename XT, typename WT, typename YT, int IMAX>
+__global__ void __launch_bounds__(512) rms_norm_fwd_realigned_slots(FwdParams p) {
   constexpr int VEC = kRealignVec;
   static_assert(sizeof(XT) == 2 && sizeof(WT) == 2 && sizeof(YT) == 2, "16-bit types only");
-  static_assert(EARLY >= 0 && EARLY <= 2, "realigned_early_loads is 0, 1 or 2");
   __shared__ float scratch[kMaxWarps];
   __shared__ float head_x[kRealignSlotRowsMax][VEC];  // each group's row's head (head thread)
   extern __shared__ __align__(16) unsigned char slot_state[];
@@ -61,30 +53,6 @@ __device__ __forceinline__ void fwd_realigned_slots_rows(const FwdParams& p) {
     return (i * static_cast<int>(blockDim.x) + static_cast<int>(threadIdx.x)) * VEC;
   };
   auto active = [&](int i) { return i < shape.items && local(i) < col_end; };
-  // The group's row of the round that starts at `first`.
-  auto row_of = [&](int64_t first) { return first + static_cast<int64_t>(group) * gridDim.x; };
-  // A row's body vectors, and with EARLY its head elements (head thread; 0 elsewhere).
-  auto load_row = [&](int64_t row, Lanes<XT, VEC>(&s)[IMAX], float(&hx)[VEC - 1]) {
-    const bool live = row < shape.rows;
-    const XT* x = static_cast<const XT*>(p.x) + row * p.x_stride;
-#pragma unroll
-    for (int i = 0; i < IMAX; ++i) {
-      s[i] = Lanes<XT, VEC>{};
-      if (live && active(i)) {
-        s[i] = load_lanes_upto<XT, VEC>(x + head + local(i), col_end - local(i));
-      }
-    }
-    if constexpr (EARLY >= 1) {
-#pragma unroll
-      for (int k = 0; k < VEC - 1; ++k) {
-        hx[k] = live && head_thread && k < head ? to_float(x[k]) : 0.0f;
-      }
-    }
-  };
-
-  Lanes<XT, VEC> s[IMAX];
-  float hx[VEC - 1];
-  if constexpr (EARLY >= 1) load_row(row_of(blockIdx.x), s, hx);
 
 #pragma unroll
   for (int i = 0; i < IMAX; ++i) {
@@ -103,81 +71,57 @@ __device__ __forceinline__ void fwd_realigned_slots_rows(const FwdParams& p) {
   // Trip count uniform over the CTA (the row sum's barriers): a group past the last row sits the
   // round out.
   for (int64_t first = blockIdx.x; first < shape.rows; first += slots) {
-    const int64_t row = row_of(first);
+    const int64_t row = first + static_cast<int64_t>(group) * gridDim.x;
     const bool live = row < shape.rows;
     const XT* x = static_cast<const XT*>(p.x) + row * p.x_stride;
     YT* y = static_cast<YT*>(p.y) + row * p.y_stride;
-    if constexpr (EARLY == 0) load_row(row, s, hx);
-    if constexpr (EARLY == 1) {
-      if (first != blockIdx.x) load_row(row, s, hx);
+    Lanes<XT, VEC> s[IMAX];
+#pragma unroll
+    for (int i = 0; i < IMAX; ++i) {
+      s[i] = Lanes<XT, VEC>{};
+      if (live && active(i)) {
+        s[i] = load_lanes_upto<XT, VEC>(x + head + local(i), col_end - local(i));
+      }
     }
-    Lanes<XT, VEC> s_next[IMAX];
-    float hx_next[VEC - 1];
-    if constexpr (EARLY == 2) load_row(row_of(first + slots), s_next, hx_next);
     float sum_sq = sum_of_squares(s);
     // The head, parked in shared memory until rstd is known (registers live across the row sum
     // cost every thread).
     if (live && head_thread) {
 #pragma unroll
       for (int k = 0; k < VEC - 1; ++k) {
-        float v;
-        if constexpr (EARLY >= 1) {
-          v = hx[k];
-        } else {
-          v = k < head ? to_float(x[k]) : 0.0f;
-        }
+        const float v = k < head ? to_float(x[k]) : 0.0f;
         head_x[group][k] = v;
         sum_sq += v * v;
       }
     }
     sum_sq = cta_row_sum(sum_sq, scratch);
-    if (live) {
-      const float rstd = 1.0f / sqrtf(sum_sq * shape.inv_hidden + p.eps);
-      if (p.rstd && head_thread) p.rstd[row] = rstd;
+    if (!live) continue;
+    const float rstd = 1.0f / sqrtf(sum_sq * shape.inv_hidden + p.eps);
+    if (p.rstd && head_thread) p.rstd[row] = rstd;
 #pragma unroll
-      for (int i = 0; i < IMAX; ++i) {
-        if (!active(i)) continue;
-        Lanes<WT, VEC> w{}, b{};
-        if (weight) w.load(slot_weight + local(i));
-        if (bias) b.load(slot_bias + local(i));
-        float out[VEC];
+    for (int i = 0; i < IMAX; ++i) {
+      if (!active(i)) continue;
+      Lanes<WT, VEC> w{}, b{};
+      if (weight) w.load(slot_weight + local(i));
+      if (bias) b.load(slot_bias + local(i));
+      float out[VEC];
 #pragma unroll
-        for (int k = 0; k < VEC; ++k) {
-          out[k] = scaled(p, to_float(s[i].get(k)), rstd, weight ? w.get_float(k) : 0.0f,
-                          bias ? b.get_float(k) : 0.0f);
-        }
-        store_upto<YT, VEC>(y + head + local(i), col_end - local(i), out);
+      for (int k = 0; k < VEC; ++k) {
+        out[k] = scaled(p, to_float(s[i].get(k)), rstd, weight ? w.get_float(k) : 0.0f,
+                        bias ? b.get_float(k) : 0.0f);
       }
-      if (head_thread) {
-        // Plain loads under the tests: __ldg was hoisted above such a test in the backward's
-        // slots kernel (twenty-eighth session).
-        for (int k = 0; k < head; ++k) {
-          const float w = weight ? to_float(weight[k]) : 0.0f;
-          const float b = bias ? to_float(bias[k]) : 0.0f;
-          y[k] = from_float<YT>(scaled(p, head_x[group][k], rstd, w, b));
-        }
-      }
+      store_upto<YT, VEC>(y + head + local(i), col_end - local(i), out);
     }
-    if constexpr (EARLY == 2) {
-#pragma unroll
-      for (int i = 0; i < IMAX; ++i) s[i] = s_next[i];
-#pragma unroll
-      for (int k = 0; k < VEC - 1; ++k) hx[k] = hx_next[k];
+    if (head_thread) {
+      // Plain loads under the tests: __ldg was hoisted above such a test in the backward's
+      // slots kernel (twenty-eighth session).
+      for (int k = 0; k < head; ++k) {
+        const float w = weight ? to_float(weight[k]) : 0.0f;
+        const float b = bias ? to_float(bias[k]) : 0.0f;
+        y[k] = from_float<YT>(scaled(p, head_x[group][k], rstd, w, b));
+      }
     }
   }
-}
-
-template <typename XT, typename WT, typename YT, int IMAX, int EARLY>
-__global__ void __launch_bounds__(512) rms_norm_fwd_realigned_slots(FwdParams p) {
-  fwd_realigned_slots_rows<XT, WT, YT, IMAX, EARLY>(p);
-}
-
-// EARLY at 2 vectors per thread, held to the 64 registers that EARLY 0 takes unbounded (the
-// first row's loads in flight across the shift took it to 95-103; at 64 nothing spills).
-template <typename XT, typename WT, typename YT, int EARLY>
-__global__ void __launch_bounds__(512, 2) rms_norm_fwd_realigned_slots_pinned(FwdParams p) {
-  static_assert(EARLY != 0, "EARLY 0 compiles to 63 registers unbounded");
-  fwd_realigned_slots_rows<XT, WT, YT, 2, EARLY>(p);
 }
 
 }  // namespace normkit::cuda

@@ -548,37 +548,6 @@ TEST(LaunchConfig, ForwardRowGroupsShareOneOffsetPerCta) {
   }
 }
 
-// Where asked, the forward's row groups take 4 vectors per thread (a warp per 1001-column row)
-// and place their loads early; off by default.
-TEST(LaunchConfig, ForwardRealignedSlotsItemsAndEarlyLoads) {
-  using normkit::cuda::plan_fwd_realigned_slots;
-  KernelFacts f;
-  const LaunchConfig plain = plan_fwd_realigned_slots(4096, 1001, f);
-  EXPECT_EQ(plain.threads_per_row, 64);
-  EXPECT_EQ(plain.realigned_early_loads, 0) << "off by default";
-  EXPECT_EQ(plain.describe().find("early-loads"), std::string::npos);
-  f.fwd_realign_slot_items = 4;
-  f.fwd_realign_slot_early_loads = 2;
-  const LaunchConfig warp = plan_fwd_realigned_slots(4096, 1001, f);
-  EXPECT_EQ(warp.threads_per_row, 32);
-  EXPECT_EQ(warp.items, 4);
-  EXPECT_EQ(warp.realigned_early_loads, 2);
-  EXPECT_NE(warp.describe().find("early-loads=2"), std::string::npos) << warp.describe();
-  const LaunchConfig odd = plan_fwd_realigned_slots(4096, 4095, f);
-  EXPECT_EQ(odd.threads_per_row, 128);
-  EXPECT_EQ(odd.items, 4);
-  // Past 256 x 4 vectors as before: 512 threads at 4.
-  EXPECT_EQ(plan_fwd_realigned_slots(1024, 16383, f).threads_per_row, 512);
-  for (int64_t hidden : {23, 513, 1001, 2049, 8191, 16383}) {
-    const int64_t rows = std::max<int64_t>(4096, f.fwd_realign_min_elements / hidden + 1);
-    const LaunchConfig c = plan_fwd_realigned_slots(rows, hidden, f);
-    SCOPED_TRACE(std::to_string(hidden) + ": " + c.describe());
-    ASSERT_GT(c.grid, 0);
-    EXPECT_LE(c.items, 4);
-    EXPECT_GE(int64_t(c.threads_per_row) * c.items * 8, hidden - 7) << "the body covered";
-  }
-}
-
 TEST(LaunchConfig, PipelinesTheBackwardOfAlignedRowsThatFitSharedMemory) {
   KernelFacts f;
   const LaunchConfig c = normkit::cuda::plan_bwd(16384, 4096, 8, f, 4);

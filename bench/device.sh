@@ -334,13 +334,12 @@ for step in "${steps[@]}"; do
     modes)  # A/B over the plain forward and the quantized modes in one run (mode_runs) of
       # AB_MODES under AB_CONFIGS
       mode_runs "${AB_MODES:-plain tensor token block mxfp8 transposed}" "${AB_CONFIGS:-none}" ;;
-    pending)  # the next session's prepared A/B (docs/notes.md, twenty-ninth session, not yet
-      # run): the persistent realigned forward in row groups that share one shifted weight per
-      # CTA (NK_TUNE_FWD_REALIGN_SLOT_CTA_THREADS) against one row group per CTA, twice
-      knob_runs bench_pending 600 "none NK_TUNE_FWD_REALIGN_SLOT_CTA_THREADS=256 \
-NK_TUNE_FWD_REALIGN_SLOT_CTA_THREADS=512 none NK_TUNE_FWD_REALIGN_SLOT_CTA_THREADS=256 \
-NK_TUNE_FWD_REALIGN_SLOT_CTA_THREADS=512" --fwd-only \
-        --shapes 4096x1001,2048x1001,16384x1001,8192x513,2100x513,4096x2049,8192x2049,1050x1001,4096x4095 ;;
+    pending)  # the next session's prepared A/B (docs/notes.md, thirtieth session, not yet run):
+      # the persistent realigned kernels of both passes compiled for a weight only (no bias, not
+      # zero-centred; backward dweight without dbias), the default, against the general kernels
+      # (NK_TUNE_REALIGN_WEIGHT_ONLY=0), twice
+      knob_runs bench_pending 600 "none NK_TUNE_REALIGN_WEIGHT_ONLY=0 none NK_TUNE_REALIGN_WEIGHT_ONLY=0" \
+        --shapes 4096x1001,2048x1001,16384x1001,8192x513,4096x2049,8192x2049,4096x4095,4096x4097,1024x16383,2100x4095,16384x4095 ;;
     probe)  # knob A/Bs in one run: `normkit bench $PROBE_ARGS` over PROBE_SHAPES (default: the
       # sweep) under each of PROBE_CONFIGS (knobs joined by commas; "none": the defaults)
       shape_args=()

@@ -18,6 +18,23 @@
 
 namespace normkit::cuda {
 
+
+// The rms_norm_bwd_realigned_slots instance of a realigned slots plan: compiled for up to 2 and
+// up to 4 vectors per thread, with and without dresidual_out; up to 2 also held to 64 registers
+// (pinned).
+template <typename XT, typename WT, typename DYT, bool WEIGHT_ONLY>
+auto bwd_realigned_slots_kernel(const nk_rms_norm_bwd_args& a, const LaunchConfig& cfg) {
+  const bool dres = a.dresidual_out != nullptr, small = cfg.items <= 2;
+  const bool pinned = small && cfg.pinned_registers;
+  return pinned  ? (dres ? rms_norm_bwd_realigned_slots<XT, WT, DYT, 2, true, 2, WEIGHT_ONLY>
+                         : rms_norm_bwd_realigned_slots<XT, WT, DYT, 2, false, 2, WEIGHT_ONLY>)
+         : small ? (dres ? rms_norm_bwd_realigned_slots<XT, WT, DYT, 2, true, 1, WEIGHT_ONLY>
+                         : rms_norm_bwd_realigned_slots<XT, WT, DYT, 2, false, 1, WEIGHT_ONLY>)
+                 : (dres ? rms_norm_bwd_realigned_slots<XT, WT, DYT, kSmallItems, true, 1,
+                                                        WEIGHT_ONLY>
+                         : rms_norm_bwd_realigned_slots<XT, WT, DYT, kSmallItems, false, 1,
+                                                        WEIGHT_ONLY>);
+}
 template <typename XT, typename WT, typename DYT>
 void launch_bwd(const nk_rms_norm_bwd_args& a, const LaunchConfig& planned, cudaStream_t stream) {
   BwdParams p;
@@ -120,17 +137,10 @@ void launch_bwd(const nk_rms_norm_bwd_args& a, const LaunchConfig& planned, cuda
       if (cfg.items > kSmallItems) {
         throw Error(NK_ERROR_INTERNAL, "rms_norm_bwd: realigned slots plan with items > 4");
       }
-      // Compiled for up to 2 and up to 4 vectors per thread, with and without dresidual_out;
-      // up to 2 also held to 64 registers (pinned).
-      const bool dres = a.dresidual_out != nullptr, small = cfg.items <= 2;
-      const bool pinned = small && cfg.pinned_registers;
-      auto kernel =
-          pinned  ? (dres ? rms_norm_bwd_realigned_slots<XT, WT, DYT, 2, true, 2>
-                          : rms_norm_bwd_realigned_slots<XT, WT, DYT, 2, false, 2>)
-          : small ? (dres ? rms_norm_bwd_realigned_slots<XT, WT, DYT, 2, true>
-                          : rms_norm_bwd_realigned_slots<XT, WT, DYT, 2, false>)
-                  : (dres ? rms_norm_bwd_realigned_slots<XT, WT, DYT, kSmallItems, true>
-                          : rms_norm_bwd_realigned_slots<XT, WT, DYT, kSmallItems, false>);
+      const bool weight_only = cfg.weight_only_kernels && a.weight && p.want_dweight() &&
+                               !p.want_dbias() && !a.zero_centered;
+      auto kernel = weight_only ? bwd_realigned_slots_kernel<XT, WT, DYT, true>(a, cfg)
+                                : bwd_realigned_slots_kernel<XT, WT, DYT, false>(a, cfg);
       const char* what = "rms_norm_bwd (realigned slots)";
       // (each row group's share a multiple of 16 bytes: cols_per_cta is a multiple of 8)
       cfg.smem_bytes = cfg.rows_per_block *

@@ -838,6 +838,7 @@ LaunchConfig plan_fwd_realigned_slots(int64_t rows, int64_t hidden, const Kernel
   if (threads == 0) return none;
   LaunchConfig c = realigned_cta_config(nvec, threads, items);
   c.realigned_slots = true;
+  c.weight_only_kernels = f.realign_weight_only != 0;
   c.rows_per_block = static_cast<int>(std::clamp<int64_t>(
       f.fwd_realign_slot_cta_threads / c.threads_per_row, 1, kRealignSlotRowsMax));
   const int64_t resident =
@@ -865,6 +866,7 @@ LaunchConfig plan_bwd_realigned_slots(int64_t rows, int64_t hidden, bool dbias,
   if (threads == 0) return none;
   LaunchConfig c = realigned_cta_config(nvec, threads, items);
   c.realigned_slots = true;
+  c.weight_only_kernels = f.realign_weight_only != 0;
   // Narrow rows: several per CTA, in groups of threads_per_row threads (each group a slot; the
   // CTA writes their sums as one slot of partial sums).
   c.rows_per_block = static_cast<int>(

@@ -247,6 +247,12 @@ struct KernelFacts {
   // group per CTA). Prepared in the twenty-ninth session after ncu showed 4096 x 1001's 2112
   // CTAs each shifting them for about 2 rows; not yet run on a GPU.
   int fwd_realign_slot_cta_threads = 0;
+  // The persistent realigned kernels of both passes compiled for a weight with no bias, not
+  // zero-centred (backward: dweight, no dbias), taken where a call is such
+  // (NK_TUNE_REALIGN_WEIGHT_ONLY, default 1; 0: the general kernels, which test those at run
+  // time per element). Thirtieth session: those tests cost about a third of the forward's
+  // instructions in its output loop, and the kernels are short of issue slots.
+  int realign_weight_only = 1;
   // The backward of at most this many elements takes one cluster whose CTAs own columns of
   // every row (plan_bwd_columns) where the rows fit its shared memory
   // (NK_TUNE_BWD_COLUMNS_MAX_ELEMENTS; 0: never). Off: measured slower than the default plans
@@ -569,6 +575,9 @@ struct LaunchConfig {
   // partial sums per slot itself (plan_bwd_realigned_slots, rms_norm_bwd_realigned_slots);
   // without it a realigned plan writes dx only, one row per cluster.
   bool realigned_slots = false;
+  // Realigned slots plans: launch the kernels compiled for a weight only where the call has one,
+  // no bias, no zero-centring (backward: dweight, no dbias) (KernelFacts::realign_weight_only).
+  bool weight_only_kernels = false;
   // Inputs read once go through L2 as evict-first or evict-last (KernelFacts::
   // evict_first_max_mib, evict_last_min_mib; apply_read_policy).
   bool evict_first_reads = false;

@@ -41,8 +41,13 @@ void launch_fwd(const nk_rms_norm_fwd_args& a, const LaunchConfig& cfg, cudaStre
       if (cfg.items > kSmallItems) {
         throw Error(NK_ERROR_INTERNAL, "rms_norm_fwd: realigned slots plan with items > 4");
       }
-      auto kernel = cfg.items <= 2 ? rms_norm_fwd_realigned_slots<XT, WT, YT, 2>
-                                   : rms_norm_fwd_realigned_slots<XT, WT, YT, kSmallItems>;
+      const bool weight_only =
+          cfg.weight_only_kernels && a.weight && !a.bias && !a.zero_centered;
+      auto kernel = cfg.items <= 2
+                        ? (weight_only ? rms_norm_fwd_realigned_slots<XT, WT, YT, 2, true>
+                                       : rms_norm_fwd_realigned_slots<XT, WT, YT, 2, false>)
+                        : (weight_only ? rms_norm_fwd_realigned_slots<XT, WT, YT, kSmallItems, true>
+                                       : rms_norm_fwd_realigned_slots<XT, WT, YT, kSmallItems, false>);
       const char* what = "rms_norm_fwd (realigned slots)";
       LaunchConfig run = cfg;
       run.smem_bytes =

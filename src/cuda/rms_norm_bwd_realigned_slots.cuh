@@ -48,8 +48,11 @@ __device__ __forceinline__ void store_shared_floats(float* to, const float (&v)[
 // conversions that the compiler hoists out of the row loop, they took 128 registers at 2
 // vectors per thread and spilled at 4).
 // DRES: dresidual_out given (misaligned as x), added to dx. MIN_CTAS: CTAs of 512 threads per SM
-// that the registers must allow (2: 64 registers, LaunchConfig::pinned_registers).
-template <typename XT, typename WT, typename DYT, int IMAX, bool DRES, int MIN_CTAS = 1>
+// that the registers must allow (2: 64 registers, LaunchConfig::pinned_registers). WEIGHT_ONLY:
+// a weight, dweight wanted, no dbias, not zero-centred (the launcher's test), so that the
+// weight is used as loaded and no dbias sums are kept, with no tests per element.
+template <typename XT, typename WT, typename DYT, int IMAX, bool DRES, int MIN_CTAS = 1,
+          bool WEIGHT_ONLY = false>
 __global__ void __launch_bounds__(512, MIN_CTAS) rms_norm_bwd_realigned_slots(BwdParams p) {
   constexpr int VEC = kRealignVec;
   static_assert(sizeof(XT) == 2 && sizeof(WT) == 2 && sizeof(DYT) == 2, "16-bit types only");
@@ -70,8 +73,10 @@ __global__ void __launch_bounds__(512, MIN_CTAS) rms_norm_bwd_realigned_slots(Bw
       cluster == 1 ? static_cast<int64_t>(blockIdx.x) * groups : blockIdx.x / cluster;
   const int64_t slot = first_slot + group;
   const int64_t slots = static_cast<int64_t>(gridDim.x / cluster) * groups;
-  const bool want_w = p.want_dweight(), want_b = p.want_dbias();
+  const bool want_w = WEIGHT_ONLY || p.want_dweight();
+  const bool want_b = !WEIGHT_ONLY && p.want_dbias();
   const WT* weight = static_cast<const WT*>(p.weight);
+  const bool has_weight = WEIGHT_ONLY || weight;
   // [cols_per_cta] each: dweight sums, dbias sums (16-byte aligned: cols_per_cta is a multiple
   // of 8), then the weight.
   unsigned smem_bytes;
@@ -98,7 +103,7 @@ __global__ void __launch_bounds__(512, MIN_CTAS) rms_norm_bwd_realigned_slots(Bw
 #pragma unroll
   for (int i = 0; i < IMAX; ++i) {
     if (!active(i)) continue;
-    if (weight) {
+    if (has_weight) {
       store_lanes_shared(slot_weight + local(i),
                          load_shifted(weight, head + col_begin + local(i), shape.hidden));
     }
@@ -113,23 +118,32 @@ __global__ void __launch_bounds__(512, MIN_CTAS) rms_norm_bwd_realigned_slots(Bw
 #pragma unroll
     for (int k = 0; k < VEC; ++k) head_sums[group][0][k] = head_sums[group][1][k] = 0.0f;
   }
-  // The scale of vector i: (w, 1 + w or 1), w from shared memory.
+  // The scale of the weight lanes: (w, 1 + w or 1); with WEIGHT_ONLY w as it is.
+  auto scale_lanes = [&](const Lanes<WT, VEC>& lanes, float* w) {
+    if constexpr (WEIGHT_ONLY) {
+#pragma unroll
+      for (int k = 0; k < VEC; ++k) w[k] = lanes.get_float(k);
+    } else {
+      weight_scale<WT, VEC>(p, lanes, w);
+    }
+  };
+  // The scale of vector i, w from shared memory.
   auto scale_of = [&](int i, float* w) {
     Lanes<WT, VEC> lanes{};
-    if (weight) lanes.load(slot_weight + local(i));
-    weight_scale<WT, VEC>(p, lanes, w);
+    if (has_weight) lanes.load(slot_weight + local(i));
+    scale_lanes(lanes, w);
   };
   // The head's (lanes 0 .. head - 1). Plain loads: the compiler hoisted __ldg (ld.global.nc)
   // out of the weight test, and read address 0 without a weight (memcheck, H100).
   auto head_scale_of = [&](float* w) {
     Lanes<WT, VEC> lanes{};
-    if (weight) {
+    if (has_weight) {
 #pragma unroll
       for (int k = 0; k < VEC - 1; ++k) {
         if (k < head) lanes.set(k, weight[k]);
       }
     }
-    weight_scale<WT, VEC>(p, lanes, w);
+    scale_lanes(lanes, w);
   };
 
   // Trip count uniform over the CTA and the cluster (row_sum's barriers): a group past the last

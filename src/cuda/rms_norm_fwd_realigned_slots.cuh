@@ -24,8 +24,12 @@
 
 namespace normkit::cuda {
 
+// WEIGHT_ONLY: a weight, no bias, not zero-centred (the launcher's test), so each output is
+// x * rstd * w with no tests at run time: the general form spends about 9 instructions per
+// element on them (SASS, thirtieth session), where the kernel is short of issue slots.
+//
 // Dynamic shared memory: fwd_realigned_slots_smem_bytes.
-template <typename XT, typename WT, typename YT, int IMAX>
+template <typename XT, typename WT, typename YT, int IMAX, bool WEIGHT_ONLY>
 __global__ void __launch_bounds__(512) rms_norm_fwd_realigned_slots(FwdParams p) {
   constexpr int VEC = kRealignVec;
   static_assert(sizeof(XT) == 2 && sizeof(WT) == 2 && sizeof(YT) == 2, "16-bit types only");
@@ -53,6 +57,14 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_realigned_slots(FwdParams p)
     return (i * static_cast<int>(blockDim.x) + static_cast<int>(threadIdx.x)) * VEC;
   };
   auto active = [&](int i) { return i < shape.items && local(i) < col_end; };
+  // The output of x value v with weight w and bias b (those given), as scaled() computes it.
+  auto output = [&](float v, float rstd, float w, float b) {
+    if constexpr (WEIGHT_ONLY) {
+      return v * rstd * w;
+    } else {
+      return scaled(p, v, rstd, w, b);
+    }
+  };
 
 #pragma unroll
   for (int i = 0; i < IMAX; ++i) {
@@ -102,23 +114,28 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_realigned_slots(FwdParams p)
     for (int i = 0; i < IMAX; ++i) {
       if (!active(i)) continue;
       Lanes<WT, VEC> w{}, b{};
-      if (weight) w.load(slot_weight + local(i));
-      if (bias) b.load(slot_bias + local(i));
+      if (WEIGHT_ONLY || weight) w.load(slot_weight + local(i));
+      if (!WEIGHT_ONLY && bias) b.load(slot_bias + local(i));
       float out[VEC];
 #pragma unroll
       for (int k = 0; k < VEC; ++k) {
-        out[k] = scaled(p, to_float(s[i].get(k)), rstd, weight ? w.get_float(k) : 0.0f,
-                        bias ? b.get_float(k) : 0.0f);
+        out[k] = output(to_float(s[i].get(k)), rstd, w.get_float(k), b.get_float(k));
       }
       store_upto<YT, VEC>(y + head + local(i), col_end - local(i), out);
     }
     if (head_thread) {
-      // Plain loads under the tests: __ldg was hoisted above such a test in the backward's
-      // slots kernel (twenty-eighth session).
-      for (int k = 0; k < head; ++k) {
-        const float w = weight ? to_float(weight[k]) : 0.0f;
-        const float b = bias ? to_float(bias[k]) : 0.0f;
-        y[k] = from_float<YT>(scaled(p, head_x[group][k], rstd, w, b));
+      // The head's weight and bias all loaded before its first store (a store to y may alias
+      // them, so a load after it waits for it). Plain loads under the tests: __ldg was hoisted
+      // above such a test in the backward's slots kernel (twenty-eighth session).
+      float head_w[VEC - 1], head_b[VEC - 1];
+#pragma unroll
+      for (int k = 0; k < VEC - 1; ++k) {
+        head_w[k] = k < head && (WEIGHT_ONLY || weight) ? to_float(weight[k]) : 0.0f;
+        head_b[k] = k < head && !WEIGHT_ONLY && bias ? to_float(bias[k]) : 0.0f;
+      }
+#pragma unroll
+      for (int k = 0; k < VEC - 1; ++k) {
+        if (k < head) y[k] = from_float<YT>(output(head_x[group][k], rstd, head_w[k], head_b[k]));
       }
     }
   }

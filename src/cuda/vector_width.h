@@ -119,6 +119,8 @@ inline const KernelFacts& tuned_defaults() {
     k.fwd_realign_slots = tuning_knob("NK_TUNE_FWD_REALIGN_SLOTS", k.fwd_realign_slots, 0, 1);
     k.fwd_realign_slot_cta_threads = tuning_knob("NK_TUNE_FWD_REALIGN_SLOT_CTA_THREADS",
                                                  k.fwd_realign_slot_cta_threads, 0, 512);
+    k.realign_weight_only =
+        tuning_knob("NK_TUNE_REALIGN_WEIGHT_ONLY", k.realign_weight_only, 0, 1);
     k.fwd_realign_min_elements =
         count_knob("NK_TUNE_FWD_REALIGN_MIN_ELEMENTS", k.fwd_realign_min_elements);
     k.bwd_columns_max_elements =

@@ -548,6 +548,17 @@ TEST(LaunchConfig, ForwardRowGroupsShareOneOffsetPerCta) {
   }
 }
 
+// The persistent realigned plans of both passes take the kernels compiled for a weight only
+// (where the call is such) unless the knob is off.
+TEST(LaunchConfig, RealignedSlotsPlansTakeWeightOnlyKernels) {
+  KernelFacts f;
+  EXPECT_TRUE(normkit::cuda::plan_fwd_realigned_slots(4096, 4095, f).weight_only_kernels);
+  EXPECT_TRUE(normkit::cuda::plan_bwd_realigned_slots(4096, 4095, false, f).weight_only_kernels);
+  f.realign_weight_only = 0;
+  EXPECT_FALSE(normkit::cuda::plan_fwd_realigned_slots(4096, 4095, f).weight_only_kernels);
+  EXPECT_FALSE(normkit::cuda::plan_bwd_realigned_slots(4096, 4095, false, f).weight_only_kernels);
+}
+
 TEST(LaunchConfig, PipelinesTheBackwardOfAlignedRowsThatFitSharedMemory) {
   KernelFacts f;
   const LaunchConfig c = normkit::cuda::plan_bwd(16384, 4096, 8, f, 4);

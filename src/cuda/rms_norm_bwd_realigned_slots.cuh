@@ -146,12 +146,6 @@ __global__ void __launch_bounds__(512, MIN_CTAS) rms_norm_bwd_realigned_slots(Bw
     scale_lanes(lanes, w);
   };
 
-  // WEIGHT_ONLY at 2 vectors per thread, unpinned, keeps the dweight sums of its columns in
-  // registers across rows (114 registers, none spilled: pinned to 64, or at 4 vectors, they
-  // spill 52-68 bytes) and parks them in sum_w after the last row.
-  constexpr bool KEEP_W = WEIGHT_ONLY && MIN_CTAS == 1 && IMAX <= 2;
-  float kept_w[KEEP_W ? IMAX : 1][VEC] = {};
-
   // Trip count uniform over the CTA and the cluster (row_sum's barriers): a group past the last
   // row sits the round out.
   for (int64_t first = first_slot; first < shape.rows; first += slots) {
@@ -197,21 +191,17 @@ __global__ void __launch_bounds__(512, MIN_CTAS) rms_norm_bwd_realigned_slots(Bw
       if (!live || !active(i)) continue;
       float w[VEC], acc_w[VEC] = {}, acc_b[VEC] = {};
       scale_of(i, w);
-      if (!KEEP_W && want_w) load_shared_floats(sum_w + local(i), acc_w);
+      if (want_w) load_shared_floats(sum_w + local(i), acc_w);
       if (want_b) load_shared_floats(sum_b + local(i), acc_b);
 #pragma unroll
       for (int k = 0; k < VEC; ++k) {
         const float g = to_float(dys[i].get(k));  // zeros past the row's end add 0
         const float xhat = to_float(xs[i].get(k)) * rstd;
         dot += g * w[k] * xhat;
-        if constexpr (KEEP_W) {
-          kept_w[i][k] += g * xhat;
-        } else {
-          acc_w[k] += g * xhat;
-        }
+        acc_w[k] += g * xhat;
         acc_b[k] += g;
       }
-      if (!KEEP_W && want_w) store_shared_floats(sum_w + local(i), acc_w);
+      if (want_w) store_shared_floats(sum_w + local(i), acc_w);
       if (want_b) store_shared_floats(sum_b + local(i), acc_b);
     }
     if (live && head_thread) {
@@ -254,12 +244,6 @@ __global__ void __launch_bounds__(512, MIN_CTAS) rms_norm_bwd_realigned_slots(Bw
         if constexpr (DRES) out += head_vals[group][2][k];
         dx[k] = from_float<XT>(out);
       }
-    }
-  }
-  if constexpr (KEEP_W) {
-#pragma unroll
-    for (int i = 0; i < IMAX; ++i) {
-      if (active(i)) store_shared_floats(sum_w + local(i), kept_w[i]);
     }
   }
   if (!want_w && !want_b) return;

@@ -335,11 +335,12 @@ for step in "${steps[@]}"; do
       # AB_MODES under AB_CONFIGS
       mode_runs "${AB_MODES:-plain tensor token block mxfp8 transposed}" "${AB_CONFIGS:-none}" ;;
     pending)  # the next session's prepared A/B (docs/notes.md, thirtieth session, not yet run):
-      # the persistent realigned kernels of both passes compiled for a weight only (no bias, not
-      # zero-centred; backward dweight without dbias), the default, against the general kernels
-      # (NK_TUNE_REALIGN_WEIGHT_ONLY=0), twice
-      knob_runs bench_pending 600 "none NK_TUNE_REALIGN_WEIGHT_ONLY=0 none NK_TUNE_REALIGN_WEIGHT_ONLY=0" \
-        --shapes 4096x1001,2048x1001,16384x1001,8192x513,4096x2049,8192x2049,4096x4095,4096x4097,1024x16383,2100x4095,16384x4095 ;;
+      # the backward's realigned slots kernel held to 64 registers on every plan
+      # (NK_TUNE_BWD_REALIGN_SLOT_PINNED=2), now that its weight-only form spills nothing there,
+      # against the default (pinned from 2048 rows of 128+ threads), twice
+      knob_runs bench_pending 600 "none NK_TUNE_BWD_REALIGN_SLOT_PINNED=2 none NK_TUNE_BWD_REALIGN_SLOT_PINNED=2" \
+        --bwd-only \
+        --shapes 4096x1001,2048x1001,16384x1001,8192x513,2048x513,1024x4095,1024x2049,4096x2049,4096x4095,2100x4095 ;;
     probe)  # knob A/Bs in one run: `normkit bench $PROBE_ARGS` over PROBE_SHAPES (default: the
       # sweep) under each of PROBE_CONFIGS (knobs joined by commas; "none": the defaults)
       shape_args=()

@@ -334,10 +334,10 @@ for step in "${steps[@]}"; do
     modes)  # A/B over the plain forward and the quantized modes in one run (mode_runs) of
       # AB_MODES under AB_CONFIGS
       mode_runs "${AB_MODES:-plain tensor token block mxfp8 transposed}" "${AB_CONFIGS:-none}" ;;
-    pending)  # the next session's prepared A/B (docs/notes.md, thirtieth session, not yet run):
-      # the backward's realigned slots kernel held to 64 registers on every plan
-      # (NK_TUNE_BWD_REALIGN_SLOT_PINNED=2), now that its weight-only form spills nothing there,
-      # against the default (pinned from 2048 rows of 128+ threads), twice
+    pending)  # the last prepared A/B (docs/notes.md, thirtieth session; ran at 17:12, results in
+      # bench/results/2026-11-26T1712-h100-bwd-pinned-everywhere): the backward's realigned slots
+      # kernel held to 64 registers on every plan (NK_TUNE_BWD_REALIGN_SLOT_PINNED=2) against the
+      # default (pinned from 2048 rows of 128+ threads), twice; replace with the next one
       knob_runs bench_pending 600 "none NK_TUNE_BWD_REALIGN_SLOT_PINNED=2 none NK_TUNE_BWD_REALIGN_SLOT_PINNED=2" \
         --bwd-only \
         --shapes 4096x1001,2048x1001,16384x1001,8192x513,2048x513,1024x4095,1024x2049,4096x2049,4096x4095,2100x4095 ;;

@@ -244,8 +244,9 @@ struct KernelFacts {
   int fwd_realign_slots = 1;
   // ... its CTAs holding rows in groups of threads that share one shifted weight and bias, up to
   // this many threads per CTA (NK_TUNE_FWD_REALIGN_SLOT_CTA_THREADS; 0, the default: one row
-  // group per CTA). Prepared in the twenty-ninth session after ncu showed 4096 x 1001's 2112
-  // CTAs each shifting them for about 2 rows; not yet run on a GPU.
+  // group per CTA). Tried after ncu showed 4096 x 1001's 2112 CTAs each shifting them for about
+  // 2 rows; measured no faster (thirtieth session: 4096 x 1001 15.1 us at 256 threads against
+  // 15.0, 16384 x 1001 41.8 at 512 against 38.1): the shift is not what those rows wait on.
   int fwd_realign_slot_cta_threads = 0;
   // The persistent realigned kernels of both passes compiled for a weight with no bias, not
   // zero-centred (backward: dweight, no dbias), taken where a call is such

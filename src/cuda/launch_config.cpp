@@ -817,9 +817,11 @@ int64_t realigned_slots_fitting(int64_t rows, int64_t resident) {
 
 namespace {
 // The threads and vectors per thread of one CTA per realigned row of nvec vectors: 256 (or
-// `small_threads`) at 2, else 512 at 2, else 512 at kSmallItems; {0, 0} past that.
-std::pair<int64_t, int> realigned_cta(int64_t nvec, int64_t small_threads) {
-  for (auto [cap, it] : {std::pair<int64_t, int>{small_threads, 2}, {512, 2}, {512, kSmallItems}}) {
+// `small_threads`) at 2 (or `small_items`), else 512 at 2, else 512 at kSmallItems; {0, 0} past
+// that.
+std::pair<int64_t, int> realigned_cta(int64_t nvec, int64_t small_threads, int small_items = 2) {
+  for (auto [cap, it] : {std::pair<int64_t, int>{small_threads, small_items}, {512, 2},
+                         {512, kSmallItems}}) {
     if (nvec <= cap * it) return {cap, it};
   }
   return {0, 0};
@@ -834,7 +836,8 @@ LaunchConfig plan_fwd_realigned_slots(int64_t rows, int64_t hidden, const Kernel
     return none;
   }
   const int64_t nvec = ceil_div(hidden, int64_t(8));
-  const auto [threads, items] = realigned_cta(nvec, 256);
+  const auto [threads, items] =
+      realigned_cta(nvec, 256, f.fwd_realign_slot_items >= kSmallItems ? kSmallItems : 2);
   if (threads == 0) return none;
   LaunchConfig c = realigned_cta_config(nvec, threads, items);
   c.realigned_slots = true;

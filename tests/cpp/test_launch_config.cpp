@@ -559,6 +559,28 @@ TEST(LaunchConfig, RealignedSlotsPlansTakeWeightOnlyKernels) {
   EXPECT_FALSE(normkit::cuda::plan_bwd_realigned_slots(4096, 4095, false, f).weight_only_kernels);
 }
 
+// Where asked, the persistent realigned forward's rows take 4 vectors per thread on a quarter
+// of the threads; 2 by default.
+TEST(LaunchConfig, ForwardRealignedSlotsAtFourVectorsPerThread) {
+  using normkit::cuda::plan_fwd_realigned_slots;
+  KernelFacts f;
+  EXPECT_EQ(plan_fwd_realigned_slots(4096, 4095, f).threads_per_row, 256);
+  f.fwd_realign_slot_items = 4;
+  const LaunchConfig odd = plan_fwd_realigned_slots(4096, 4095, f);
+  EXPECT_EQ(odd.threads_per_row, 128);
+  EXPECT_EQ(odd.items, 4);
+  EXPECT_EQ(plan_fwd_realigned_slots(4096, 1001, f).threads_per_row, 32);
+  EXPECT_EQ(plan_fwd_realigned_slots(1024, 16383, f).threads_per_row, 512) << "as before";
+  for (int64_t hidden : {23, 513, 1001, 2049, 8191, 16383}) {
+    const int64_t rows = std::max<int64_t>(4096, f.fwd_realign_min_elements / hidden + 1);
+    const LaunchConfig c = plan_fwd_realigned_slots(rows, hidden, f);
+    SCOPED_TRACE(std::to_string(hidden) + ": " + c.describe());
+    ASSERT_GT(c.grid, 0);
+    EXPECT_LE(c.items, 4);
+    EXPECT_GE(int64_t(c.threads_per_row) * c.items * 8, hidden - 7) << "the body covered";
+  }
+}
+
 TEST(LaunchConfig, PipelinesTheBackwardOfAlignedRowsThatFitSharedMemory) {
   KernelFacts f;
   const LaunchConfig c = normkit::cuda::plan_bwd(16384, 4096, 8, f, 4);

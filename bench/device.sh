@@ -334,14 +334,12 @@ for step in "${steps[@]}"; do
     modes)  # A/B over the plain forward and the quantized modes in one run (mode_runs) of
       # AB_MODES under AB_CONFIGS
       mode_runs "${AB_MODES:-plain tensor token block mxfp8 transposed}" "${AB_CONFIGS:-none}" ;;
-    pending)  # the next session's prepared A/B (docs/notes.md, thirtieth session, not yet run):
-      # the persistent realigned forward at 4 vectors per thread on a quarter of the threads
-      # (NK_TUNE_FWD_REALIGN_SLOT_ITEMS=4; with row groups of up to 256 threads too), now that
-      # its weight-only kernel of 4 vectors takes 64 registers, against the default, twice
-      w=NK_TUNE_FWD_REALIGN_SLOT_ITEMS=4
-      knob_runs bench_pending 600 "none $w $w,NK_TUNE_FWD_REALIGN_SLOT_CTA_THREADS=256 none $w \
-$w,NK_TUNE_FWD_REALIGN_SLOT_CTA_THREADS=256" --fwd-only \
-        --shapes 4096x1001,16384x1001,8192x513,4096x2049,8192x2049,4096x4095,4096x4097,2100x4095,16384x4095,1024x8191 ;;
+    pending)  # the last A/B (docs/notes.md, thirtieth session): the persistent realigned
+      # forward at 4 vectors per thread where the row then takes more than a warp (the default
+      # since 17:35) against 2 everywhere (NK_TUNE_FWD_REALIGN_SLOT_ITEMS=2), twice
+      knob_runs bench_pending 600 "none NK_TUNE_FWD_REALIGN_SLOT_ITEMS=2 none NK_TUNE_FWD_REALIGN_SLOT_ITEMS=2" \
+        --fwd-only \
+        --shapes 4096x1001,8192x1025,4096x2049,8192x2049,4096x4095,4096x4097,2100x4095,16384x4095,1024x8191,1024x16383,16384x7167 ;;
     probe)  # knob A/Bs in one run: `normkit bench $PROBE_ARGS` over PROBE_SHAPES (default: the
       # sweep) under each of PROBE_CONFIGS (knobs joined by commas; "none": the defaults)
       shape_args=()

@@ -836,8 +836,12 @@ LaunchConfig plan_fwd_realigned_slots(int64_t rows, int64_t hidden, const Kernel
     return none;
   }
   const int64_t nvec = ceil_div(hidden, int64_t(8));
-  const auto [threads, items] =
-      realigned_cta(nvec, 256, f.fwd_realign_slot_items >= kSmallItems ? kSmallItems : 2);
+  // 4 vectors per thread where they leave the row more than a warp (fwd_realign_slot_items).
+  const int rule_items = nvec > int64_t(32) * kSmallItems ? kSmallItems : 2;
+  const int small_items = f.fwd_realign_slot_items == 0 ? rule_items
+                          : f.fwd_realign_slot_items > 2 ? kSmallItems
+                                                         : 2;
+  const auto [threads, items] = realigned_cta(nvec, 256, small_items);
   if (threads == 0) return none;
   LaunchConfig c = realigned_cta_config(nvec, threads, items);
   c.realigned_slots = true;

@@ -255,11 +255,12 @@ struct KernelFacts {
   // instructions in its output loop, and the kernels are short of issue slots.
   int realign_weight_only = 1;
   // The persistent realigned forward's rows at this many vectors per thread where 256 threads
-  // at that many hold the row (NK_TUNE_FWD_REALIGN_SLOT_ITEMS, 2 or 4; 2, the default: 4095
-  // columns on 256 threads, 4 on 128 as the aligned forward's 4096). Measured slower at 4 in the
-  // thirtieth session's first A/B, when the kernel of 4 vectors took 117-123 registers; its
-  // weight-only form takes 64.
-  int fwd_realign_slot_items = 2;
+  // at that many hold the row (NK_TUNE_FWD_REALIGN_SLOT_ITEMS: 2 or 4; 0, the default: 4 where
+  // the row then takes more than one warp, else 2). Thirtieth session, H100: at 4, 0.90-0.95x
+  // the time of 2 from 2049 columns (4095 on 128 threads as the aligned forward's 4096, not
+  // 256; 16384 x 4095 117 -> 105 us), 1.04x at 4096 x 1001 (one warp per row); 4 had measured
+  // slower when that kernel took 117-123 registers (its weight-only form takes 64).
+  int fwd_realign_slot_items = 0;
   // The backward of at most this many elements takes one cluster whose CTAs own columns of
   // every row (plan_bwd_columns) where the rows fit its shared memory
   // (NK_TUNE_BWD_COLUMNS_MAX_ELEMENTS; 0: never). Off: measured slower than the default plans
@@ -839,8 +840,9 @@ int64_t realigned_slots_fitting(int64_t rows, int64_t resident);
 // per group of 256 threads at 2 vectors per thread, else 512 at 2, else 512 at 4; one group per
 // CTA, or as many as facts.fwd_realign_slot_cta_threads holds (then the grid always a multiple
 // of 8: realigned_shared_offset_ctas); at most the CTAs of 2048 threads per SM (the launcher
-// caps the grid to those resident at once, keeping the rule). facts.fwd_realign_slot_items 4
-// puts rows of up to 256 x 4 vectors on a quarter of the threads at 4 vectors each. grid 0
+// caps the grid to those resident at once, keeping the rule). facts.fwd_realign_slot_items
+// (by default, rows of more than 32 x 4 vectors) puts rows of up to 256 x 4 vectors on half the
+// threads at 4 vectors each. grid 0
 // where it does not apply: facts.fwd_realign or fwd_realign_slots off, fewer than
 // facts.fwd_realign_min_elements elements, rows under 16 columns or past 16384.
 LaunchConfig plan_fwd_realigned_slots(int64_t rows, int64_t hidden, const KernelFacts& facts);

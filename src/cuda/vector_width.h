@@ -122,7 +122,7 @@ inline const KernelFacts& tuned_defaults() {
     k.realign_weight_only =
         tuning_knob("NK_TUNE_REALIGN_WEIGHT_ONLY", k.realign_weight_only, 0, 1);
     k.fwd_realign_slot_items =
-        tuning_knob("NK_TUNE_FWD_REALIGN_SLOT_ITEMS", k.fwd_realign_slot_items, 2, 4);
+        tuning_knob("NK_TUNE_FWD_REALIGN_SLOT_ITEMS", k.fwd_realign_slot_items, 0, 4);
     k.fwd_realign_min_elements =
         count_knob("NK_TUNE_FWD_REALIGN_MIN_ELEMENTS", k.fwd_realign_min_elements);
     k.bwd_columns_max_elements =

@@ -508,9 +508,9 @@ TEST(LaunchConfig, ForwardSlotsOfMisalignedRowsKeepOneHeadPerCta) {
   }
   EXPECT_GT(planned, 10);
   const LaunchConfig odd = plan_fwd_realigned_slots(4096, 4095, f);
-  EXPECT_EQ(odd.threads_per_row, 256);
-  EXPECT_EQ(odd.items, 2);
-  EXPECT_EQ(odd.grid, 1056);  // 132 SMs x 8 CTAs of 256 threads, a multiple of 8
+  EXPECT_EQ(odd.threads_per_row, 128);
+  EXPECT_EQ(odd.items, 4);
+  EXPECT_EQ(odd.grid, 2112);  // 132 SMs x 16 CTAs of 128 threads, a multiple of 8
   EXPECT_EQ(odd.rows_per_block, 1);
   EXPECT_EQ(plan_fwd_realigned_slots(4096, 1001, f).rows_per_block, 1) << "off by default";
 }
@@ -534,7 +534,7 @@ TEST(LaunchConfig, ForwardRowGroupsShareOneOffsetPerCta) {
   EXPECT_EQ(narrow.grid, 1024);
   EXPECT_EQ(narrow.smem_bytes, 1008 * 4) << "one weight and bias for the CTA";
   EXPECT_EQ(plan_fwd_realigned_slots(100000, 1001, f).grid, 132 * 8);
-  EXPECT_EQ(plan_fwd_realigned_slots(4096, 4095, f).rows_per_block, 1) << "256-thread rows";
+  EXPECT_EQ(plan_fwd_realigned_slots(4096, 8191, f).rows_per_block, 1) << "256-thread rows";
   for (int64_t rows : {300, 1050, 4097, 100000}) {
     for (int64_t hidden : {23, 513, 1001, 2049}) {
       const LaunchConfig c = plan_fwd_realigned_slots(rows, hidden, f);
@@ -559,12 +559,21 @@ TEST(LaunchConfig, RealignedSlotsPlansTakeWeightOnlyKernels) {
   EXPECT_FALSE(normkit::cuda::plan_bwd_realigned_slots(4096, 4095, false, f).weight_only_kernels);
 }
 
-// Where asked, the persistent realigned forward's rows take 4 vectors per thread on a quarter
-// of the threads; 2 by default.
+// The persistent realigned forward's rows take 4 vectors per thread where the row then takes
+// more than a warp (by default), or everywhere, or never (2).
 TEST(LaunchConfig, ForwardRealignedSlotsAtFourVectorsPerThread) {
   using normkit::cuda::plan_fwd_realigned_slots;
   KernelFacts f;
+  EXPECT_EQ(plan_fwd_realigned_slots(4096, 4095, f).threads_per_row, 128);
+  EXPECT_EQ(plan_fwd_realigned_slots(4096, 4095, f).items, 4);
+  EXPECT_EQ(plan_fwd_realigned_slots(4096, 2049, f).threads_per_row, 96);
+  EXPECT_EQ(plan_fwd_realigned_slots(4096, 1001, f).threads_per_row, 64) << "one warp at 4";
+  EXPECT_EQ(plan_fwd_realigned_slots(4096, 1001, f).items, 2);
+  EXPECT_EQ(plan_fwd_realigned_slots(8192, 1025, f).threads_per_row, 64) << "129 vectors";
+  EXPECT_EQ(plan_fwd_realigned_slots(8192, 1025, f).items, 3);
+  f.fwd_realign_slot_items = 2;
   EXPECT_EQ(plan_fwd_realigned_slots(4096, 4095, f).threads_per_row, 256);
+  EXPECT_EQ(plan_fwd_realigned_slots(4096, 4095, f).items, 2);
   f.fwd_realign_slot_items = 4;
   const LaunchConfig odd = plan_fwd_realigned_slots(4096, 4095, f);
   EXPECT_EQ(odd.threads_per_row, 128);

@@ -19,6 +19,22 @@
 namespace normkit::cuda {
 
 
+// The rms_norm_bwd_realigned instance of a realigned plan: compiled for 1, 2, 4 and 6 vectors
+// per thread (registers for the count the plan has), with and without dresidual_out.
+template <typename XT, typename WT, typename DYT, bool WEIGHT_ONLY>
+auto bwd_realigned_kernel(const nk_rms_norm_bwd_args& a, const LaunchConfig& cfg) {
+  const bool dres = a.dresidual_out != nullptr;
+  return cfg.items == 1   ? (dres ? rms_norm_bwd_realigned<XT, WT, DYT, 1, true, WEIGHT_ONLY>
+                                  : rms_norm_bwd_realigned<XT, WT, DYT, 1, false, WEIGHT_ONLY>)
+         : cfg.items == 2 ? (dres ? rms_norm_bwd_realigned<XT, WT, DYT, 2, true, WEIGHT_ONLY>
+                                  : rms_norm_bwd_realigned<XT, WT, DYT, 2, false, WEIGHT_ONLY>)
+         : cfg.items <= kSmallItems
+             ? (dres ? rms_norm_bwd_realigned<XT, WT, DYT, kSmallItems, true, WEIGHT_ONLY>
+                     : rms_norm_bwd_realigned<XT, WT, DYT, kSmallItems, false, WEIGHT_ONLY>)
+             : (dres ? rms_norm_bwd_realigned<XT, WT, DYT, kRealignMaxItems, true, WEIGHT_ONLY>
+                     : rms_norm_bwd_realigned<XT, WT, DYT, kRealignMaxItems, false, WEIGHT_ONLY>);
+}
+
 // The rms_norm_bwd_realigned_slots instance of a realigned slots plan: compiled for up to 2 and
 // up to 4 vectors per thread, with and without dresidual_out; up to 2 also held to 64 registers
 // (pinned).
@@ -164,19 +180,9 @@ void launch_bwd(const nk_rms_norm_bwd_args& a, const LaunchConfig& planned, cuda
         throw Error(NK_ERROR_INTERNAL, "rms_norm_bwd: realigned plan with items > 6");
       }
       set_outputs();
-      // Compiled for 1, 2, 4 and 6 vectors per thread (registers for the count the plan has),
-      // with and without dresidual_out.
-      const bool dres = a.dresidual_out != nullptr;
-      auto kernel =
-          cfg.items == 1   ? (dres ? rms_norm_bwd_realigned<XT, WT, DYT, 1, true>
-                                   : rms_norm_bwd_realigned<XT, WT, DYT, 1, false>)
-          : cfg.items == 2 ? (dres ? rms_norm_bwd_realigned<XT, WT, DYT, 2, true>
-                                   : rms_norm_bwd_realigned<XT, WT, DYT, 2, false>)
-          : cfg.items <= kSmallItems
-              ? (dres ? rms_norm_bwd_realigned<XT, WT, DYT, kSmallItems, true>
-                      : rms_norm_bwd_realigned<XT, WT, DYT, kSmallItems, false>)
-              : (dres ? rms_norm_bwd_realigned<XT, WT, DYT, kRealignMaxItems, true>
-                      : rms_norm_bwd_realigned<XT, WT, DYT, kRealignMaxItems, false>);
+      const bool weight_only = cfg.weight_only_kernels && a.weight && !a.zero_centered;
+      auto kernel = weight_only ? bwd_realigned_kernel<XT, WT, DYT, true>(a, cfg)
+                                : bwd_realigned_kernel<XT, WT, DYT, false>(a, cfg);
       launch(kernel, cfg.grid, dim3(cfg.threads_per_row), {cfg.cluster_size}, stream,
              "rms_norm_bwd (realigned)", 0, p);
       note_bwd_launch(planned, cfg);

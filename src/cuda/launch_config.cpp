@@ -303,6 +303,7 @@ LaunchConfig plan_fwd_realigned(int64_t rows, int64_t hidden, const KernelFacts&
     return c;
   }
   c.realigned = true;
+  c.weight_only_kernels = facts.realign_weight_only != 0;
   return c;
 }
 
@@ -798,6 +799,7 @@ LaunchConfig plan_bwd_realigned(int64_t rows, int64_t hidden, bool sums, bool db
   c.cluster_size = static_cast<int>(cluster);
   c.grid = rows * cluster;
   c.slots = rows;  // one row per cluster
+  c.weight_only_kernels = f.realign_weight_only != 0;
   if (sums) {
     apply_column_sums(c, rows, hidden, dbias, f);  // (of 1-element vectors: realigned)
     if (c.column_sums_grid == 0) return none;

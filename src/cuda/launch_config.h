@@ -248,8 +248,9 @@ struct KernelFacts {
   // 2 rows; measured no faster (thirtieth session: 4096 x 1001 15.1 us at 256 threads against
   // 15.0, 16384 x 1001 41.8 at 512 against 38.1): the shift is not what those rows wait on.
   int fwd_realign_slot_cta_threads = 0;
-  // The persistent realigned kernels of both passes compiled for a weight with no bias, not
-  // zero-centred (backward: dweight, no dbias), taken where a call is such
+  // The persistent realigned kernels of both passes, and the few-row realigned backward,
+  // compiled for a weight with no bias, not zero-centred (backward: dweight, no dbias; the
+  // few-row one a weight, not zero-centred), taken where a call is such
   // (NK_TUNE_REALIGN_WEIGHT_ONLY, default 1; 0: the general kernels, which test those at run
   // time per element). Thirtieth session: those tests cost about a third of the forward's
   // instructions in its output loop, and the kernels are short of issue slots.
@@ -583,8 +584,9 @@ struct LaunchConfig {
   // partial sums per slot itself (plan_bwd_realigned_slots, rms_norm_bwd_realigned_slots);
   // without it a realigned plan writes dx only, one row per cluster.
   bool realigned_slots = false;
-  // Realigned slots plans: launch the kernels compiled for a weight only where the call has one,
-  // no bias, no zero-centring (backward: dweight, no dbias) (KernelFacts::realign_weight_only).
+  // Realigned plans: launch the kernels compiled for a weight only where the call has one, no
+  // bias, no zero-centring (slots backward: dweight, no dbias; the few-row backward, which
+  // writes dx only: a weight, no zero-centring) (KernelFacts::realign_weight_only).
   bool weight_only_kernels = false;
   // Inputs read once go through L2 as evict-first or evict-last (KernelFacts::
   // evict_first_max_mib, evict_last_min_mib; apply_read_policy).

@@ -66,8 +66,11 @@ void launch_fwd(const nk_rms_norm_fwd_args& a, const LaunchConfig& cfg, cudaStre
       if (cfg.items > kSmallItems) {
         throw Error(NK_ERROR_INTERNAL, "rms_norm_fwd: realigned plan with items > 4");
       }
-      launch(rms_norm_fwd_realigned<XT, WT, YT, kSmallItems>, cfg.grid,
-             dim3(cfg.threads_per_row, cfg.rows_per_block), {cfg.cluster_size}, stream,
+      const bool weight_only =
+          cfg.weight_only_kernels && a.weight && !a.bias && !a.zero_centered;
+      launch(weight_only ? rms_norm_fwd_realigned<XT, WT, YT, kSmallItems, true>
+                         : rms_norm_fwd_realigned<XT, WT, YT, kSmallItems, false>,
+             cfg.grid, dim3(cfg.threads_per_row, cfg.rows_per_block), {cfg.cluster_size}, stream,
              "rms_norm_fwd (realigned)", 0, p);
       return;
     } else {

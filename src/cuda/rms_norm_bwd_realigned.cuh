@@ -25,7 +25,9 @@ namespace normkit::cuda {
 // h on); thread 0 of the cluster's first CTA also takes the head. dresidual_out, where given,
 // has its rows misaligned as x's (the launcher checks) and is added to dx; DRES: whether it is
 // given (a kernel of its own: its registers cost the others 26 at 2 vectors per thread).
-template <typename XT, typename WT, typename DYT, int IMAX, bool DRES>
+// WEIGHT_ONLY: a weight, not zero-centred (the launcher's test), used as loaded with no test
+// per element.
+template <typename XT, typename WT, typename DYT, int IMAX, bool DRES, bool WEIGHT_ONLY = false>
 __global__ void __launch_bounds__(512) rms_norm_bwd_realigned(BwdParams p) {
   constexpr int VEC = kRealignVec;
   static_assert(sizeof(XT) == 2 && sizeof(WT) == 2 && sizeof(DYT) == 2, "16-bit types only");
@@ -62,7 +64,7 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_realigned(BwdParams p) {
     if (c.active(i)) {
       xs[i] = load_lanes_upto<XT, VEC>(x + head + col, c.col_end - col);
       dys[i] = load_lanes_upto<DYT, VEC>(dy + head + col, c.col_end - col);
-      if (weight) ws[i] = load_shifted(weight, head + col, shape.hidden);
+      if (WEIGHT_ONLY || weight) ws[i] = load_shifted(weight, head + col, shape.hidden);
       if constexpr (DRES) ds[i] = load_lanes_upto<XT, VEC>(dres + head + col, c.col_end - col);
     }
   }
@@ -74,14 +76,23 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_realigned(BwdParams p) {
     head_x[k] = mine ? to_float(x[k]) : 0.0f;
     head_d[k] = DRES && mine ? to_float(dres[k]) : 0.0f;
     float w = 1.0f;
-    if (mine) load_scale<WT, 1>(p, k, 1, &w);
+    if constexpr (WEIGHT_ONLY) {
+      if (mine) w = to_float(weight[k]);
+    } else {
+      if (mine) load_scale<WT, 1>(p, k, 1, &w);
+    }
     head_g[k] = mine ? to_float(dy[k]) * w : 0.0f;
   }
 
   // g = dy * (w, 1 + w or 1) of vector i, as the other backward kernels scale it.
   auto g_of = [&](int i, float* g) {
     float w[VEC];
-    weight_scale<WT, VEC>(p, ws[i], w);
+    if constexpr (WEIGHT_ONLY) {
+#pragma unroll
+      for (int k = 0; k < VEC; ++k) w[k] = ws[i].get_float(k);
+    } else {
+      weight_scale<WT, VEC>(p, ws[i], w);
+    }
 #pragma unroll
     for (int k = 0; k < VEC; ++k) g[k] = to_float(dys[i].get(k)) * w[k];
   };

@@ -79,7 +79,9 @@ __device__ __forceinline__ float scaled(const FwdParams& p, float s, float rstd,
 // blockDim = (threads per row, rows per block); a cluster of shape.cluster_size CTAs shares a row,
 // each covering cols_per_cta columns of the row's body (the columns from h on). Thread (0, y) of
 // the cluster's first CTA also takes the head. No residual (the launcher's rule).
-template <typename XT, typename WT, typename YT, int IMAX>
+// WEIGHT_ONLY: a weight, no bias, not zero-centred (the launcher's test): each output x * rstd
+// * w with no tests per element.
+template <typename XT, typename WT, typename YT, int IMAX, bool WEIGHT_ONLY = false>
 __global__ void __launch_bounds__(512) rms_norm_fwd_realigned(FwdParams p) {
   constexpr int VEC = kRealignVec;
   static_assert(sizeof(XT) == 2 && sizeof(WT) == 2 && sizeof(YT) == 2, "16-bit types only");
@@ -104,8 +106,12 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_realigned(FwdParams p) {
     s[i] = Lanes<XT, VEC>{};
     if (c.active(i)) {
       s[i] = load_lanes_upto<XT, VEC>(x + head + col, c.col_end - col);
-      if (p.weight) w[i] = load_shifted(static_cast<const WT*>(p.weight), head + col, shape.hidden);
-      if (p.bias) b[i] = load_shifted(static_cast<const WT*>(p.bias), head + col, shape.hidden);
+      if (WEIGHT_ONLY || p.weight) {
+        w[i] = load_shifted(static_cast<const WT*>(p.weight), head + col, shape.hidden);
+      }
+      if (!WEIGHT_ONLY && p.bias) {
+        b[i] = load_shifted(static_cast<const WT*>(p.bias), head + col, shape.hidden);
+      }
     }
   }
   // The head, with its weight and bias: loaded now too, so no load waits after the reduction.
@@ -116,8 +122,8 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_realigned(FwdParams p) {
   for (int k = 0; k < VEC - 1; ++k) {
     const bool mine = head_thread && k < head;
     head_x[k] = mine ? to_float(x[k]) : 0.0f;
-    head_w[k] = mine && weight ? to_float(__ldg(weight + k)) : 0.0f;
-    head_b[k] = mine && bias ? to_float(__ldg(bias + k)) : 0.0f;
+    head_w[k] = mine && (WEIGHT_ONLY || weight) ? to_float(__ldg(weight + k)) : 0.0f;
+    head_b[k] = mine && !WEIGHT_ONLY && bias ? to_float(__ldg(bias + k)) : 0.0f;
   }
 
   float sum_sq = sum_of_squares(s);
@@ -128,6 +134,14 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_realigned(FwdParams p) {
   if (!c.valid) return;
   const float rstd = 1.0f / sqrtf(sum_sq * shape.inv_hidden + p.eps);
   if (p.rstd && head_thread) p.rstd[row] = rstd;
+  // The output of x value v with weight w and bias b (those given), as scaled() computes it.
+  auto output = [&](float v, float w, float b) {
+    if constexpr (WEIGHT_ONLY) {
+      return v * rstd * w;
+    } else {
+      return scaled(p, v, rstd, w, b);
+    }
+  };
 #pragma unroll
   for (int i = 0; i < IMAX; ++i) {
     const int64_t col = c.column(i);
@@ -135,8 +149,9 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_realigned(FwdParams p) {
       float out[VEC];
 #pragma unroll
       for (int k = 0; k < VEC; ++k) {
-        out[k] = scaled(p, to_float(s[i].get(k)), rstd, p.weight ? to_float(w[i].get(k)) : 0.0f,
-                        p.bias ? to_float(b[i].get(k)) : 0.0f);
+        out[k] = output(to_float(s[i].get(k)),
+                        WEIGHT_ONLY || p.weight ? to_float(w[i].get(k)) : 0.0f,
+                        !WEIGHT_ONLY && p.bias ? to_float(b[i].get(k)) : 0.0f);
       }
       store_upto<YT, VEC>(y + head + col, c.col_end - col, out);
     }
@@ -144,7 +159,7 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_realigned(FwdParams p) {
   if (head_thread) {
 #pragma unroll
     for (int k = 0; k < VEC - 1; ++k) {
-      if (k < head) y[k] = from_float<YT>(scaled(p, head_x[k], rstd, head_w[k], head_b[k]));
+      if (k < head) y[k] = from_float<YT>(output(head_x[k], head_w[k], head_b[k]));
     }
   }
 }

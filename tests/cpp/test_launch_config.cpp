@@ -548,13 +548,17 @@ TEST(LaunchConfig, ForwardRowGroupsShareOneOffsetPerCta) {
   }
 }
 
-// The persistent realigned plans of both passes take the kernels compiled for a weight only
-// (where the call is such) unless the knob is off.
+// The persistent realigned plans of both passes, and the few-row realigned backward, take the
+// kernels compiled for a weight only (where the call is such) unless the knob is off.
 TEST(LaunchConfig, RealignedSlotsPlansTakeWeightOnlyKernels) {
   KernelFacts f;
   EXPECT_TRUE(normkit::cuda::plan_fwd_realigned_slots(4096, 4095, f).weight_only_kernels);
   EXPECT_TRUE(normkit::cuda::plan_bwd_realigned_slots(4096, 4095, false, f).weight_only_kernels);
+  const LaunchConfig few = normkit::cuda::plan_bwd_realigned(29, 17389, true, false, f);
+  ASSERT_GT(few.grid, 0);
+  EXPECT_TRUE(few.weight_only_kernels);
   f.realign_weight_only = 0;
+  EXPECT_FALSE(normkit::cuda::plan_bwd_realigned(29, 17389, true, false, f).weight_only_kernels);
   EXPECT_FALSE(normkit::cuda::plan_fwd_realigned_slots(4096, 4095, f).weight_only_kernels);
   EXPECT_FALSE(normkit::cuda::plan_bwd_realigned_slots(4096, 4095, false, f).weight_only_kernels);
 }

@@ -18,7 +18,6 @@
 
 namespace normkit::cuda {
 
-
 // The rms_norm_bwd_realigned instance of a realigned plan: compiled for 1, 2, 4 and 6 vectors
 // per thread (registers for the count the plan has), with and without dresidual_out.
 template <typename XT, typename WT, typename DYT, bool WEIGHT_ONLY>
@@ -51,6 +50,7 @@ auto bwd_realigned_slots_kernel(const nk_rms_norm_bwd_args& a, const LaunchConfi
                          : rms_norm_bwd_realigned_slots<XT, WT, DYT, kSmallItems, false, 1,
                                                         WEIGHT_ONLY>);
 }
+
 template <typename XT, typename WT, typename DYT>
 void launch_bwd(const nk_rms_norm_bwd_args& a, const LaunchConfig& planned, cudaStream_t stream) {
   BwdParams p;

@@ -33,6 +33,19 @@ inline FwdParams fwd_params(const nk_rms_norm_fwd_args& a, const LaunchConfig& c
   return p;
 }
 
+// Whether a realigned plan's call takes the kernels compiled for a weight only: a weight, no
+// bias, no zero-centring (LaunchConfig::weight_only_kernels).
+inline bool realigned_weight_only(const nk_rms_norm_fwd_args& a, const LaunchConfig& cfg) {
+  return cfg.weight_only_kernels && a.weight && !a.bias && !a.zero_centered;
+}
+
+// The rms_norm_fwd_realigned_slots instance of a plan's vectors per thread (up to 2, up to 4).
+template <typename XT, typename WT, typename YT, bool WEIGHT_ONLY>
+auto fwd_realigned_slots_kernel(int items) {
+  return items <= 2 ? rms_norm_fwd_realigned_slots<XT, WT, YT, 2, WEIGHT_ONLY>
+                    : rms_norm_fwd_realigned_slots<XT, WT, YT, kSmallItems, WEIGHT_ONLY>;
+}
+
 template <typename XT, typename WT, typename YT>
 void launch_fwd(const nk_rms_norm_fwd_args& a, const LaunchConfig& cfg, cudaStream_t stream) {
   const FwdParams p = fwd_params(a, cfg);
@@ -41,13 +54,9 @@ void launch_fwd(const nk_rms_norm_fwd_args& a, const LaunchConfig& cfg, cudaStre
       if (cfg.items > kSmallItems) {
         throw Error(NK_ERROR_INTERNAL, "rms_norm_fwd: realigned slots plan with items > 4");
       }
-      const bool weight_only =
-          cfg.weight_only_kernels && a.weight && !a.bias && !a.zero_centered;
-      auto kernel = cfg.items <= 2
-                        ? (weight_only ? rms_norm_fwd_realigned_slots<XT, WT, YT, 2, true>
-                                       : rms_norm_fwd_realigned_slots<XT, WT, YT, 2, false>)
-                        : (weight_only ? rms_norm_fwd_realigned_slots<XT, WT, YT, kSmallItems, true>
-                                       : rms_norm_fwd_realigned_slots<XT, WT, YT, kSmallItems, false>);
+      auto kernel = realigned_weight_only(a, cfg)
+                        ? fwd_realigned_slots_kernel<XT, WT, YT, true>(cfg.items)
+                        : fwd_realigned_slots_kernel<XT, WT, YT, false>(cfg.items);
       const char* what = "rms_norm_fwd (realigned slots)";
       LaunchConfig run = cfg;
       run.smem_bytes =
@@ -66,10 +75,8 @@ void launch_fwd(const nk_rms_norm_fwd_args& a, const LaunchConfig& cfg, cudaStre
       if (cfg.items > kSmallItems) {
         throw Error(NK_ERROR_INTERNAL, "rms_norm_fwd: realigned plan with items > 4");
       }
-      const bool weight_only =
-          cfg.weight_only_kernels && a.weight && !a.bias && !a.zero_centered;
-      launch(weight_only ? rms_norm_fwd_realigned<XT, WT, YT, kSmallItems, true>
-                         : rms_norm_fwd_realigned<XT, WT, YT, kSmallItems, false>,
+      launch(realigned_weight_only(a, cfg) ? rms_norm_fwd_realigned<XT, WT, YT, kSmallItems, true>
+                                           : rms_norm_fwd_realigned<XT, WT, YT, kSmallItems, false>,
              cfg.grid, dim3(cfg.threads_per_row, cfg.rows_per_block), {cfg.cluster_size}, stream,
              "rms_norm_fwd (realigned)", 0, p);
       return;

@@ -1,0 +1,23 @@
+# Fails unless docs/tuning.md names every NK_TUNE_* knob that src/cuda/vector_width.h reads,
+# and names none that it does not (a knob added or removed without its documentation).
+# Usage: cmake -DSOURCE_DIR=<repository root> -P tuning_doc_lists_every_knob.cmake
+file(READ "${SOURCE_DIR}/src/cuda/vector_width.h" knobs_source)
+file(READ "${SOURCE_DIR}/docs/tuning.md" tuning_doc)
+string(REGEX MATCHALL "\"NK_TUNE_[A-Z0-9_]+\"" read_knobs "${knobs_source}")
+string(REGEX MATCHALL "`NK_TUNE_[A-Z0-9_]+`" documented "${tuning_doc}")
+string(REPLACE "\"" "" read_knobs "${read_knobs}")
+string(REPLACE "`" "" documented "${documented}")
+list(REMOVE_DUPLICATES read_knobs)
+list(REMOVE_DUPLICATES documented)
+list(LENGTH read_knobs count)
+if(count LESS 10)
+  message(FATAL_ERROR "found only ${count} knobs in vector_width.h: the pattern no longer matches")
+endif()
+set(undocumented ${read_knobs})
+list(REMOVE_ITEM undocumented ${documented})
+set(unknown ${documented})
+list(REMOVE_ITEM unknown ${read_knobs})
+if(undocumented OR unknown)
+  message(FATAL_ERROR "docs/tuning.md: not documented: ${undocumented}; not read by the code: ${unknown}")
+endif()
+message(STATUS "docs/tuning.md documents all ${count} knobs")

@@ -334,13 +334,13 @@ for step in "${steps[@]}"; do
     modes)  # A/B over the plain forward and the quantized modes in one run (mode_runs) of
       # AB_MODES under AB_CONFIGS
       mode_runs "${AB_MODES:-plain tensor token block mxfp8 transposed}" "${AB_CONFIGS:-none}" ;;
-    pending)  # the last A/B (docs/notes.md, thirtieth session): the few-row realigned kernels
-      # compiled for a weight only (the backward's dx kernel; the forward's, which runs from
-      # NK_TUNE_FWD_REALIGN_MIN_ELEMENTS elements) against the general ones
-      # (NK_TUNE_REALIGN_WEIGHT_ONLY=0), and the forward realigned at every size, twice
-      g=NK_TUNE_REALIGN_WEIGHT_ONLY=0 m=NK_TUNE_FWD_REALIGN_MIN_ELEMENTS=0
-      knob_runs bench_pending 600 "none $g $m $m,$g none $g $m $m,$g" \
-        --shapes 29x17389,256x4095,2x65537,32x8191,200x10001,128x4095,1x17389,64x1001 ;;
+    pending)  # the next session's prepared A/B (docs/notes.md, thirtieth session, not yet run):
+      # the persistent realigned backward at 4 vectors per thread on half the threads
+      # (NK_TUNE_BWD_REALIGN_SLOT_ITEMS=4; that kernel unpinned, 122 registers) against the
+      # default (2, pinned from 2048 rows), twice
+      knob_runs bench_pending 600 "none NK_TUNE_BWD_REALIGN_SLOT_ITEMS=4 none NK_TUNE_BWD_REALIGN_SLOT_ITEMS=4" \
+        --bwd-only \
+        --shapes 4096x1025,4096x2049,8192x2049,4096x4095,4096x4097,2100x4095,16384x4095,1024x8191,1024x16383,16384x7167 ;;
     probe)  # knob A/Bs in one run: `normkit bench $PROBE_ARGS` over PROBE_SHAPES (default: the
       # sweep) under each of PROBE_CONFIGS (knobs joined by commas; "none": the defaults)
       shape_args=()

@@ -871,7 +871,11 @@ LaunchConfig plan_bwd_realigned_slots(int64_t rows, int64_t hidden, bool dbias,
   // ~100 registers the one of 2 does not). Not split over clusters: at 512 x 17389, clusters of
   // 3 CTAs (one per SM by registers, 32 clusters resident) took 94.5 us against 82.2 element
   // by element (twenty-eighth session).
-  const auto [threads, items] = realigned_cta(nvec, std::clamp(f.bwd_realign_threads, 32, 512));
+  // (4 vectors per thread where asked and the row then takes more than a warp.)
+  const int small_items =
+      f.bwd_realign_slot_items > 2 && nvec > int64_t(32) * kSmallItems ? kSmallItems : 2;
+  const auto [threads, items] =
+      realigned_cta(nvec, std::clamp(f.bwd_realign_threads, 32, 512), small_items);
   if (threads == 0) return none;
   LaunchConfig c = realigned_cta_config(nvec, threads, items);
   c.realigned_slots = true;

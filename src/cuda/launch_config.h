@@ -262,6 +262,12 @@ struct KernelFacts {
   // 256; 16384 x 4095 117 -> 105 us), 1.04x at 4096 x 1001 (one warp per row); 4 had measured
   // slower when that kernel took 117-123 registers (its weight-only form takes 64).
   int fwd_realign_slot_items = 0;
+  // The persistent realigned backward's rows at 4 vectors per thread where the row then takes
+  // more than a warp (NK_TUNE_BWD_REALIGN_SLOT_ITEMS=4; 2, the default: 4095 columns on 256
+  // threads, pinned to 64 registers from 2048 rows). Prepared in the thirtieth session after the
+  // forward gained from it (0.78-0.94x); its kernel of 4 vectors is not pinned (122 registers,
+  // weight-only: one CTA of 512 threads per SM), so not yet predicted either way.
+  int bwd_realign_slot_items = 2;
   // The backward of at most this many elements takes one cluster whose CTAs own columns of
   // every row (plan_bwd_columns) where the rows fit its shared memory
   // (NK_TUNE_BWD_COLUMNS_MAX_ELEMENTS; 0: never). Off: measured slower than the default plans

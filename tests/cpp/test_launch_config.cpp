@@ -594,6 +594,31 @@ TEST(LaunchConfig, ForwardRealignedSlotsAtFourVectorsPerThread) {
   }
 }
 
+// Where asked, the persistent realigned backward's rows take 4 vectors per thread (unpinned)
+// where the row then takes more than a warp; 2 by default.
+TEST(LaunchConfig, BackwardRealignedSlotsAtFourVectorsPerThreadWhereAsked) {
+  using normkit::cuda::plan_bwd_realigned_slots;
+  KernelFacts f;
+  const LaunchConfig plain = plan_bwd_realigned_slots(4096, 4095, false, f);
+  EXPECT_EQ(plain.threads_per_row, 256);
+  EXPECT_EQ(plain.items, 2);
+  EXPECT_TRUE(plain.pinned_registers);
+  f.bwd_realign_slot_items = 4;
+  const LaunchConfig four = plan_bwd_realigned_slots(4096, 4095, false, f);
+  EXPECT_EQ(four.threads_per_row, 128);
+  EXPECT_EQ(four.items, 4);
+  EXPECT_FALSE(four.pinned_registers) << "only the kernel of 2 is pinned";
+  EXPECT_EQ(four.rows_per_block, 4);
+  EXPECT_EQ(plan_bwd_realigned_slots(4096, 1001, false, f).items, 2) << "one warp at 4";
+  for (int64_t hidden : {513, 1025, 2049, 8191, 16383}) {
+    const LaunchConfig c = plan_bwd_realigned_slots(4096, hidden, false, f);
+    SCOPED_TRACE(std::to_string(hidden) + ": " + c.describe());
+    ASSERT_GT(c.grid, 0);
+    EXPECT_LE(c.items, 4);
+    EXPECT_GE(int64_t(c.threads_per_row) * c.items * 8, hidden - 7) << "the body covered";
+  }
+}
+
 TEST(LaunchConfig, PipelinesTheBackwardOfAlignedRowsThatFitSharedMemory) {
   KernelFacts f;
   const LaunchConfig c = normkit::cuda::plan_bwd(16384, 4096, 8, f, 4);

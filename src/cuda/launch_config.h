@@ -265,7 +265,7 @@ struct KernelFacts {
   // The persistent realigned backward's rows at 4 vectors per thread where the row then takes
   // more than a warp (NK_TUNE_BWD_REALIGN_SLOT_ITEMS=4; 2, the default: 4095 columns on 256
   // threads, pinned to 64 registers from 2048 rows). Prepared in the thirtieth session after the
-  // forward gained from it (0.78-0.94x); its kernel of 4 vectors is not pinned (122 registers,
+  // forward gained from it (0.78-0.97x); its kernel of 4 vectors is not pinned (122 registers,
   // weight-only: one CTA of 512 threads per SM), so not yet predicted either way.
   int bwd_realign_slot_items = 2;
   // The backward of at most this many elements takes one cluster whose CTAs own columns of

@@ -818,6 +818,12 @@ int64_t realigned_slots_fitting(int64_t rows, int64_t resident) {
 }
 
 namespace {
+// 4 vectors per thread where they leave a realigned row of nvec vectors more than a warp, else
+// 2 (the persistent realigned plans' rule: one warp per 1001-column row measured slower).
+int four_items_past_a_warp(int64_t nvec) {
+  return nvec > int64_t(32) * kSmallItems ? kSmallItems : 2;
+}
+
 // The threads and vectors per thread of one CTA per realigned row of nvec vectors: 256 (or
 // `small_threads`) at 2 (or `small_items`), else 512 at 2, else 512 at kSmallItems; {0, 0} past
 // that.
@@ -838,9 +844,7 @@ LaunchConfig plan_fwd_realigned_slots(int64_t rows, int64_t hidden, const Kernel
     return none;
   }
   const int64_t nvec = ceil_div(hidden, int64_t(8));
-  // 4 vectors per thread where they leave the row more than a warp (fwd_realign_slot_items).
-  const int rule_items = nvec > int64_t(32) * kSmallItems ? kSmallItems : 2;
-  const int small_items = f.fwd_realign_slot_items == 0 ? rule_items
+  const int small_items = f.fwd_realign_slot_items == 0 ? four_items_past_a_warp(nvec)
                           : f.fwd_realign_slot_items > 2 ? kSmallItems
                                                          : 2;
   const auto [threads, items] = realigned_cta(nvec, 256, small_items);
@@ -871,9 +875,7 @@ LaunchConfig plan_bwd_realigned_slots(int64_t rows, int64_t hidden, bool dbias,
   // ~100 registers the one of 2 does not). Not split over clusters: at 512 x 17389, clusters of
   // 3 CTAs (one per SM by registers, 32 clusters resident) took 94.5 us against 82.2 element
   // by element (twenty-eighth session).
-  // (4 vectors per thread where asked and the row then takes more than a warp.)
-  const int small_items =
-      f.bwd_realign_slot_items > 2 && nvec > int64_t(32) * kSmallItems ? kSmallItems : 2;
+  const int small_items = f.bwd_realign_slot_items > 2 ? four_items_past_a_warp(nvec) : 2;
   const auto [threads, items] =
       realigned_cta(nvec, std::clamp(f.bwd_realign_threads, 32, 512), small_items);
   if (threads == 0) return none;

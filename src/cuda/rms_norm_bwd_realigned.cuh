@@ -87,12 +87,7 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_realigned(BwdParams p) {
   // g = dy * (w, 1 + w or 1) of vector i, as the other backward kernels scale it.
   auto g_of = [&](int i, float* g) {
     float w[VEC];
-    if constexpr (WEIGHT_ONLY) {
-#pragma unroll
-      for (int k = 0; k < VEC; ++k) w[k] = ws[i].get_float(k);
-    } else {
-      weight_scale<WT, VEC>(p, ws[i], w);
-    }
+    realigned_weight_scale<WEIGHT_ONLY, WT>(p, ws[i], w);
 #pragma unroll
     for (int k = 0; k < VEC; ++k) g[k] = to_float(dys[i].get(k)) * w[k];
   };

@@ -118,20 +118,11 @@ __global__ void __launch_bounds__(512, MIN_CTAS) rms_norm_bwd_realigned_slots(Bw
 #pragma unroll
     for (int k = 0; k < VEC; ++k) head_sums[group][0][k] = head_sums[group][1][k] = 0.0f;
   }
-  // The scale of the weight lanes: (w, 1 + w or 1); with WEIGHT_ONLY w as it is.
-  auto scale_lanes = [&](const Lanes<WT, VEC>& lanes, float* w) {
-    if constexpr (WEIGHT_ONLY) {
-#pragma unroll
-      for (int k = 0; k < VEC; ++k) w[k] = lanes.get_float(k);
-    } else {
-      weight_scale<WT, VEC>(p, lanes, w);
-    }
-  };
   // The scale of vector i, w from shared memory.
   auto scale_of = [&](int i, float* w) {
     Lanes<WT, VEC> lanes{};
     if (has_weight) lanes.load(slot_weight + local(i));
-    scale_lanes(lanes, w);
+    realigned_weight_scale<WEIGHT_ONLY, WT>(p, lanes, w);
   };
   // The head's (lanes 0 .. head - 1). Plain loads: the compiler hoisted __ldg (ld.global.nc)
   // out of the weight test, and read address 0 without a weight (memcheck, H100).
@@ -143,7 +134,7 @@ __global__ void __launch_bounds__(512, MIN_CTAS) rms_norm_bwd_realigned_slots(Bw
         if (k < head) lanes.set(k, weight[k]);
       }
     }
-    scale_lanes(lanes, w);
+    realigned_weight_scale<WEIGHT_ONLY, WT>(p, lanes, w);
   };
 
   // Trip count uniform over the CTA and the cluster (row_sum's barriers): a group past the last

@@ -76,6 +76,32 @@ __device__ __forceinline__ float scaled(const FwdParams& p, float s, float rstd,
   return out;
 }
 
+// scaled(), or with WEIGHT_ONLY (a weight, no bias, not zero-centred: the launcher's test) the
+// same value with none of its tests: s * rstd * w.
+template <bool WEIGHT_ONLY>
+__device__ __forceinline__ float scaled_as(const FwdParams& p, float s, float rstd, float w,
+                                          float b) {
+  if constexpr (WEIGHT_ONLY) {
+    return s * rstd * w;
+  } else {
+    return scaled(p, s, rstd, w, b);
+  }
+}
+
+// The weight lanes as the backward scales dy by them (weight_scale: w, 1 + w, or 1), or with
+// WEIGHT_ONLY (a weight, not zero-centred) as they are, with no test per element.
+template <bool WEIGHT_ONLY, typename WT, typename Params>
+__device__ __forceinline__ void realigned_weight_scale(const Params& p,
+                                                       const Lanes<WT, kRealignVec>& lanes,
+                                                       float* w) {
+  if constexpr (WEIGHT_ONLY) {
+#pragma unroll
+    for (int k = 0; k < kRealignVec; ++k) w[k] = lanes.get_float(k);
+  } else {
+    weight_scale<WT, kRealignVec>(p, lanes, w);
+  }
+}
+
 // blockDim = (threads per row, rows per block); a cluster of shape.cluster_size CTAs shares a row,
 // each covering cols_per_cta columns of the row's body (the columns from h on). Thread (0, y) of
 // the cluster's first CTA also takes the head. No residual (the launcher's rule).
@@ -134,14 +160,6 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_realigned(FwdParams p) {
   if (!c.valid) return;
   const float rstd = 1.0f / sqrtf(sum_sq * shape.inv_hidden + p.eps);
   if (p.rstd && head_thread) p.rstd[row] = rstd;
-  // The output of x value v with weight w and bias b (those given), as scaled() computes it.
-  auto output = [&](float v, float w, float b) {
-    if constexpr (WEIGHT_ONLY) {
-      return v * rstd * w;
-    } else {
-      return scaled(p, v, rstd, w, b);
-    }
-  };
 #pragma unroll
   for (int i = 0; i < IMAX; ++i) {
     const int64_t col = c.column(i);
@@ -149,9 +167,9 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_realigned(FwdParams p) {
       float out[VEC];
 #pragma unroll
       for (int k = 0; k < VEC; ++k) {
-        out[k] = output(to_float(s[i].get(k)),
-                        WEIGHT_ONLY || p.weight ? to_float(w[i].get(k)) : 0.0f,
-                        !WEIGHT_ONLY && p.bias ? to_float(b[i].get(k)) : 0.0f);
+        out[k] = scaled_as<WEIGHT_ONLY>(p, to_float(s[i].get(k)), rstd,
+                                        WEIGHT_ONLY || p.weight ? to_float(w[i].get(k)) : 0.0f,
+                                        !WEIGHT_ONLY && p.bias ? to_float(b[i].get(k)) : 0.0f);
       }
       store_upto<YT, VEC>(y + head + col, c.col_end - col, out);
     }
@@ -159,7 +177,9 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_realigned(FwdParams p) {
   if (head_thread) {
 #pragma unroll
     for (int k = 0; k < VEC - 1; ++k) {
-      if (k < head) y[k] = from_float<YT>(output(head_x[k], head_w[k], head_b[k]));
+      if (k < head) {
+        y[k] = from_float<YT>(scaled_as<WEIGHT_ONLY>(p, head_x[k], rstd, head_w[k], head_b[k]));
+      }
     }
   }
 }

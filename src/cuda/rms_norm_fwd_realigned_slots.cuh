@@ -58,14 +58,6 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_realigned_slots(FwdParams p)
     return (i * static_cast<int>(blockDim.x) + static_cast<int>(threadIdx.x)) * VEC;
   };
   auto active = [&](int i) { return i < shape.items && local(i) < col_end; };
-  // The output of x value v with weight w and bias b (those given), as scaled() computes it.
-  auto output = [&](float v, float rstd, float w, float b) {
-    if constexpr (WEIGHT_ONLY) {
-      return v * rstd * w;
-    } else {
-      return scaled(p, v, rstd, w, b);
-    }
-  };
 
 #pragma unroll
   for (int i = 0; i < IMAX; ++i) {
@@ -120,7 +112,8 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_realigned_slots(FwdParams p)
       float out[VEC];
 #pragma unroll
       for (int k = 0; k < VEC; ++k) {
-        out[k] = output(to_float(s[i].get(k)), rstd, w.get_float(k), b.get_float(k));
+        out[k] = scaled_as<WEIGHT_ONLY>(p, to_float(s[i].get(k)), rstd, w.get_float(k),
+                                        b.get_float(k));
       }
       store_upto<YT, VEC>(y + head + local(i), col_end - local(i), out);
     }
@@ -136,7 +129,10 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_realigned_slots(FwdParams p)
       }
 #pragma unroll
       for (int k = 0; k < VEC - 1; ++k) {
-        if (k < head) y[k] = from_float<YT>(output(head_x[group][k], rstd, head_w[k], head_b[k]));
+        if (k < head) {
+          y[k] = from_float<YT>(
+              scaled_as<WEIGHT_ONLY>(p, head_x[group][k], rstd, head_w[k], head_b[k]));
+        }
       }
     }
   }

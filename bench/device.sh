@@ -334,13 +334,12 @@ for step in "${steps[@]}"; do
     modes)  # A/B over the plain forward and the quantized modes in one run (mode_runs) of
       # AB_MODES under AB_CONFIGS
       mode_runs "${AB_MODES:-plain tensor token block mxfp8 transposed}" "${AB_CONFIGS:-none}" ;;
-    pending)  # the next session's prepared A/B (docs/notes.md, thirtieth session, not yet run):
-      # the persistent realigned backward at 4 vectors per thread on half the threads
-      # (NK_TUNE_BWD_REALIGN_SLOT_ITEMS=4; that kernel unpinned, 122 registers) against the
-      # default (2, pinned from 2048 rows), twice
-      knob_runs bench_pending 600 "none NK_TUNE_BWD_REALIGN_SLOT_ITEMS=4 none NK_TUNE_BWD_REALIGN_SLOT_ITEMS=4" \
+    pending)  # the thirty-first session's A/B: the persistent realigned backward's rule for 4
+      # vectors per thread (the default, NK_TUNE_BWD_REALIGN_SLOT_ITEMS=0) against 2 everywhere,
+      # twice, over shapes each side of the rule (docs/notes.md, thirty-first session)
+      knob_runs bench_pending 600 "none NK_TUNE_BWD_REALIGN_SLOT_ITEMS=2 none NK_TUNE_BWD_REALIGN_SLOT_ITEMS=2" \
         --bwd-only \
-        --shapes 4096x1025,4096x2049,8192x2049,4096x4095,4096x4097,2100x4095,16384x4095,1024x8191,1024x16383,16384x7167 ;;
+        --shapes 4096x1001,4096x1025,16384x1025,1024x2049,4096x2049,8192x2049,4096x1537,1024x4095,4096x4095,16384x4095,2048x4097,4096x4097,8192x4097,3000x5001,1024x8191,2048x8191,4096x8191,8192x8191,16384x7167,1024x16383 ;;
     probe)  # knob A/Bs in one run: `normkit bench $PROBE_ARGS` over PROBE_SHAPES (default: the
       # sweep) under each of PROBE_CONFIGS (knobs joined by commas; "none": the defaults)
       shape_args=()

@@ -864,18 +864,17 @@ LaunchConfig plan_fwd_realigned_slots(int64_t rows, int64_t hidden, const Kernel
   return c;
 }
 
-LaunchConfig plan_bwd_realigned_slots(int64_t rows, int64_t hidden, bool dbias,
-                                      const KernelFacts& f) {
-  constexpr int kVec = 8;
+namespace {
+// The persistent realigned backward's plan at `small_items` vectors per thread where 256 threads
+// (or NK_TUNE_BWD_REALIGN_THREADS) at that many hold the row; none past 512 at 4.
+LaunchConfig bwd_realigned_slots_at(int64_t rows, int64_t nvec, bool dbias, int small_items,
+                                    const KernelFacts& f) {
   LaunchConfig none;
   none.grid = 0;
-  if (!f.bwd_realign || !f.bwd_realign_slots || rows <= 0 || hidden < 2 * kVec) return none;
-  const int64_t nvec = ceil_div(hidden, kVec);  // the body's vectors, at most
   // One CTA per row at 2 vectors per thread, then at 4 (the kernel of 4 spills registers: at
   // ~100 registers the one of 2 does not). Not split over clusters: at 512 x 17389, clusters of
   // 3 CTAs (one per SM by registers, 32 clusters resident) took 94.5 us against 82.2 element
   // by element (twenty-eighth session).
-  const int small_items = f.bwd_realign_slot_items > 2 ? four_items_past_a_warp(nvec) : 2;
   const auto [threads, items] =
       realigned_cta(nvec, std::clamp(f.bwd_realign_threads, 32, 512), small_items);
   if (threads == 0) return none;
@@ -899,6 +898,28 @@ LaunchConfig plan_bwd_realigned_slots(int64_t rows, int64_t hidden, bool dbias,
   c.smem_bytes =
       c.rows_per_block * bwd_realigned_slots_smem_bytes(c.cols_per_cta, true, true, dbias);
   return c;
+}
+}  // namespace
+
+bool bwd_realign_four_items_by_rule(int64_t rows, const LaunchConfig& two) {
+  if (!two.pinned_registers) return true;
+  return two.rows_per_block == 1 && rows < kBwdRealignPinnedOneRowMinRows;
+}
+
+LaunchConfig plan_bwd_realigned_slots(int64_t rows, int64_t hidden, bool dbias,
+                                      const KernelFacts& f) {
+  constexpr int kVec = 8;
+  LaunchConfig none;
+  none.grid = 0;
+  if (!f.bwd_realign || !f.bwd_realign_slots || rows <= 0 || hidden < 2 * kVec) return none;
+  const int64_t nvec = ceil_div(hidden, kVec);  // the body's vectors, at most
+  const int four = four_items_past_a_warp(nvec);
+  if (f.bwd_realign_slot_items != 0) {
+    return bwd_realigned_slots_at(rows, nvec, dbias, f.bwd_realign_slot_items > 2 ? four : 2, f);
+  }
+  const LaunchConfig two = bwd_realigned_slots_at(rows, nvec, dbias, 2, f);
+  if (two.grid == 0 || four == 2 || !bwd_realign_four_items_by_rule(rows, two)) return two;
+  return bwd_realigned_slots_at(rows, nvec, dbias, four, f);
 }
 
 bool bwd_realign_whole_vectors(int64_t rows, int64_t hidden, const KernelFacts& f) {

@@ -263,11 +263,16 @@ struct KernelFacts {
   // slower when that kernel took 117-123 registers (its weight-only form takes 64).
   int fwd_realign_slot_items = 0;
   // The persistent realigned backward's rows at 4 vectors per thread where the row then takes
-  // more than a warp (NK_TUNE_BWD_REALIGN_SLOT_ITEMS=4; 2, the default: 4095 columns on 256
-  // threads, pinned to 64 registers from 2048 rows). Prepared in the thirtieth session after the
-  // forward gained from it (0.78-0.97x); its kernel of 4 vectors is not pinned (122 registers,
-  // weight-only: one CTA of 512 threads per SM), so not yet predicted either way.
-  int bwd_realign_slot_items = 2;
+  // more than a warp (NK_TUNE_BWD_REALIGN_SLOT_ITEMS: 2 or 4 everywhere; 0, the default, the rule
+  // of bwd_realign_four_items_by_rule: 4 where the plan of 2 would not be pinned, or would be
+  // pinned at one row per CTA under kBwdRealignPinnedOneRowMinRows rows). The kernel of 4 is not
+  // pinned (122 registers, weight-only: one CTA of 512 threads per SM). Thirty-first session,
+  // H100, us (2 / 4): unpinned plans of 2 4096 x 1025 34.6 / 28.0, 16384 x 1025 109.2 / 74.9,
+  // 1024 x 8191 53.9 / 42.8, 1024 x 2049 19.7 / 19.1; pinned, one row per CTA 2048 x 8191
+  // 79.9 / 68.4, 3000 x 5001 74.2 / 64.3, 4096 x 4097 80.9 / 77.7, but 8192 x 8191 203 / 218,
+  // 16384 x 7167 350 / 390; pinned, several rows per CTA 4096 x 4095 62.7 / 67.2, 8192 x 2049
+  // 67.4 / 77.9, 4096 x 1537 33.4 / 34.9.
+  int bwd_realign_slot_items = 0;
   // The backward of at most this many elements takes one cluster whose CTAs own columns of
   // every row (plan_bwd_columns) where the rows fit its shared memory
   // (NK_TUNE_BWD_COLUMNS_MAX_ELEMENTS; 0: never). Off: measured slower than the default plans
@@ -819,6 +824,18 @@ LaunchConfig plan_bwd_realigned(int64_t rows, int64_t hidden, bool sums, bool db
 // than one CTA holds (16384 columns).
 LaunchConfig plan_bwd_realigned_slots(int64_t rows, int64_t hidden, bool dbias,
                                       const KernelFacts& facts);
+
+// From this many rows the backward's realigned slots keep 2 vectors per thread where that plan
+// is pinned at one row per CTA (KernelFacts::bwd_realign_slot_items): measured faster at 8192
+// rows (8192 x 8191 203 against 218 us), slower at 4096 and under (4096 x 4097 80.9 against 77.7).
+constexpr int64_t kBwdRealignPinnedOneRowMinRows = 8192;
+
+// Whether the rule (KernelFacts::bwd_realign_slot_items 0) takes 4 vectors per thread over
+// `two`, the plan of 2 for `rows` rows: where `two` is not pinned, or pinned at one row per CTA
+// under kBwdRealignPinnedOneRowMinRows rows (each slot then few rows: the pinned kernel's
+// 512-thread rows and twice the slots' partial sums cost more than the unpinned kernel's single
+// CTA per SM).
+bool bwd_realign_four_items_by_rule(int64_t rows, const LaunchConfig& two);
 
 // The dynamic shared memory of rms_norm_bwd_realigned_slots, in bytes: per column of the CTA,
 // its weight (shifted into place) and float32 dweight and dbias sums, where wanted.

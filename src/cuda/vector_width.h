@@ -124,7 +124,7 @@ inline const KernelFacts& tuned_defaults() {
     k.fwd_realign_slot_items =
         tuning_knob("NK_TUNE_FWD_REALIGN_SLOT_ITEMS", k.fwd_realign_slot_items, 0, 4);
     k.bwd_realign_slot_items =
-        tuning_knob("NK_TUNE_BWD_REALIGN_SLOT_ITEMS", k.bwd_realign_slot_items, 2, 4);
+        tuning_knob("NK_TUNE_BWD_REALIGN_SLOT_ITEMS", k.bwd_realign_slot_items, 0, 4);
     k.fwd_realign_min_elements =
         count_knob("NK_TUNE_FWD_REALIGN_MIN_ELEMENTS", k.fwd_realign_min_elements);
     k.bwd_columns_max_elements =

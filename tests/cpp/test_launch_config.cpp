@@ -595,14 +595,16 @@ TEST(LaunchConfig, ForwardRealignedSlotsAtFourVectorsPerThread) {
 }
 
 // Where asked, the persistent realigned backward's rows take 4 vectors per thread (unpinned)
-// where the row then takes more than a warp; 2 by default.
+// where the row then takes more than a warp; 2 where asked.
 TEST(LaunchConfig, BackwardRealignedSlotsAtFourVectorsPerThreadWhereAsked) {
   using normkit::cuda::plan_bwd_realigned_slots;
   KernelFacts f;
-  const LaunchConfig plain = plan_bwd_realigned_slots(4096, 4095, false, f);
-  EXPECT_EQ(plain.threads_per_row, 256);
-  EXPECT_EQ(plain.items, 2);
-  EXPECT_TRUE(plain.pinned_registers);
+  f.bwd_realign_slot_items = 2;
+  const LaunchConfig two = plan_bwd_realigned_slots(4096, 4095, false, f);
+  EXPECT_EQ(two.threads_per_row, 256);
+  EXPECT_EQ(two.items, 2);
+  EXPECT_TRUE(two.pinned_registers);
+  EXPECT_EQ(plan_bwd_realigned_slots(4096, 1025, false, f).items, 2);
   f.bwd_realign_slot_items = 4;
   const LaunchConfig four = plan_bwd_realigned_slots(4096, 4095, false, f);
   EXPECT_EQ(four.threads_per_row, 128);
@@ -616,6 +618,33 @@ TEST(LaunchConfig, BackwardRealignedSlotsAtFourVectorsPerThreadWhereAsked) {
     ASSERT_GT(c.grid, 0);
     EXPECT_LE(c.items, 4);
     EXPECT_GE(int64_t(c.threads_per_row) * c.items * 8, hidden - 7) << "the body covered";
+  }
+}
+
+// By default (the rule), the plan of 2 vectors per thread stays where it is pinned at several
+// rows per CTA, or at one row per CTA from kBwdRealignPinnedOneRowMinRows rows; elsewhere, past
+// a warp, 4.
+TEST(LaunchConfig, BackwardRealignedSlotsTakeFourVectorsWhereTheRuleSays) {
+  using normkit::cuda::plan_bwd_realigned_slots;
+  const KernelFacts f;
+  ASSERT_EQ(f.bwd_realign_slot_items, 0);
+  struct Case {
+    int64_t rows, hidden;
+    int items;  // 3 or 4: the plan of 4 (3 where fewer cover the row)
+    bool pinned;
+  };
+  for (const Case k : {Case{4096, 4095, 2, true}, Case{8192, 2049, 2, true},
+                       Case{4096, 1537, 2, true}, Case{8192, 8191, 2, true},
+                       Case{16384, 7167, 2, true}, Case{4096, 1001, 2, false},
+                       Case{4096, 1025, 3, false}, Case{16384, 1025, 3, false},
+                       Case{1024, 8191, 4, false}, Case{1024, 4095, 4, false},
+                       Case{2048, 8191, 4, false}, Case{4096, 4097, 4, false},
+                       Case{8191, 7167, 4, false}}) {
+    const LaunchConfig c = plan_bwd_realigned_slots(k.rows, k.hidden, false, f);
+    SCOPED_TRACE(std::to_string(k.rows) + "x" + std::to_string(k.hidden) + ": " + c.describe());
+    ASSERT_GT(c.grid, 0);
+    EXPECT_EQ(c.items, k.items);
+    EXPECT_EQ(c.pinned_registers, k.pinned);
   }
 }
 

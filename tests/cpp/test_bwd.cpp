@@ -464,9 +464,10 @@ TEST_P(BwdMisalignedRows, EveryOptionOfTheRealignedDx) {
 TEST_P(BwdMisalignedRows, ManyRowsKeepTheirSumsPerSlot) {
   NK_SKIP_IF_UNAVAILABLE(GetParam());
   Rng rng;
-  // (Narrow rows share a CTA in groups: 33 columns 8 rows per CTA, 513 and 1001 4, 1025 2.)
-  const RowsHidden shapes[] = {{2100, 1025}, {2100, 33}, {4100, 33},  {2050, 1001},
-                               {2049, 513},  {600, 16383}};
+  // (Narrow rows share a CTA in groups: 33 columns 8 rows per CTA, 513 and 1001 4, 1025 4 at
+  // 4 vectors per thread; 4097 columns 3 rows at 4 vectors, where 2 would pin one row per CTA.)
+  const RowsHidden shapes[] = {{2100, 1025}, {2100, 33},  {4100, 33},  {2050, 1001},
+                               {2049, 513},  {600, 16383}, {2100, 4097}};
   int index = 0;
   for (const RowsHidden& shape : shapes) {
     const bool large = shape.first * shape.second > (int64_t(8) << 20);

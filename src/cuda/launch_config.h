@@ -815,8 +815,9 @@ LaunchConfig plan_bwd_realigned(int64_t rows, int64_t hidden, bool sums, bool db
 // for x, dy, dx and dresidual_out, or aligned but not whole vectors (rms_norm_bwd_realigned_slots;
 // the backend checks the pointers): persistent, each group of threads a slot walking rows slot,
 // slot + groups, ..., with groups all the rows or a multiple of 8 (every row of a slot then has
-// the same head); a row per group of facts.bwd_realign_threads (fewer on short rows), then 512
-// threads at 2 vectors per thread, then 512 at 4 (no clusters); rows_per_block groups per CTA,
+// the same head); a row per group of facts.bwd_realign_threads (fewer on short rows) at 2 or 4
+// vectors per thread (facts.bwd_realign_slot_items, by default bwd_realign_four_items_by_rule),
+// then 512 threads at 2, then 512 at 4 (no clusters); rows_per_block groups per CTA,
 // as many as facts.bwd_realign_slot_cta_threads holds. One slot of partial sums per CTA, at
 // most bwd_max_slots(rows); the launcher caps the grid to the CTAs resident at once (keeping
 // it a multiple of 8). grid 0 where it does

@@ -630,7 +630,7 @@ TEST(LaunchConfig, BackwardRealignedSlotsTakeFourVectorsWhereTheRuleSays) {
   ASSERT_EQ(f.bwd_realign_slot_items, 0);
   struct Case {
     int64_t rows, hidden;
-    int items;  // 3 or 4: the plan of 4 (3 where fewer cover the row)
+    int items;  // 2: the plan of 2; 3 or 4: the plan of 4 (3 where fewer cover the row)
     bool pinned;
   };
   for (const Case k : {Case{4096, 4095, 2, true}, Case{8192, 2049, 2, true},

@@ -54,6 +54,8 @@ void rms_norm_fwd(const nk_rms_norm_fwd_args& a) {
   // The rounding order of v that nk_quant_mode documents for NK_QUANT_TOKEN without bias: its
   // row maximum is then (max |s * w_eff|) * rstd, which the CUDA kernel reduces in one pass.
   const bool fold_rstd_last = a.quant == NK_QUANT_TOKEN && !a.bias;
+  // Without a residual or a quantizer, rows go straight from x to y (fwd_row_direct).
+  const bool direct = !quantized && !a.residual;
   std::unique_ptr<RowQuantizer> quantizer;
   if (quantized) quantizer = std::make_unique<RowQuantizer>(a);
   std::vector<float> task_amax(quantized ? static_cast<size_t>(n_tasks) : 0, 0.0f);
@@ -66,7 +68,8 @@ void rms_norm_fwd(const nk_rms_norm_fwd_args& a) {
       const int64_t end = std::min(a.rows, (task + 1) * rows_per_task);
       for (int64_t r = task * rows_per_task; r < end; ++r) {
         const float rstd =
-            fwd_row(a, w.data(), bias, fold_rstd_last, !quantized, r, s.data(), t.data());
+            direct ? fwd_row_direct(a, w.data(), bias, r)
+                   : fwd_row(a, w.data(), bias, fold_rstd_last, !quantized, r, s.data(), t.data());
         if (quantized) {
           task_amax[task] = std::max(task_amax[task], quantizer->write_row(r, t.data()));
         }

@@ -26,10 +26,16 @@ namespace normkit::cpu {
 float fwd_row(const nk_rms_norm_fwd_args& a, const float* w, const float* bias,
               bool fold_rstd_last, bool store_y, int64_t r, float* s, float* t);
 
-// Backward of row r: dx stored, dy * xhat added into pdw and dy into pdb (either may be null);
-// xhat, g and t are scratch of hidden floats each.
-void bwd_row(const nk_rms_norm_bwd_args& a, const float* w, int64_t r, float* xhat, float* g,
-             float* t, float* pdw, float* pdb);
+// Forward of row r without a residual, straight from x to y (no float32 copy of the row): the
+// bits fwd_row stores, fewer passes over memory. Returns the row's rstd.
+float fwd_row_direct(const nk_rms_norm_fwd_args& a, const float* w, const float* bias,
+                     int64_t r);
+
+// Backward of row r: dx stored, dy * xhat added into pdw and dy into pdb (either may be null),
+// from x and dy as stored (gx: scratch of hidden floats, for the products g * xhat). dx may be
+// the same view as x, dy or dresidual_out.
+void bwd_row(const nk_rms_norm_bwd_args& a, const float* w, int64_t r, float* pdw, float* pdb,
+             float* gx);
 
 // acc[0..n) += slice[0..n).
 void add_row(float* acc, const float* slice, int64_t n);

@@ -28,27 +28,40 @@ inline RowElement<D> narrow(float v) {
   else return float_to_half_bits(v);
 }
 
-// fwd_row without a residual, storing y: from x to y in two passes over the row (its sum of
-// squares, then the output), with no float32 copy of it. The same float operations in the same
-// order as the scratch path, so the same bits (0.74-0.80x its time); y may be x itself (each
-// element is read before it is written). Inlined into each clone of fwd_row_direct.
+// fwd_row storing y, from x (and residual) to y with no float32 copy of the row: the residual
+// sum first (rounded to x's dtype as residual_out stores it), then two passes over x or
+// residual_out, its sum of squares and the output. The same float operations in the same order
+// as the scratch path, so the same bits (0.74-0.80x its time without a residual); y and
+// residual_out may each be x or residual itself (each element is read before it is written,
+// and both inputs are read whole before y is written). Inlined into each clone of
+// fwd_row_direct.
 template <nk_dtype XD, nk_dtype YD>
 __attribute__((always_inline)) inline float direct_row(const nk_rms_norm_fwd_args& a,
                                                        const float* w, const float* bias,
                                                        int64_t r) {
   const int64_t H = a.hidden;
-  const auto* x = static_cast<const RowElement<XD>*>(a.x) + r * a.x_row_stride;
+  const RowElement<XD>* s = static_cast<const RowElement<XD>*>(a.x) + r * a.x_row_stride;
   auto* y = static_cast<RowElement<YD>*>(a.y) + r * a.y_row_stride;
-  const float mean_square = blocked_sum(H, [x](int64_t j) {
-                              const float v = widen<XD>(x[j]);
+  if (a.residual) {
+    const auto* residual =
+        static_cast<const RowElement<XD>*>(a.residual) + r * a.residual_row_stride;
+    auto* residual_out =
+        static_cast<RowElement<XD>*>(a.residual_out) + r * a.residual_out_row_stride;
+    for (int64_t j = 0; j < H; ++j) {
+      residual_out[j] = narrow<XD>(widen<XD>(s[j]) + widen<XD>(residual[j]));
+    }
+    s = residual_out;  // (what the backward sees: the sum as stored)
+  }
+  const float mean_square = blocked_sum(H, [s](int64_t j) {
+                              const float v = widen<XD>(s[j]);
                               return v * v;
                             }) /
                             static_cast<float>(H);
   const float rstd = 1.0f / std::sqrt(mean_square + a.eps);
   if (bias) {
-    for (int64_t j = 0; j < H; ++j) y[j] = narrow<YD>(widen<XD>(x[j]) * rstd * w[j] + bias[j]);
+    for (int64_t j = 0; j < H; ++j) y[j] = narrow<YD>(widen<XD>(s[j]) * rstd * w[j] + bias[j]);
   } else {
-    for (int64_t j = 0; j < H; ++j) y[j] = narrow<YD>(widen<XD>(x[j]) * rstd * w[j]);
+    for (int64_t j = 0; j < H; ++j) y[j] = narrow<YD>(widen<XD>(s[j]) * rstd * w[j]);
   }
   return rstd;
 }
@@ -146,7 +159,7 @@ void bwd_row(const nk_rms_norm_bwd_args& a, const float* w, int64_t r, float* pd
   }
 }
 
-NK_CPU_ROW_CLONES
+NK_CPU_ROW_CLONES __attribute__((flatten))
 float fwd_row_direct(const nk_rms_norm_fwd_args& a, const float* w, const float* bias,
                      int64_t r) {
   switch (a.x_dtype) {
@@ -159,7 +172,7 @@ float fwd_row_direct(const nk_rms_norm_fwd_args& a, const float* w, const float*
 
 NK_CPU_ROW_CLONES
 float fwd_row(const nk_rms_norm_fwd_args& a, const float* w, const float* bias,
-              bool fold_rstd_last, bool store_y, int64_t r, float* s, float* t) {
+              bool fold_rstd_last, int64_t r, float* s, float* t) {
   const int64_t H = a.hidden;
   load_row(a.x, a.x_dtype, r, a.x_row_stride, H, s);
   if (a.residual) {
@@ -179,7 +192,6 @@ float fwd_row(const nk_rms_norm_fwd_args& a, const float* w, const float* bias,
   if (bias) {
     for (int64_t j = 0; j < H; ++j) t[j] += bias[j];
   }
-  if (store_y) store_row(a.y, a.y_dtype, r, a.y_row_stride, H, t);
   return rstd;
 }
 

@@ -19,15 +19,15 @@
 
 namespace normkit::cpu {
 
-// Forward of row r: s = x (+ residual, rounded to x's dtype and stored to residual_out), t = the
-// output row in float32, as rms_norm_fwd documents (w: the effective weight; bias or null;
-// fold_rstd_last: v = (s * w) * rstd, NK_QUANT_TOKEN's order without bias). Stores t into y
-// when store_y (the unquantized forward). Returns the row's rstd.
+// The quantized forward's row r: s = x (+ residual, rounded to x's dtype and stored to
+// residual_out), t = the output row in float32 for the quantizer, as rms_norm_fwd documents (w:
+// the effective weight; bias or null; fold_rstd_last: v = (s * w) * rstd, NK_QUANT_TOKEN's order
+// without bias). Returns the row's rstd.
 float fwd_row(const nk_rms_norm_fwd_args& a, const float* w, const float* bias,
-              bool fold_rstd_last, bool store_y, int64_t r, float* s, float* t);
+              bool fold_rstd_last, int64_t r, float* s, float* t);
 
-// Forward of row r without a residual, straight from x to y (no float32 copy of the row): the
-// bits fwd_row stores, fewer passes over memory. Returns the row's rstd.
+// Forward of row r, storing y (and residual_out), straight from x and residual (no float32 copy
+// of the row): the bits fwd_row stores, fewer passes over memory. Returns the row's rstd.
 float fwd_row_direct(const nk_rms_norm_fwd_args& a, const float* w, const float* bias,
                      int64_t r);
 

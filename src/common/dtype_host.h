@@ -50,24 +50,20 @@ inline uint16_t float_to_bf16_bits(float f) {
 
 // ---- IEEE binary16 ----
 
-// Branch-free (vectorizes): place the 15 magnitude bits under a float32 exponent and rescale by
-// 2^112, which turns half normals and subnormals into the right float32 values exactly; then
-// patch Inf/NaN (half exponent 31), which the rescale would get wrong.
+// Branch-free (vectorizes): the 15 magnitude bits under a float32 exponent rebiased by 112 are
+// the value of every half normal; a subnormal (exponent 0) is placed at exponent 113 instead,
+// where it reads 2^-14 * (1 + m/1024), and 2^-14 is subtracted (exact: m * 2^-24, a normal
+// float or zero); Inf and NaN (exponent 31) get float32 exponent 255, the payload kept.
 inline float half_bits_to_float(uint16_t h) {
-  // Integer operations only, so flush-to-zero / denormals-are-zero modes (set by XLA's CPU
-  // runtime, or torch.set_flush_denormal) cannot turn half subnormals into 0: a subnormal is
-  // mantissa x 2^-24, an exact product that is a normal float.
+  // No float operand or result is subnormal, so flush-to-zero / denormals-are-zero modes (set
+  // by XLA's CPU runtime, or torch.set_flush_denormal) cannot turn half subnormals into 0.
   const uint32_t sign = uint32_t{h & 0x8000u} << 16;
-  const uint32_t exponent = (h >> 10) & 0x1fu;
-  const uint32_t mantissa = h & 0x3ffu;
-  const uint32_t normal = ((exponent + 112u) << 23) | (mantissa << 13);  // rebias 15 -> 127
-  const uint32_t special = 0x7f800000u | (mantissa << 13);               // Inf, NaN (payload kept)
-  const uint32_t subnormal = float_to_bits(static_cast<float>(mantissa) * 0x1p-24f);  // or zero
-  const uint32_t is_subnormal = 0u - static_cast<uint32_t>(exponent == 0u);  // masks: the
-  const uint32_t is_special = 0u - static_cast<uint32_t>(exponent == 0x1fu);  // loop vectorizes
-  const uint32_t out = (subnormal & is_subnormal) | (special & is_special) |
-                       (normal & ~is_subnormal & ~is_special);
-  return bits_to_float(out | sign);
+  const uint32_t magnitude = h & 0x7fffu;
+  const uint32_t is_subnormal = 0u - static_cast<uint32_t>(magnitude < 0x0400u);  // masks: the
+  const uint32_t is_special = 0u - static_cast<uint32_t>(magnitude >= 0x7c00u);  // loop vectorizes
+  const uint32_t placed = (magnitude << 13) + (112u << 23) + (is_subnormal & (1u << 23));
+  const float value = bits_to_float(placed) - bits_to_float(is_subnormal & 0x38800000u);  // 2^-14
+  return bits_to_float(float_to_bits(value) | (is_special & 0x7f800000u) | sign);
 }
 
 // Branch-free (vectorizes): every case is computed and the right one selected.

@@ -2,6 +2,8 @@
 // common/quant_rules.h, inlined into each target clone.
 #include "cpu/quantize_span.h"
 
+#include <cstring>
+
 #include "common/dtype_host.h"
 #include "common/quant_rules.h"
 #include "cpu/row_kernels.h"
@@ -57,13 +59,20 @@ inline void encode_span(uint8_t* y, const float* v, int64_t n, float multiplier,
 }
 
 // Per-lane maxima, then combined: the maximum of non-negative values is the same in any order
-// (a -0 never replaces the +0 each lane starts from), NaN ignored as fold_abs_max does.
+// (a zero never replaces the +0 each lane starts from), NaN ignored as fold_abs_max does (its
+// comparisons are false). The lanes are one GCC vector, |v| a cleared sign bit: written as 16
+// scalar folds, GCC kept them scalar (24% of a per-tensor forward's time at 4096 x 4096).
 inline float lanes_abs_max(const float* v, int64_t n) {
   constexpr int kMaxLanes = 16;
-  float lane[kMaxLanes] = {};
+  using Lanes = float __attribute__((vector_size(kMaxLanes * sizeof(float))));
+  using LaneBits = uint32_t __attribute__((vector_size(kMaxLanes * sizeof(float))));
+  Lanes lane = {};
   const int64_t whole = n / kMaxLanes * kMaxLanes;
   for (int64_t j = 0; j < whole; j += kMaxLanes) {
-    for (int l = 0; l < kMaxLanes; ++l) lane[l] = fold_abs_max(lane[l], v[j + l]);
+    Lanes x;
+    std::memcpy(&x, v + j, sizeof(x));
+    const Lanes a = reinterpret_cast<Lanes>(reinterpret_cast<LaneBits>(x) & 0x7fffffffu);
+    lane = a > lane ? a : lane;
   }
   float m = 0.0f;
   for (int64_t j = whole; j < n; ++j) m = fold_abs_max(m, v[j]);

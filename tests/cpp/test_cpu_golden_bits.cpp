@@ -306,4 +306,43 @@ TEST(CpuGoldenBits, QuantizedForward) {
   EXPECT_EQ(hash.value(), 0x54f915dbdcd8584full);
 }
 
+// The per-tensor forward's transposed copy y_t (e4m3), with y_t rows of the row count and
+// padded past it (the padding must stay as it was).
+TEST(CpuGoldenBits, TransposedOutput) {
+  Fnv hash;
+  Inputs in(5);
+  const int64_t shapes[][2] = {{37, 4096}, {64, 8192}, {3, 1024},  {513, 128},
+                               {5, 32},    {130, 200},  {4096, 64}, {77, 129}};
+  for (const auto& shape : shapes) {
+    for (int pad = 0; pad < 2; ++pad) {
+      const int64_t rows = shape[0], hidden = shape[1], t_stride = rows + (pad ? 13 : 0);
+      std::vector<float> x(static_cast<size_t>(rows * hidden)), w(static_cast<size_t>(hidden));
+      for (float& f : x) f = in.value(10.0f);
+      for (float& f : w) f = 0.5f + static_cast<float>(in.next() % 1000) / 1000.0f;
+      std::vector<uint8_t> y(x.size()), y_t(static_cast<size_t>(hidden * t_stride), 0xAB);
+      float scale = 0.75f, amax = 0.0f;
+      nk_rms_norm_fwd_args a;
+      nk_rms_norm_fwd_args_init(&a);
+      a.rows = rows;
+      a.hidden = hidden;
+      a.x = x.data();
+      a.x_dtype = NK_FLOAT32;
+      a.weight = w.data();
+      a.weight_dtype = NK_FLOAT32;
+      a.eps = 1e-6f;
+      a.y = y.data();
+      a.y_dtype = NK_FLOAT8_E4M3;
+      a.quant = NK_QUANT_TENSOR;
+      a.scale = &scale;
+      a.amax = &amax;
+      a.y_t = y_t.data();
+      a.y_t_row_stride = t_stride;
+      run_fwd(a);
+      hash.add(y_t.data(), y_t.size());
+      hash.add(y.data(), y.size());
+    }
+  }
+  EXPECT_EQ(hash.value(), 0xc66926004b3fb466ull);
+}
+
 }  // namespace

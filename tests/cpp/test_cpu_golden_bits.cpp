@@ -77,6 +77,28 @@ void run_fwd(const nk_rms_norm_fwd_args& a) {
   ASSERT_EQ(nk_rms_norm_fwd(&a, NK_BACKEND_CPU, nullptr), NK_SUCCESS) << nk_last_error();
 }
 
+// The forward arguments every test here sets: x and y rows `stride` elements apart, a weight,
+// rstd, eps 1e-6.
+nk_rms_norm_fwd_args fwd_args(int64_t rows, int64_t hidden, int64_t stride, const void* x,
+                              nk_dtype x_dtype, const void* weight, nk_dtype weight_dtype,
+                              void* y, nk_dtype y_dtype, float* rstd) {
+  nk_rms_norm_fwd_args a;
+  nk_rms_norm_fwd_args_init(&a);
+  a.rows = rows;
+  a.hidden = hidden;
+  a.x = x;
+  a.x_dtype = x_dtype;
+  a.x_row_stride = stride;
+  a.weight = weight;
+  a.weight_dtype = weight_dtype;
+  a.eps = 1e-6f;
+  a.y = y;
+  a.y_dtype = y_dtype;
+  a.y_row_stride = stride;
+  a.rstd = rstd;
+  return a;
+}
+
 // Forward without a residual: bias, zero-centred weight, padded strides, y in place of x.
 TEST(CpuGoldenBits, Forward) {
   Fnv hash;
@@ -96,22 +118,12 @@ TEST(CpuGoldenBits, Forward) {
             in.fill(x, xd);
             in.fill(w, wd);
             in.fill(b, wd);
-            nk_rms_norm_fwd_args a;
-            nk_rms_norm_fwd_args_init(&a);
-            a.rows = rows;
-            a.hidden = hidden;
-            a.x = x.data();
-            a.x_dtype = xd;
-            a.x_row_stride = stride;
-            a.weight = w.data();
-            a.weight_dtype = wd;
+            nk_rms_norm_fwd_args a =
+                fwd_args(rows, hidden, stride, x.data(), xd, w.data(), wd,
+                         in_place ? static_cast<void*>(x.data()) : y.data(),
+                         in_place && xd == NK_FLOAT32 ? NK_FLOAT32 : yd, rstd.data());
             a.bias = variant == 1 ? b.data() : nullptr;
             a.zero_centered = variant == 2;
-            a.eps = 1e-6f;
-            a.y = in_place ? static_cast<void*>(x.data()) : y.data();
-            a.y_dtype = in_place && xd == NK_FLOAT32 ? NK_FLOAT32 : yd;
-            a.y_row_stride = stride;
-            a.rstd = rstd.data();
             run_fwd(a);
             hash.add(in_place ? x.data() : y.data(), in_place ? x.size() : y.size());
             hash.add(rstd.data(), rstd.size() * sizeof(float));
@@ -151,26 +163,14 @@ TEST(CpuGoldenBits, ForwardWithResidual) {
               y_ptr = x.data();
               sum_ptr = residual.data();
             }
-            nk_rms_norm_fwd_args a;
-            nk_rms_norm_fwd_args_init(&a);
-            a.rows = rows;
-            a.hidden = hidden;
-            a.x = x.data();
-            a.x_dtype = xd;
-            a.x_row_stride = stride;
+            nk_rms_norm_fwd_args a = fwd_args(rows, hidden, stride, x.data(), xd, w.data(), wd,
+                                              y_ptr, yd, rstd.data());
             a.residual = residual.data();
             a.residual_row_stride = stride;
             a.residual_out = sum_ptr;
             a.residual_out_row_stride = stride;
-            a.weight = w.data();
-            a.weight_dtype = wd;
             a.bias = variant == 1 ? b.data() : nullptr;
             a.zero_centered = variant == 2;
-            a.eps = 1e-6f;
-            a.y = y_ptr;
-            a.y_dtype = yd;
-            a.y_row_stride = stride;
-            a.rstd = rstd.data();
             run_fwd(a);
             hash.add(y_ptr, y.size());
             hash.add(sum_ptr, residual_out.size());
@@ -271,18 +271,8 @@ TEST(CpuGoldenBits, QuantizedForward) {
           std::vector<uint8_t> y(n);
           std::vector<float> scales(n), rstd(static_cast<size_t>(rows));
           float scale = 0.75f, amax = -1.0f;
-          nk_rms_norm_fwd_args a;
-          nk_rms_norm_fwd_args_init(&a);
-          a.rows = rows;
-          a.hidden = hidden;
-          a.x = x.data();
-          a.x_dtype = NK_FLOAT32;
-          a.weight = w.data();
-          a.weight_dtype = NK_FLOAT32;
-          a.eps = 1e-6f;
-          a.y = y.data();
-          a.y_dtype = code;
-          a.rstd = rstd.data();
+          nk_rms_norm_fwd_args a = fwd_args(rows, hidden, hidden, x.data(), NK_FLOAT32, w.data(),
+                                            NK_FLOAT32, y.data(), code, rstd.data());
           a.quant = mode;
           a.amax = &amax;
           if (residual) {
@@ -321,17 +311,8 @@ TEST(CpuGoldenBits, TransposedOutput) {
       for (float& f : w) f = 0.5f + static_cast<float>(in.next() % 1000) / 1000.0f;
       std::vector<uint8_t> y(x.size()), y_t(static_cast<size_t>(hidden * t_stride), 0xAB);
       float scale = 0.75f, amax = 0.0f;
-      nk_rms_norm_fwd_args a;
-      nk_rms_norm_fwd_args_init(&a);
-      a.rows = rows;
-      a.hidden = hidden;
-      a.x = x.data();
-      a.x_dtype = NK_FLOAT32;
-      a.weight = w.data();
-      a.weight_dtype = NK_FLOAT32;
-      a.eps = 1e-6f;
-      a.y = y.data();
-      a.y_dtype = NK_FLOAT8_E4M3;
+      nk_rms_norm_fwd_args a = fwd_args(rows, hidden, hidden, x.data(), NK_FLOAT32, w.data(),
+                                        NK_FLOAT32, y.data(), NK_FLOAT8_E4M3, nullptr);
       a.quant = NK_QUANT_TENSOR;
       a.scale = &scale;
       a.amax = &amax;

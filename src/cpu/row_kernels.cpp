@@ -28,6 +28,19 @@ inline RowElement<D> narrow(float v) {
   else return float_to_half_bits(v);
 }
 
+// f(std::integral_constant<nk_dtype, D>{}) for the row dtype D that `dtype` names: the one
+// switch from a run-time dtype to the compiled forms below (`where` names the caller in the
+// error for any other dtype).
+template <typename F>
+__attribute__((always_inline)) inline auto with_row_dtype(nk_dtype dtype, const char* where, F f) {
+  switch (dtype) {
+    case NK_FLOAT32: return f(std::integral_constant<nk_dtype, NK_FLOAT32>{});
+    case NK_BFLOAT16: return f(std::integral_constant<nk_dtype, NK_BFLOAT16>{});
+    case NK_FLOAT16: return f(std::integral_constant<nk_dtype, NK_FLOAT16>{});
+    default: fail_dtype(where, dtype);
+  }
+}
+
 // fwd_row storing y, from x (and residual) to y with no float32 copy of the row: the residual
 // sum first (rounded to x's dtype as residual_out stores it), then two passes over x or
 // residual_out, its sum of squares and the output. The same float operations in the same order
@@ -64,18 +77,6 @@ __attribute__((always_inline)) inline float direct_row(const nk_rms_norm_fwd_arg
     for (int64_t j = 0; j < H; ++j) y[j] = narrow<YD>(widen<XD>(s[j]) * rstd * w[j]);
   }
   return rstd;
-}
-
-template <nk_dtype XD>
-__attribute__((always_inline)) inline float direct_row_to(const nk_rms_norm_fwd_args& a,
-                                                          const float* w, const float* bias,
-                                                          int64_t r) {
-  switch (a.y_dtype) {
-    case NK_FLOAT32: return direct_row<XD, NK_FLOAT32>(a, w, bias, r);
-    case NK_BFLOAT16: return direct_row<XD, NK_BFLOAT16>(a, w, bias, r);
-    case NK_FLOAT16: return direct_row<XD, NK_FLOAT16>(a, w, bias, r);
-    default: fail_dtype("fwd_row_direct", a.y_dtype);
-  }
 }
 
 // bwd_row of dtypes XD (x, dx, dresidual_out) and DYD (dy), adding into pdw and pdb where DW
@@ -132,18 +133,6 @@ __attribute__((always_inline)) inline void direct_bwd_sums(const nk_rms_norm_bwd
   }
 }
 
-template <nk_dtype XD>
-__attribute__((always_inline)) inline void direct_bwd_dy(const nk_rms_norm_bwd_args& a,
-                                                         const float* w, int64_t r, float* pdw,
-                                                         float* pdb, float* gx) {
-  switch (a.dy_dtype) {
-    case NK_FLOAT32: return direct_bwd_sums<XD, NK_FLOAT32>(a, w, r, pdw, pdb, gx);
-    case NK_BFLOAT16: return direct_bwd_sums<XD, NK_BFLOAT16>(a, w, r, pdw, pdb, gx);
-    case NK_FLOAT16: return direct_bwd_sums<XD, NK_FLOAT16>(a, w, r, pdw, pdb, gx);
-    default: fail_dtype("bwd_row", a.dy_dtype);
-  }
-}
-
 }  // namespace
 
 // (flatten: with its 36 forms inlined the function outgrows GCC's inlining limits, and calls
@@ -151,23 +140,21 @@ __attribute__((always_inline)) inline void direct_bwd_dy(const nk_rms_norm_bwd_a
 NK_CPU_ROW_CLONES __attribute__((flatten))
 void bwd_row(const nk_rms_norm_bwd_args& a, const float* w, int64_t r, float* pdw, float* pdb,
              float* gx) {
-  switch (a.x_dtype) {
-    case NK_FLOAT32: return direct_bwd_dy<NK_FLOAT32>(a, w, r, pdw, pdb, gx);
-    case NK_BFLOAT16: return direct_bwd_dy<NK_BFLOAT16>(a, w, r, pdw, pdb, gx);
-    case NK_FLOAT16: return direct_bwd_dy<NK_FLOAT16>(a, w, r, pdw, pdb, gx);
-    default: fail_dtype("bwd_row", a.x_dtype);
-  }
+  with_row_dtype(a.x_dtype, "bwd_row", [&](auto xd) {
+    with_row_dtype(a.dy_dtype, "bwd_row", [&](auto dyd) {
+      direct_bwd_sums<decltype(xd)::value, decltype(dyd)::value>(a, w, r, pdw, pdb, gx);
+    });
+  });
 }
 
 NK_CPU_ROW_CLONES __attribute__((flatten))
 float fwd_row_direct(const nk_rms_norm_fwd_args& a, const float* w, const float* bias,
                      int64_t r) {
-  switch (a.x_dtype) {
-    case NK_FLOAT32: return direct_row_to<NK_FLOAT32>(a, w, bias, r);
-    case NK_BFLOAT16: return direct_row_to<NK_BFLOAT16>(a, w, bias, r);
-    case NK_FLOAT16: return direct_row_to<NK_FLOAT16>(a, w, bias, r);
-    default: fail_dtype("fwd_row_direct", a.x_dtype);
-  }
+  return with_row_dtype(a.x_dtype, "fwd_row_direct", [&](auto xd) {
+    return with_row_dtype(a.y_dtype, "fwd_row_direct", [&](auto yd) {
+      return direct_row<decltype(xd)::value, decltype(yd)::value>(a, w, bias, r);
+    });
+  });
 }
 
 NK_CPU_ROW_CLONES

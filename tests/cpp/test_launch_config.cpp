@@ -563,6 +563,15 @@ TEST(LaunchConfig, RealignedSlotsPlansTakeWeightOnlyKernels) {
   EXPECT_FALSE(normkit::cuda::plan_bwd_realigned_slots(4096, 4095, false, f).weight_only_kernels);
 }
 
+// A persistent realigned plan for rows of `hidden` columns: launched, at most 4 vectors per
+// thread, and its threads' vectors cover the row's body (all but the head's up to 7 elements).
+void expect_slots_cover_the_row(const LaunchConfig& c, int64_t hidden) {
+  SCOPED_TRACE(std::to_string(hidden) + ": " + c.describe());
+  ASSERT_GT(c.grid, 0);
+  EXPECT_LE(c.items, 4);
+  EXPECT_GE(int64_t(c.threads_per_row) * c.items * 8, hidden - 7) << "the body covered";
+}
+
 // The persistent realigned forward's rows take 4 vectors per thread where the row then takes
 // more than a warp (by default), or everywhere, or never (2).
 TEST(LaunchConfig, ForwardRealignedSlotsAtFourVectorsPerThread) {
@@ -586,11 +595,7 @@ TEST(LaunchConfig, ForwardRealignedSlotsAtFourVectorsPerThread) {
   EXPECT_EQ(plan_fwd_realigned_slots(1024, 16383, f).threads_per_row, 512) << "as before";
   for (int64_t hidden : {23, 513, 1001, 2049, 8191, 16383}) {
     const int64_t rows = std::max<int64_t>(4096, f.fwd_realign_min_elements / hidden + 1);
-    const LaunchConfig c = plan_fwd_realigned_slots(rows, hidden, f);
-    SCOPED_TRACE(std::to_string(hidden) + ": " + c.describe());
-    ASSERT_GT(c.grid, 0);
-    EXPECT_LE(c.items, 4);
-    EXPECT_GE(int64_t(c.threads_per_row) * c.items * 8, hidden - 7) << "the body covered";
+    expect_slots_cover_the_row(plan_fwd_realigned_slots(rows, hidden, f), hidden);
   }
 }
 
@@ -613,11 +618,7 @@ TEST(LaunchConfig, BackwardRealignedSlotsAtFourVectorsPerThreadWhereAsked) {
   EXPECT_EQ(four.rows_per_block, 4);
   EXPECT_EQ(plan_bwd_realigned_slots(4096, 1001, false, f).items, 2) << "one warp at 4";
   for (int64_t hidden : {513, 1025, 2049, 8191, 16383}) {
-    const LaunchConfig c = plan_bwd_realigned_slots(4096, hidden, false, f);
-    SCOPED_TRACE(std::to_string(hidden) + ": " + c.describe());
-    ASSERT_GT(c.grid, 0);
-    EXPECT_LE(c.items, 4);
-    EXPECT_GE(int64_t(c.threads_per_row) * c.items * 8, hidden - 7) << "the body covered";
+    expect_slots_cover_the_row(plan_bwd_realigned_slots(4096, hidden, false, f), hidden);
   }
 }
 

@@ -263,7 +263,8 @@ struct KernelFacts {
   // slower when that kernel took 117-123 registers (its weight-only form takes 64).
   int fwd_realign_slot_items = 0;
   // The persistent realigned backward's rows at 4 vectors per thread where the row then takes
-  // more than a warp (NK_TUNE_BWD_REALIGN_SLOT_ITEMS: 2 or 4 everywhere; 0, the default, the rule
+  // more than a warp (NK_TUNE_BWD_REALIGN_SLOT_ITEMS: 2 everywhere, or 4 on every such row,
+  // unlike the forward's 4, which takes one-warp rows too; 0, the default, the rule
   // of bwd_realign_four_items_by_rule: 4 where the plan of 2 would not be pinned, or would be
   // pinned at one row per CTA under kBwdRealignPinnedOneRowMinRows rows). The kernel of 4 is not
   // pinned (122 registers, weight-only: one CTA of 512 threads per SM). Thirty-first session,

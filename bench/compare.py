@@ -47,6 +47,14 @@ PEER_SHAPES = [
     (8192, 2048), (8192, 4096), (8192, 8192), (16384, 4096), (1, 4096), (128, 4096),
     (4096, 4096), (32768, 8192), (16384, 7168),
 ]
+# The norms of current LLMs that the sweep leaves out: the "models" set of `normkit bench
+# --shapes` (tools/shapes.cpp says which model each comes from; a test keeps the two equal).
+MODEL_SHAPES = [
+    (131072, 128), (32768, 128), (2048, 128), (65536, 256), (16384, 512), (16384, 1536),
+    (16384, 896), (16384, 1152), (8192, 2304), (8192, 2560), (8192, 3584), (8192, 5120),
+    (4096, 5376), (4096, 6144),
+]
+SHAPE_SETS = {"sweep": PEER_SHAPES, "models": MODEL_SHAPES}
 # A CPU run is a smoke test of the script: small and awkward shapes.
 CPU_SHAPES = [(29, 1737), (1, 4096), (128, 1024), (64, 4096), (7, 71)]
 
@@ -470,10 +478,14 @@ def parse_shapes(text: str):
     shapes = []
     for item in text.split(","):
         item = item.strip().lower()
+        if item in SHAPE_SETS:
+            shapes.extend(SHAPE_SETS[item])
+            continue
         try:
             rows, hidden = (int(v) for v in item.split("x"))
         except ValueError:
-            raise argparse.ArgumentTypeError(f"bad shape {item!r}: expected ROWSxHIDDEN, e.g. 4096x4096")
+            raise argparse.ArgumentTypeError(f"bad shape {item!r}: expected ROWSxHIDDEN, e.g. 4096x4096, "
+                                             f"or a shape set ({', '.join(SHAPE_SETS)})")
         if rows < 1 or hidden < 1:
             raise argparse.ArgumentTypeError(f"bad shape {item!r}: sizes must be positive")
         shapes.append((rows, hidden))
@@ -492,7 +504,8 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--device", default="auto", help="auto (cuda if available), cuda, cuda:N or cpu")
     p.add_argument("--shapes", type=parse_shapes, default=None,
-                   help="ROWSxHIDDEN,... (default: the PEERS.md sweep on a GPU, small shapes on a CPU)")
+                   help="ROWSxHIDDEN items and shape sets (sweep, models), comma-separated "
+                        "(default: sweep on a GPU, small shapes on a CPU)")
     p.add_argument("--dtype", choices=sorted(DTYPES), default="bf16")
     p.add_argument("--eps", type=float, default=1e-6)
     p.add_argument("--impls", type=parse_impls, default=IMPLS, help=f"comma list of {IMPLS}")

@@ -3,7 +3,7 @@
 # `normkit check`, `normkit bench`, the Python tests and benchmarks; logs (as logs.tar.gz) and
 # the JSON results go to $OUT (or ./device-out).
 # Usage: bench/device.sh [steps...]   steps: build sass test check bench quant install python
-# compare binding narrow pending train dtypes huge columns ncu_quant ncu_quant_source
+# compare models binding narrow pending train dtypes huge columns ncu_quant ncu_quant_source
 # quant_bench exact items fused tickets wide modes bwd_probe probe inductor dram aftermath
 # sanitize profile method ncu_method ring ncu_detail
 # (default: build test check bench)
@@ -126,6 +126,16 @@ for step in "${steps[@]}"; do
           python3 -X faulthandler -m pytest "$f" -q -rs -p no:cacheprovider
       done ;;
     compare) run compare env PYTHONUNBUFFERED=1 python3 bench/compare.py --json "$OUT/compare.json" ;;
+    models)  # the "models" shape set (norms of current LLMs: per-head QK norms, MLA ranks, model
+      # hidden sizes): the C API bench beside a copy of the same bytes, with the fused residual
+      # too, then bench/compare.py against the peers in the same call (installs the package)
+      run bench_models "$BUILD/tools/normkit" bench --explain --shapes models --same-size-copy \
+        --json "$OUT/bench_models.json"
+      run bench_models_residual "$BUILD/tools/normkit" bench --explain --shapes models --residual \
+        --json "$LOGS/bench_models_residual.json"
+      install_package &&
+        run compare_models env PYTHONUNBUFFERED=1 python3 bench/compare.py --shapes models \
+          --json "$OUT/compare_models.json" ;;
     binding)  # host time per call of normkit.torch on the GPU against the bare C API and
       # torch's own (bench/binding_overhead.py; needs `install`): 1 x 64, then 1 x 4096
       run binding env PYTHONUNBUFFERED=1 python3 bench/binding_overhead.py --device cuda --repeats 20

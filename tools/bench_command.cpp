@@ -18,10 +18,6 @@
 
 namespace nktool {
 
-const char* const kDefaultBenchShapes =
-    "29x17389,256x65536,1024x32768,2048x16384,4096x1024,4096x12288,8192x2048,8192x4096,"
-    "8192x8192,16384x4096,1x4096,128x4096,4096x4096,32768x8192,16384x7168";
-
 namespace {
 
 // On the CPU the full sweep takes minutes; by default it runs the shapes up to this size.

@@ -25,9 +25,6 @@ struct BenchOptions {
   std::string command_line;  // recorded in the JSON
 };
 
-// The sweep of /work/shared/PEERS.md, in its order.
-extern const char* const kDefaultBenchShapes;
-
 int run_bench(const BenchOptions& options);
 
 }  // namespace nktool

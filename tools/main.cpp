@@ -98,10 +98,10 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
       ->capture_default_str();
   bench_cmd->add_option("--shapes", bench.shapes,
-                        std::string("Comma-separated ROWSxHIDDEN list. Default: the sweep of "
-                                    "PEERS.md (") +
-                            nktool::kDefaultBenchShapes +
-                            "); on the CPU the default keeps the shapes with <= 32 Mi elements")
+                        std::string("Comma-separated ROWSxHIDDEN items and shape sets: ") +
+                            nktool::shape_sets_help() +
+                            ". Default: sweep; on the CPU the default keeps the shapes with "
+                            "<= 32 Mi elements")
       ->check(validate_shapes);
   bench_cmd->add_option("--dtype", bench.dtype,
                         "Dtype of x, y, dy and dx (and residual), and of the weight unless "

@@ -93,8 +93,8 @@ std::vector<KernelOccupancy> planned_occupancy() {
   // CTAs per SM by registers (65536 per SM) at the block sizes of these plans: 384 x 4 vectors
   // (12288 columns) three, 256 x 4 four, 512 x 4 and 512 x 8 two, and for the quantized
   // forward's pinned 56 registers 384 x 4 three and 224 x 4 (7168 columns) five (with y_t, the
-  // ticketed grid's tiles must not cost one); the backward's plans assume
-  // KernelFacts::bwd_ctas_per_sm.
+  // ticketed grid's tiles must not cost one); the backward's plans of 256 threads assume
+  // KernelFacts::bwd_ctas_per_sm (2), those of 160 threads three.
   return {
       measure("fwd 4096x12288 (EXACT, small budget)", exact_small,
               bf16_fwd_plan(4096, 12288, kSmallItems, f), 3),
@@ -119,6 +119,8 @@ std::vector<KernelOccupancy> planned_occupancy() {
       measure("bwd 8192x4096 (pipelined)", bwd, bf16_bwd_plan(8192, 4096, f), f.bwd_ctas_per_sm),
       measure("bwd 4096x1024 (pipelined, 4 row groups)", bwd, bf16_bwd_plan(4096, 1024, f),
               f.bwd_ctas_per_sm),
+      // (KernelFacts::bwd_pipelined_ctas_per_sm: three CTAs of 160 threads.)
+      measure("bwd 8192x2304 (pipelined, 160 threads)", bwd, bf16_bwd_plan(8192, 2304, f), 3),
   };
 }
 

@@ -100,6 +100,39 @@ void fewest_whole_warps(LaunchConfig& c, int64_t rows, int64_t hidden, const Ker
   }
 }
 
+// KernelFacts::fwd_whole_warps: a one-CTA-per-row plain registers plan of under 512 threads
+// that leaves some of the row's vectors empty, reshaped to the whole warps (at most 512 threads)
+// that cover the row exactly at 2 to kSmallItems vectors per thread, the fewest (setting 1) or
+// the most (2) that do; rows per block and grid again. Plans that no such shape covers, or
+// that one block of several rows could not cover exactly, are left as they are.
+void whole_warps_for_row(LaunchConfig& c, int64_t rows, int64_t hidden, const KernelFacts& f) {
+  if (f.fwd_whole_warps == 0 || c.plan != RowPlan::kRegisters || c.cluster_size != 1 ||
+      c.realigned || c.vec <= 0 || hidden % c.vec != 0 || c.items > kSmallItems ||
+      c.threads_per_row >= kFwdMaxThreadsPerRow || chunks_exact(c, rows, hidden)) {
+    return;
+  }
+  const int64_t nvec = hidden / c.vec;
+  const bool fewest = f.fwd_whole_warps == 1;
+  for (int i = 0; i <= kSmallItems - 2; ++i) {
+    const int items = fewest ? 2 + i : kSmallItems - i;
+    if (nvec % items != 0) continue;
+    const int64_t t = nvec / items;
+    if (t % 32 != 0 || t > kFwdMaxThreadsPerRow) continue;
+    LaunchConfig reshaped = c;
+    reshaped.threads_per_row = static_cast<int>(t);
+    reshaped.items = items;
+    reshaped.cols_per_cta = hidden;
+    reshaped.rows_per_block = rows_per_block_for(reshaped.threads_per_row, rows, f.sm_count,
+                                                 f.fwd_cta_threads);
+    while (reshaped.rows_per_block > 1 && rows % reshaped.rows_per_block != 0) {
+      reshaped.rows_per_block /= 2;
+    }
+    reshaped.grid = ceil_div(rows, reshaped.rows_per_block);
+    if (chunks_exact(reshaped, rows, hidden)) c = reshaped;
+    return;
+  }
+}
+
 // CTAs per row: enough to hold the row on chip, preferably within the small register budget
 // (kSmallItems vectors per thread: more CTAs per SM); and, when there are too few rows to fill
 // the device, more (each still covering at least `min_vec_per_cta` vectors).
@@ -385,6 +418,7 @@ LaunchConfig plan_fwd(int64_t rows, int64_t hidden, int vec, const KernelFacts& 
   }
   LaunchConfig c = registers;
   fewest_whole_warps(c, rows, hidden, facts);
+  whole_warps_for_row(c, rows, hidden, facts);
   halve_wide_cluster_ctas(c, hidden, vec, wide.fwd_max_cluster, facts);
   c.exact = facts.fwd_exact && chunks_exact(c, rows, hidden);
   return c;
@@ -643,14 +677,25 @@ int bwd_narrow_items(int64_t hidden, const KernelFacts& facts) {
              : items;
 }
 
+namespace {
+// facts with the pipelined backward's CTAs per SM (KernelFacts::bwd_pipelined_ctas_per_sm) as
+// bwd_ctas_per_sm.
+KernelFacts with_pipelined_ctas_per_sm(const KernelFacts& facts) {
+  KernelFacts f = facts;
+  if (facts.bwd_pipelined_ctas_per_sm > 0) f.bwd_ctas_per_sm = facts.bwd_pipelined_ctas_per_sm;
+  return f;
+}
+}  // namespace
+
 LaunchConfig plan_bwd(int64_t rows, int64_t hidden, int vec, const KernelFacts& facts,
                       int64_t staged_bytes_per_col) {
   // Measured (docs/notes.md, v9): 2 vectors per thread beat 4 at every row length (rows over
   // 1024 vectors get up to 4, since a row group has at most 512 threads).
   const int items_target = facts.bwd_items_target > 0 ? facts.bwd_items_target : 2;
   if (rows <= facts.bwd_registers_max_rows) staged_bytes_per_col = 0;  // not pipelined
+  const KernelFacts pipelined = with_pipelined_ctas_per_sm(facts);
   LaunchConfig c = plan_pipelined(rows, hidden, vec, facts, staged_bytes_per_col, items_target,
-                                  facts.bwd_ctas_per_sm, bwd_max_slots(rows, facts), true,
+                                  pipelined.bwd_ctas_per_sm, bwd_max_slots(rows, pipelined), true,
                                   facts.bwd_split_vectors,
                                   ceil_div(hidden, vec) > facts.bwd_cluster_threads_max_vectors
                                       ? kPipelineMaxThreads
@@ -933,10 +978,18 @@ int64_t bwd_max_slots(int64_t rows, const KernelFacts& facts) {
   return std::min<int64_t>(rows, std::max(2, facts.bwd_ctas_per_sm) * int64_t(facts.sm_count));
 }
 
+int64_t bwd_pipelined_max_slots(int64_t rows, const KernelFacts& facts) {
+  return bwd_max_slots(rows, with_pipelined_ctas_per_sm(facts));
+}
+
+int64_t bwd_workspace_slots(int64_t rows, const KernelFacts& facts) {
+  return std::max(bwd_max_slots(rows, facts), bwd_pipelined_max_slots(rows, facts));
+}
+
 int64_t bwd_workspace_bytes(int64_t rows, int64_t hidden, const KernelFacts& facts,
                             bool want_dweight, bool want_dbias) {
   const int64_t outputs = (want_dweight ? 1 : 0) + (want_dbias ? 1 : 0);
-  return outputs * bwd_max_slots(rows, facts) * hidden * static_cast<int64_t>(sizeof(float));
+  return outputs * bwd_workspace_slots(rows, facts) * hidden * static_cast<int64_t>(sizeof(float));
 }
 
 }  // namespace normkit::cuda

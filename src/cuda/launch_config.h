@@ -39,6 +39,13 @@ struct KernelFacts {
   // Tuning knobs (NK_TUNE_BWD_CTAS_PER_SM, NK_TUNE_BWD_ITEMS override them for sweeps).
   int bwd_ctas_per_sm = 2;
   int bwd_items_target = 0;  // 0: the measured default
+  // The pipelined backward's own resident CTAs per SM and slots per SM (0: bwd_ctas_per_sm;
+  // NK_TUNE_BWD_PIPELINED_CTAS_PER_SM). The launcher caps the grid to the CTAs that registers
+  // let reside, so 3 changes only rows of CTAs that small (160 or 192 threads at ~104
+  // registers): they ran 2 CTAs per SM, 10 warps. Measured (thirty-second session, H100, bf16,
+  // NK_TUNE_BWD_CTAS_PER_SM=3 against 2, twice in one call, the sweep and the models set):
+  // 8192 x 2304 53.2 -> 47.4 us, 8192 x 2560 56.2 -> 51.7, every other shape level.
+  int bwd_pipelined_ctas_per_sm = 3;
   // Pipelined backward of unsplit rows: threads per CTA that its row groups fill (256 or 512;
   // NK_TUNE_BWD_CTA_THREADS). 512 keeps the threads per SM (two CTAs of 256 at ~101
   // registers, or one of 512: the launcher caps the grid to the CTAs resident at once) but
@@ -466,6 +473,16 @@ struct KernelFacts {
   // 62.7 us, token 75.0 -> 60.3, MXFP8 80.7 -> 67.0; 16384 x 7168 tensor 139.6 -> 129.7, token
   // 135.2 -> 125.8, MXFP8 149.2 -> 137.6; 1-2% faster at most other shapes.
   int fwd_exact = 4;
+  // The plain forward's one-CTA-per-row registers plans of under 512 threads (a power of two)
+  // that leave some vectors of the row empty: 1 reshapes them to the whole warps that cover the
+  // row exactly at the fewest vectors per thread from 2 up to kSmallItems (5120 columns, 640
+  // vectors: 320 x 2 rather than 256 x 3; 5376: 224 x 3; 2304: 96 x 3), so that the EXACT
+  // kernels apply; 2 at the most vectors per thread up to kSmallItems (5120: 160 x 4, the shape
+  // the seventh session measured 1.21x slower); 0 keeps them (NK_TUNE_FWD_WHOLE_WARPS). Why
+  // (thirty-second session, ncu, 8192 x 5120): the general kernel at 256 x 3 issues an
+  // instruction on 80% of cycles (the EXACT kernel at 8192 x 4096: 54%), 1.9x the instructions
+  // per element, and reaches 64% of DRAM bandwidth against 77%.
+  int fwd_whole_warps = 0;
   // Forward registers plans (plain and quantized): the vectors per thread that the thread
   // count aims for (NK_TUNE_FWD_ITEMS, 1-4). Measured (eighth session, H100): 2 and 1 slower
   // than 4 nearly everywhere (8192 x 8192 96.5 -> 111 us), 4096 x 12288 unchanged.
@@ -878,9 +895,15 @@ LaunchConfig plan_fwd_realigned_slots(int64_t rows, int64_t hidden, const Kernel
 // wide rows of few elements: facts.bwd_realign_whole_min_columns, _max_elements).
 bool bwd_realign_whole_vectors(int64_t rows, int64_t hidden, const KernelFacts& facts);
 
-// Upper bound on plan_bwd(...).slots for any vec: the workspace query cannot know the
-// alignment of the pointers that a later call will pass.
+// Upper bound on the slots of the backward's plans other than the pipelined one.
 int64_t bwd_max_slots(int64_t rows, const KernelFacts& facts);
+
+// Upper bound on the pipelined backward's slots (KernelFacts::bwd_pipelined_ctas_per_sm).
+int64_t bwd_pipelined_max_slots(int64_t rows, const KernelFacts& facts);
+
+// Upper bound on plan_bwd(...).slots for any vec and plan, the slots that the workspace holds:
+// the workspace query cannot know the alignment of the pointers that a later call will pass.
+int64_t bwd_workspace_slots(int64_t rows, const KernelFacts& facts);
 
 // Bytes of dweight/dbias partial sums a backward call on `rows` x `hidden` needs.
 int64_t bwd_workspace_bytes(int64_t rows, int64_t hidden, const KernelFacts& facts,

@@ -35,6 +35,8 @@ inline const KernelFacts& tuned_defaults() {
     KernelFacts k;
     k.bwd_ctas_per_sm = tuning_knob("NK_TUNE_BWD_CTAS_PER_SM", k.bwd_ctas_per_sm, 1, 8);
     k.bwd_items_target = tuning_knob("NK_TUNE_BWD_ITEMS", k.bwd_items_target, 0, kPipelineItems);
+    k.bwd_pipelined_ctas_per_sm =
+        tuning_knob("NK_TUNE_BWD_PIPELINED_CTAS_PER_SM", k.bwd_pipelined_ctas_per_sm, 0, 8);
     k.bwd_cta_threads = tuning_knob("NK_TUNE_BWD_CTA_THREADS", k.bwd_cta_threads, 256, 512);
     k.bwd_narrow_items = tuning_knob("NK_TUNE_BWD_NARROW_ITEMS", k.bwd_narrow_items,
                                      bwd_items_max(1), kBwdNarrowItemsWide);
@@ -132,6 +134,7 @@ inline const KernelFacts& tuned_defaults() {
     k.quant_weight_first =
         tuning_knob("NK_TUNE_QUANT_WEIGHT_FIRST", k.quant_weight_first, 0, 2);
     k.fwd_exact = tuning_knob("NK_TUNE_FWD_EXACT", k.fwd_exact, 0, 4);
+    k.fwd_whole_warps = tuning_knob("NK_TUNE_FWD_WHOLE_WARPS", k.fwd_whole_warps, 0, 2);
     k.quant_amax_per_warp =
         tuning_knob("NK_TUNE_QUANT_AMAX_PER_WARP", k.quant_amax_per_warp, 0, 1);
     k.quant_full_items = tuning_knob("NK_TUNE_QUANT_FULL_ITEMS", k.quant_full_items, 0, 1);

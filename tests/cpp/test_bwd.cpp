@@ -135,7 +135,11 @@ INSTANTIATE_TEST_SUITE_P(
                                          // odd hidden (2-byte accesses): clusters of 9 CTAs
                                          // (or the column-owning cluster, where enabled), then
                                          // of 15 with more rows than slots
-                                         RowsHidden{29, 17389}, RowsHidden{601, 30001})),
+                                         RowsHidden{29, 17389}, RowsHidden{601, 30001},
+                                         // model widths: 160-thread CTAs, three per SM, more
+                                         // rows than slots; 320 threads (capped to one CTA)
+                                         RowsHidden{1000, 2304}, RowsHidden{999, 2560},
+                                         RowsHidden{600, 5120})),
     ShapeTestName());
 
 class BwdLargeSplitRows : public ::testing::TestWithParam<nk_backend> {};

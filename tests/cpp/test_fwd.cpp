@@ -147,6 +147,42 @@ INSTANTIATE_TEST_SUITE_P(AllBackends, FwdLargeShapes,
                                                               RowsHidden{531, 32768})),
                          ShapeTestName());
 
+// ---- the hidden sizes of current models (bench --shapes models), both kernel variants ----
+
+// Rows that a power of two threads leaves partly empty (5120, 5376, 2304, 2560, 3584 columns),
+// which NK_TUNE_FWD_WHOLE_WARPS reshapes to whole warps, or that no whole-warp shape covers
+// (896, 1152); per-head norms of 128 columns. Each with a bf16 weight alone (the EXACT kernels
+// without the weight's extras) and with a float32 weight, bias, residual and zero-centring.
+class FwdModelShapes : public ::testing::TestWithParam<std::tuple<nk_backend, RowsHidden>> {};
+
+TEST_P(FwdModelShapes, MatchesReference) {
+  const nk_backend backend = std::get<0>(GetParam());
+  const auto [rows, hidden] = std::get<1>(GetParam());
+  NK_SKIP_IF_UNAVAILABLE(backend);
+  Rng rng;
+  FwdCase c;
+  c.rows = rows;
+  c.hidden = hidden;
+  c.x = c.w = c.y = NK_BFLOAT16;
+  test_fwd_case(backend, c, rng);
+  c.w = NK_FLOAT32;
+  c.bias = c.residual = c.zero_centered = true;
+  test_fwd_case(backend, c, rng);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllBackends, FwdModelShapes,
+                         ::testing::Combine(::testing::ValuesIn(all_backends()),
+                                            ::testing::Values(RowsHidden{600, 5120},
+                                                              RowsHidden{64, 5376},
+                                                              RowsHidden{1000, 2304},
+                                                              RowsHidden{999, 2304},
+                                                              RowsHidden{300, 2560},
+                                                              RowsHidden{128, 3584},
+                                                              RowsHidden{777, 896},
+                                                              RowsHidden{1000, 1152},
+                                                              RowsHidden{4096, 128})),
+                         ShapeTestName());
+
 // ---- layouts: strides, alignment, in place ----
 
 class FwdLayouts : public ::testing::TestWithParam<nk_backend> {};

@@ -73,7 +73,7 @@ void expect_covers(const LaunchConfig& c, int64_t rows, int64_t hidden, int item
   }
   if (persistent) {
     EXPECT_GE(c.slots, 1);
-    EXPECT_LE(c.slots, normkit::cuda::bwd_max_slots(rows, f));
+    EXPECT_LE(c.slots, normkit::cuda::bwd_workspace_slots(rows, f));
     EXPECT_EQ(c.grid, c.slots * c.cluster_size);
   }
 }
@@ -653,12 +653,74 @@ TEST(LaunchConfig, PipelinesTheBackwardOfAlignedRowsThatFitSharedMemory) {
   KernelFacts f;
   const LaunchConfig c = normkit::cuda::plan_bwd(16384, 4096, 8, f, 4);
   EXPECT_EQ(c.plan, RowPlan::kPipelined) << c.describe();
-  EXPECT_LE(c.grid, 2 * f.sm_count);
+  // (At most bwd_pipelined_ctas_per_sm CTAs per SM; the launcher caps that to the resident.)
+  EXPECT_LE(c.grid, f.bwd_pipelined_ctas_per_sm * f.sm_count);
   // Odd hidden sizes are not.
   EXPECT_NE(normkit::cuda::plan_bwd(16384, 4095, 8, f, 4).plan, RowPlan::kPipelined);
   // 64K columns of 8 bytes (3 stages of 512 KB) do not fit one CTA: split over a cluster.
   EXPECT_GT(normkit::cuda::plan_bwd(256, 65536, 4, f, 8).cluster_size, 1);
   EXPECT_NE(normkit::cuda::plan_bwd(16384, 4096, 8, f, 0).plan, RowPlan::kPipelined);
+}
+
+// The pipelined backward aims for KernelFacts::bwd_pipelined_ctas_per_sm CTAs per SM, each a
+// slot, which the workspace holds; 0 takes bwd_ctas_per_sm, as the other plans do.
+TEST(LaunchConfig, PipelinedBackwardAimsForItsOwnCtasPerSm) {
+  KernelFacts f;
+  ASSERT_EQ(f.bwd_pipelined_ctas_per_sm, 3);
+  const LaunchConfig c = normkit::cuda::plan_bwd(8192, 2304, 8, f, 4);
+  ASSERT_EQ(c.plan, RowPlan::kPipelined) << c.describe();
+  EXPECT_EQ(c.threads_per_row * c.rows_per_block, 160) << c.describe();
+  EXPECT_EQ(c.grid, 3 * f.sm_count) << c.describe();
+  EXPECT_EQ(c.slots, c.grid);
+  EXPECT_EQ(normkit::cuda::bwd_workspace_slots(8192, f), 3 * f.sm_count);
+  EXPECT_EQ(normkit::cuda::bwd_workspace_bytes(8192, 2304, f, true, false),
+            int64_t(3) * f.sm_count * 2304 * int64_t(sizeof(float)));
+  // Few rows: a slot per row group at most.
+  EXPECT_EQ(normkit::cuda::plan_bwd(300, 2304, 8, f, 4).grid, 300);
+  f.bwd_pipelined_ctas_per_sm = 0;
+  EXPECT_EQ(normkit::cuda::plan_bwd(8192, 2304, 8, f, 4).grid, 2 * f.sm_count);
+  EXPECT_EQ(normkit::cuda::bwd_workspace_slots(8192, f), 2 * f.sm_count);
+}
+
+// KernelFacts::fwd_whole_warps: one-row CTAs of a power of two threads that leave vectors of
+// the row empty become the whole warps that cover it exactly (EXACT kernels), at the fewest
+// vectors per thread from 2 (setting 1) or the most up to kSmallItems (2); rows no such shape
+// covers keep their plan, and 0 changes nothing.
+TEST(LaunchConfig, ForwardRowsOfWholeWarpsWhereAPowerOfTwoLeavesVectorsEmpty) {
+  KernelFacts f;
+  ASSERT_EQ(f.fwd_whole_warps, 0);
+  const LaunchConfig before = normkit::cuda::plan_fwd(8192, 5120, 8, f);
+  EXPECT_EQ(before.threads_per_row, 256) << before.describe();
+  EXPECT_FALSE(before.exact);
+  struct Case {
+    int64_t rows, hidden;
+    int setting, threads, items, rows_per_block;
+  };
+  for (const Case& k : {Case{8192, 5120, 1, 320, 2, 1}, Case{4096, 5376, 1, 224, 3, 1},
+                        Case{8192, 2304, 1, 96, 3, 2}, Case{8192, 2560, 1, 160, 2, 1},
+                        Case{8192, 3584, 1, 224, 2, 1}, Case{8192, 5120, 2, 160, 4, 1},
+                        Case{8191, 2304, 1, 96, 3, 1}}) {
+    f.fwd_whole_warps = k.setting;
+    const LaunchConfig c = normkit::cuda::plan_fwd(k.rows, k.hidden, 8, f);
+    SCOPED_TRACE(std::to_string(k.rows) + "x" + std::to_string(k.hidden) + " setting " +
+                 std::to_string(k.setting) + ": " + c.describe());
+    EXPECT_EQ(c.plan, RowPlan::kRegisters);
+    EXPECT_EQ(c.threads_per_row, k.threads);
+    EXPECT_EQ(c.items, k.items);
+    EXPECT_EQ(c.rows_per_block, k.rows_per_block);
+    EXPECT_EQ(c.grid, k.rows / k.rows_per_block);
+    EXPECT_TRUE(c.exact);
+  }
+  // 1152 columns (144 vectors) have no whole-warp cover at 2-4 vectors; 4096 was exact already.
+  f.fwd_whole_warps = 1;
+  KernelFacts off;
+  for (int64_t hidden : {1152, 896, 4096, 6144}) {
+    const LaunchConfig c = normkit::cuda::plan_fwd(16384, hidden, 8, f);
+    const LaunchConfig d = normkit::cuda::plan_fwd(16384, hidden, 8, off);
+    EXPECT_EQ(c.threads_per_row, d.threads_per_row) << hidden;
+    EXPECT_EQ(c.items, d.items) << hidden;
+    EXPECT_EQ(c.exact, d.exact) << hidden;
+  }
 }
 
 TEST(LaunchConfig, WideForwardRowsTakeUpToTheirMaxClusterOf256ThreadCtas) {

@@ -102,18 +102,22 @@ void fewest_whole_warps(LaunchConfig& c, int64_t rows, int64_t hidden, const Ker
 
 // KernelFacts::fwd_whole_warps: a one-CTA-per-row plain registers plan of under 512 threads
 // that leaves some of the row's vectors empty, reshaped to the whole warps (at most 512 threads)
-// that cover the row exactly at 2 to kSmallItems vectors per thread, the fewest (setting 1) or
-// the most (2) that do; rows per block and grid again. Plans that no such shape covers, or
-// that one block of several rows could not cover exactly, are left as they are.
+// that cover the row exactly: at the most vectors per thread from kSmallItems down to 3
+// (setting 1), or at the fewest from 2 up (setting 2); rows per block and grid again. Plans
+// that no such shape covers, or whose rows the new blocks of several rows would not cover
+// exactly (the EXACT kernels would not apply), are left as they are, as is every plan where
+// the EXACT kernels are off (fwd_exact 0).
 void whole_warps_for_row(LaunchConfig& c, int64_t rows, int64_t hidden, const KernelFacts& f) {
-  if (f.fwd_whole_warps == 0 || c.plan != RowPlan::kRegisters || c.cluster_size != 1 ||
+  if (f.fwd_whole_warps == 0 || f.fwd_exact == 0 || c.plan != RowPlan::kRegisters ||
+      c.cluster_size != 1 ||
       c.realigned || c.vec <= 0 || hidden % c.vec != 0 || c.items > kSmallItems ||
-      c.threads_per_row >= kFwdMaxThreadsPerRow || chunks_exact(c, rows, hidden)) {
+      c.threads_per_row >= kFwdMaxThreadsPerRow ||
+      int64_t(c.threads_per_row) * c.items == hidden / c.vec) {
     return;
   }
   const int64_t nvec = hidden / c.vec;
-  const bool fewest = f.fwd_whole_warps == 1;
-  for (int i = 0; i <= kSmallItems - 2; ++i) {
+  const bool fewest = f.fwd_whole_warps == 2;
+  for (int i = 0; i <= kSmallItems - (fewest ? 2 : 3); ++i) {
     const int items = fewest ? 2 + i : kSmallItems - i;
     if (nvec % items != 0) continue;
     const int64_t t = nvec / items;
@@ -124,9 +128,6 @@ void whole_warps_for_row(LaunchConfig& c, int64_t rows, int64_t hidden, const Ke
     reshaped.cols_per_cta = hidden;
     reshaped.rows_per_block = rows_per_block_for(reshaped.threads_per_row, rows, f.sm_count,
                                                  f.fwd_cta_threads);
-    while (reshaped.rows_per_block > 1 && rows % reshaped.rows_per_block != 0) {
-      reshaped.rows_per_block /= 2;
-    }
     reshaped.grid = ceil_div(rows, reshaped.rows_per_block);
     if (chunks_exact(reshaped, rows, hidden)) c = reshaped;
     return;

@@ -474,15 +474,19 @@ struct KernelFacts {
   // 135.2 -> 125.8, MXFP8 149.2 -> 137.6; 1-2% faster at most other shapes.
   int fwd_exact = 4;
   // The plain forward's one-CTA-per-row registers plans of under 512 threads (a power of two)
-  // that leave some vectors of the row empty: 1 reshapes them to the whole warps that cover the
-  // row exactly at the fewest vectors per thread from 2 up to kSmallItems (5120 columns, 640
-  // vectors: 320 x 2 rather than 256 x 3; 5376: 224 x 3; 2304: 96 x 3), so that the EXACT
-  // kernels apply; 2 at the most vectors per thread up to kSmallItems (5120: 160 x 4, the shape
-  // the seventh session measured 1.21x slower); 0 keeps them (NK_TUNE_FWD_WHOLE_WARPS). Why
-  // (thirty-second session, ncu, 8192 x 5120): the general kernel at 256 x 3 issues an
-  // instruction on 80% of cycles (the EXACT kernel at 8192 x 4096: 54%), 1.9x the instructions
-  // per element, and reaches 64% of DRAM bandwidth against 77%.
-  int fwd_whole_warps = 0;
+  // that leave some vectors of the row empty: 1 (the default) reshapes them to the whole warps
+  // that cover the row exactly at the most vectors per thread from kSmallItems down to 3
+  // (5120 columns, 640 vectors: 160 x 4 rather than 256 x 3; 5376: 224 x 3; 2304: 96 x 3), so
+  // that the EXACT kernels apply; 2 at the fewest from 2 up (5120: 320 x 2); 0 keeps them
+  // (NK_TUNE_FWD_WHOLE_WARPS). Why (thirty-second session, ncu, 8192 x 5120): the general kernel
+  // at 256 x 3 issues an instruction on 80% of cycles (the EXACT kernel at 8192 x 4096: 54%),
+  // 1.9x the instructions per element, and reaches 64% of DRAM bandwidth against 77%.
+  // Measured (same session, H100, bf16, twice each in one call, against 0): 1: 8192 x 2304
+  // 35.9 -> 30.9 us, 4096 x 5376 38.8 -> 35.4, 8192 x 5120 68.1 -> 61.9, 16384 x 7168 (224 x 4)
+  // level; 2: also 8192 x 2304 and 4096 x 5376 faster, but every shape it gives 2 vectors per
+  // thread slower (8192 x 2560 as 160 x 2 1.21x, 8192 x 3584 as 224 x 2 1.15x, 16384 x 7168 as
+  // 448 x 2 1.21x, 8192 x 5120 as 320 x 2 1.02x): fewer bytes in flight per SM.
+  int fwd_whole_warps = 1;
   // Forward registers plans (plain and quantized): the vectors per thread that the thread
   // count aims for (NK_TUNE_FWD_ITEMS, 1-4). Measured (eighth session, H100): 2 and 1 slower
   // than 4 nearly everywhere (8192 x 8192 96.5 -> 111 us), 4096 x 12288 unchanged.

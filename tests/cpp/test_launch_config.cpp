@@ -683,23 +683,26 @@ TEST(LaunchConfig, PipelinedBackwardAimsForItsOwnCtasPerSm) {
 }
 
 // KernelFacts::fwd_whole_warps: one-row CTAs of a power of two threads that leave vectors of
-// the row empty become the whole warps that cover it exactly (EXACT kernels), at the fewest
-// vectors per thread from 2 (setting 1) or the most up to kSmallItems (2); rows no such shape
-// covers keep their plan, and 0 changes nothing.
+// the row empty become the whole warps that cover it exactly (EXACT kernels), at the most
+// vectors per thread from kSmallItems down to 3 (setting 1, the default) or the fewest from 2
+// (setting 2); rows no such shape covers keep their plan, as every row does at 0.
 TEST(LaunchConfig, ForwardRowsOfWholeWarpsWhereAPowerOfTwoLeavesVectorsEmpty) {
   KernelFacts f;
-  ASSERT_EQ(f.fwd_whole_warps, 0);
-  const LaunchConfig before = normkit::cuda::plan_fwd(8192, 5120, 8, f);
+  ASSERT_EQ(f.fwd_whole_warps, 1);
+  KernelFacts off;
+  off.fwd_whole_warps = 0;
+  const LaunchConfig before = normkit::cuda::plan_fwd(8192, 5120, 8, off);
   EXPECT_EQ(before.threads_per_row, 256) << before.describe();
+  EXPECT_EQ(before.items, 3) << before.describe();
   EXPECT_FALSE(before.exact);
   struct Case {
     int64_t rows, hidden;
     int setting, threads, items, rows_per_block;
   };
-  for (const Case& k : {Case{8192, 5120, 1, 320, 2, 1}, Case{4096, 5376, 1, 224, 3, 1},
-                        Case{8192, 2304, 1, 96, 3, 2}, Case{8192, 2560, 1, 160, 2, 1},
-                        Case{8192, 3584, 1, 224, 2, 1}, Case{8192, 5120, 2, 160, 4, 1},
-                        Case{8191, 2304, 1, 96, 3, 1}}) {
+  for (const Case& k : {Case{8192, 5120, 1, 160, 4, 1}, Case{4096, 5376, 1, 224, 3, 1},
+                        Case{8192, 2304, 1, 96, 3, 2},
+                        Case{16384, 7168, 1, 224, 4, 1}, Case{8192, 5120, 2, 320, 2, 1},
+                        Case{8192, 2560, 2, 160, 2, 1}, Case{8192, 3584, 2, 224, 2, 1}}) {
     f.fwd_whole_warps = k.setting;
     const LaunchConfig c = normkit::cuda::plan_fwd(k.rows, k.hidden, 8, f);
     SCOPED_TRACE(std::to_string(k.rows) + "x" + std::to_string(k.hidden) + " setting " +
@@ -711,10 +714,17 @@ TEST(LaunchConfig, ForwardRowsOfWholeWarpsWhereAPowerOfTwoLeavesVectorsEmpty) {
     EXPECT_EQ(c.grid, k.rows / k.rows_per_block);
     EXPECT_TRUE(c.exact);
   }
-  // 1152 columns (144 vectors) have no whole-warp cover at 2-4 vectors; 4096 was exact already.
+  // At setting 1: 2560 and 3584 columns (320, 448 vectors) have no whole-warp cover at 3-4
+  // vectors, 1152 and 896 none at 2-4; 4096 and 6144 were exact already. 8191 rows of 2304
+  // would leave a block of 2 rows short (not EXACT), and 4097 rows of 1024 columns (covered by
+  // 32 x 4, only the row count inexact) are no reshape's business.
   f.fwd_whole_warps = 1;
-  KernelFacts off;
-  for (int64_t hidden : {1152, 896, 4096, 6144}) {
+  for (const auto& [rows, hidden] : {std::pair<int64_t, int64_t>{8191, 2304}, {4097, 1024}}) {
+    const LaunchConfig c = normkit::cuda::plan_fwd(rows, hidden, 8, f);
+    const LaunchConfig d = normkit::cuda::plan_fwd(rows, hidden, 8, off);
+    EXPECT_EQ(c.describe(), d.describe());
+  }
+  for (int64_t hidden : {2560, 3584, 1152, 896, 4096, 6144}) {
     const LaunchConfig c = normkit::cuda::plan_fwd(16384, hidden, 8, f);
     const LaunchConfig d = normkit::cuda::plan_fwd(16384, hidden, 8, off);
     EXPECT_EQ(c.threads_per_row, d.threads_per_row) << hidden;
@@ -876,6 +886,7 @@ TEST(LaunchConfig, EvictLastReadsFromItsThresholdAndNeverWithEvictFirst) {
 
 TEST(LaunchConfig, FewestWholeWarpsForThePlainForwardAtSetting3) {
   KernelFacts f;
+  f.fwd_whole_warps = 0;  // (its own test: ForwardRowsOfWholeWarpsWhereAPowerOfTwoLeavesVectorsEmpty)
   f.fwd_exact = 2;
   const LaunchConfig pow2 = normkit::cuda::plan_fwd(4096, 12288, 8, f, 2);
   EXPECT_EQ(pow2.threads_per_row, 512) << pow2.describe();
@@ -1376,8 +1387,8 @@ TEST(LaunchConfig, ExactForwardAtTheSweepsShapesAsPlanned) {
   }
   // The quantized forward gives rows of 7168 columns (896 vectors) 7 warps of 4 vectors
   // rather than 256 threads, one vector of each of 32 threads empty (fwd_exact 2, the
-  // default), also with blocks of 128; 5120 columns (640 vectors) 160 threads x 4. The plain
-  // forward keeps its powers of two (as measured).
+  // default), also with blocks of 128; 5120 columns (640 vectors) 160 threads x 4; the plain
+  // forward alike (KernelFacts::fwd_whole_warps).
   for (int block : {0, 128}) {
     const LaunchConfig seven = normkit::cuda::plan_fwd_quant(16384, 7168, 8, block, block > 0, f);
     EXPECT_TRUE(seven.exact) << seven.describe();
@@ -1389,8 +1400,9 @@ TEST(LaunchConfig, ExactForwardAtTheSweepsShapesAsPlanned) {
   // As test_quant_fwd.cpp's shapes have it.
   EXPECT_EQ(normkit::cuda::plan_fwd_quant(37, 7168, 8, 128, true, f).threads_per_row, 224);
   EXPECT_EQ(normkit::cuda::plan_fwd_quant(3, 7168, 8, 0, false, f).threads_per_row, 224);
-  EXPECT_FALSE(normkit::cuda::plan_fwd(16384, 7168, 8, f).exact);
-  EXPECT_EQ(normkit::cuda::plan_fwd(4096, 5120, 8, f).threads_per_row, 256);
+  EXPECT_TRUE(normkit::cuda::plan_fwd(16384, 7168, 8, f).exact);
+  EXPECT_EQ(normkit::cuda::plan_fwd(16384, 7168, 8, f).threads_per_row, 224);
+  EXPECT_EQ(normkit::cuda::plan_fwd(4096, 5120, 8, f).threads_per_row, 160);
   // 529 rows leave a row group short; 29 x 17389 is misaligned (vec 1) and split over a
   // cluster unevenly.
   EXPECT_FALSE(normkit::cuda::plan_fwd(4097, 1024, 8, f).exact);

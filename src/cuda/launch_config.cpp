@@ -207,7 +207,8 @@ LaunchConfig plan(int64_t rows, int64_t hidden, int vec, const KernelFacts& f, i
 LaunchConfig plan_pipelined(int64_t rows, int64_t hidden, int vec, const KernelFacts& f,
                             int64_t staged_bytes_per_col, int items_target, int ctas_per_sm,
                             int64_t max_grid, bool allow_cluster, int64_t split_above,
-                            int cluster_threads, int cta_threads = 256) {
+                            int cluster_threads, int cta_threads = 256,
+                            bool sub_warp_rows = false) {
   LaunchConfig none;
   none.grid = 0;
   if (staged_bytes_per_col <= 0 || hidden % vec != 0) return none;
@@ -237,8 +238,14 @@ LaunchConfig plan_pipelined(int64_t rows, int64_t hidden, int vec, const KernelF
     cluster = static_cast<int>(c);
   }
   const int64_t nvec_cta = ceil_div(nvec, cluster);
-  const int threads = static_cast<int>(std::min<int64_t>(
-      32 * ceil_div(ceil_div(nvec_cta, items_target), 32), kPipelineMaxThreads));
+  // sub_warp_rows: rows of fewer than 32 x items_target vectors get a power of two threads
+  // under a warp (several rows per warp), where the rows fill 256-thread CTAs.
+  const int64_t per_row = ceil_div(nvec_cta, items_target);
+  const bool sub_warp = sub_warp_rows && cluster == 1 && per_row < 32 &&
+                        rows >= 256 / next_pow2(per_row);
+  const int threads =
+      sub_warp ? next_pow2(per_row)
+               : static_cast<int>(std::min<int64_t>(32 * ceil_div(per_row, 32), kPipelineMaxThreads));
   const int items = static_cast<int>(ceil_div(nvec_cta, threads));
   if (items > kPipelineItems) return none;
   LaunchConfig c;
@@ -257,6 +264,11 @@ LaunchConfig plan_pipelined(int64_t rows, int64_t hidden, int vec, const KernelF
   // CTAs larger than 256 threads keep at least one CTA per SM where there are rows for it.
   while (groups > std::max(1, 256 / threads) && ceil_div(rows, groups) < f.sm_count) groups /= 2;
   while (groups > 1 && (2 * groups * group_bytes > f.smem_per_sm || groups > rows)) groups /= 2;
+  // (Several rows per warp only in whole warps: a shuffle names every lane of the warp.)
+  if (sub_warp && threads * groups < 32) {
+    return plan_pipelined(rows, hidden, vec, f, staged_bytes_per_col, items_target, ctas_per_sm,
+                          max_grid, allow_cluster, split_above, cluster_threads, cta_threads);
+  }
   c.rows_per_block = groups;
   c.smem_bytes = groups * group_bytes;
   // CTAs resident per SM: shared memory (plus ~1 KB reserved per CTA) and 2048 threads.
@@ -701,7 +713,7 @@ LaunchConfig plan_bwd(int64_t rows, int64_t hidden, int vec, const KernelFacts& 
                                   ceil_div(hidden, vec) > facts.bwd_cluster_threads_max_vectors
                                       ? kPipelineMaxThreads
                                       : facts.bwd_cluster_threads,
-                                  facts.bwd_cta_threads);
+                                  facts.bwd_cta_threads, facts.bwd_sub_warp_rows != 0);
   if (c.grid > 0) {
     c.slots = c.grid / c.cluster_size;
   } else {

@@ -46,6 +46,12 @@ struct KernelFacts {
   // NK_TUNE_BWD_CTAS_PER_SM=3 against 2, twice in one call, the sweep and the models set):
   // 8192 x 2304 53.2 -> 47.4 us, 8192 x 2560 56.2 -> 51.7, every other shape level.
   int bwd_pipelined_ctas_per_sm = 3;
+  // 1: the pipelined backward gives rows of fewer than 32 x 2 vectors (bf16 rows under 512
+  // columns: the per-head QK norms of 128 and 256) a power of two threads under a warp, several
+  // rows per warp, where there are rows for whole 256-thread CTAs; 0: a warp per row, its lanes
+  // past the row idle (NK_TUNE_BWD_SUB_WARP_ROWS). Thirty-second session: 131072 x 128 ran at
+  // 54% of copy with 16 of 32 lanes idle.
+  int bwd_sub_warp_rows = 0;
   // Pipelined backward of unsplit rows: threads per CTA that its row groups fill (256 or 512;
   // NK_TUNE_BWD_CTA_THREADS). 512 keeps the threads per SM (two CTAs of 256 at ~101
   // registers, or one of 512: the launcher caps the grid to the CTAs resident at once) but

@@ -77,11 +77,14 @@ __device__ __forceinline__ void block_sum_and_max(float& sum, float& max, float*
   max = largest;
 }
 
-// Sum over the blockDim.x threads (a multiple of 32) of row group threadIdx.y only: the other
-// groups of the block go on independently (named barrier 1 + threadIdx.y; at most 15 groups).
-// `scratch` holds 2 * kMaxWarps floats; callers alternate `parity` between calls, so that one
-// barrier per call suffices (a group cannot overwrite a half that it may still be reading).
+// Sum over the blockDim.x threads (a multiple of 32, or a power of two under 32: several row
+// groups per warp, whose shuffles stay within their aligned lanes) of row group threadIdx.y
+// only: the other groups of the block go on independently (named barrier 1 + threadIdx.y; at
+// most 15 groups of more than a warp). `scratch` holds 2 * kMaxWarps floats; callers alternate
+// `parity` between calls, so that one barrier per call suffices (a group cannot overwrite a
+// half that it may still be reading).
 __device__ __forceinline__ float row_group_sum(float v, float* scratch, int parity) {
+  if (blockDim.x < 32) return group_sum(v, blockDim.x);
   v = group_sum(v, 32);
   if (blockDim.x == 32) return v;
   const int warps = blockDim.x / 32;

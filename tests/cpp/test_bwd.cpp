@@ -139,7 +139,12 @@ INSTANTIATE_TEST_SUITE_P(
                                          // model widths: 160-thread CTAs, three per SM, more
                                          // rows than slots; 320 threads (capped to one CTA)
                                          RowsHidden{1000, 2304}, RowsHidden{999, 2560},
-                                         RowsHidden{600, 5120})),
+                                         RowsHidden{600, 5120},
+                                         // rows under a warp's 64 vectors (per-head norms;
+                                         // several rows per warp under
+                                         // NK_TUNE_BWD_SUB_WARP_ROWS): whole and partial items
+                                         RowsHidden{2048, 256}, RowsHidden{1000, 200},
+                                         RowsHidden{999, 72})),
     ShapeTestName());
 
 class BwdLargeSplitRows : public ::testing::TestWithParam<nk_backend> {};

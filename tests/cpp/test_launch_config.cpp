@@ -40,15 +40,19 @@ void expect_covers(const LaunchConfig& c, int64_t rows, int64_t hidden, int item
       EXPECT_LE(c.items, 2);
     }
     EXPECT_EQ(hidden % c.vec, 0);
-    EXPECT_GE(c.threads_per_row, 32);
-    EXPECT_EQ(c.threads_per_row % 32, 0);
+    if (c.threads_per_row < 32) {  // several rows per warp (KernelFacts::bwd_sub_warp_rows)
+      EXPECT_EQ(c.threads_per_row & (c.threads_per_row - 1), 0);
+      EXPECT_EQ(c.threads_per_row * c.rows_per_block % 32, 0);  // whole warps
+    } else {
+      EXPECT_EQ(c.threads_per_row % 32, 0);
+      EXPECT_LE(c.rows_per_block, 8);  // named barriers 1..8
+    }
     EXPECT_LE(c.items, normkit::cuda::kPipelineItems);
     EXPECT_EQ(c.cols_per_cta, int64_t(c.threads_per_row) * c.items * c.vec);
     EXPECT_GE(c.cols_per_cta * c.cluster_size, hidden);
     EXPECT_EQ(c.grid % c.cluster_size, 0);
     EXPECT_GT(c.smem_bytes, 0);
     EXPECT_LE(c.smem_bytes, f.smem_per_block);
-    EXPECT_LE(c.rows_per_block, 8);  // named barriers 1..8
   } else {
     EXPECT_LE(c.items, items_max);
     // The backward (persistent) may take the non-portable cluster sizes for narrow vectors.
@@ -79,15 +83,19 @@ void expect_covers(const LaunchConfig& c, int64_t rows, int64_t hidden, int item
 }
 
 TEST(LaunchConfig, CoversEveryShapeWithAndWithoutClusters) {
-  for (bool clusters : {true, false}) {
+  for (bool clusters : {true, false})
+  for (int sub_warp : {0, 1}) {  // (KernelFacts::bwd_sub_warp_rows)
     KernelFacts f;
     f.sm_count = clusters ? 132 : 108;
     f.cluster_launch = clusters;
+    f.bwd_sub_warp_rows = sub_warp;
     for (int64_t rows : {1, 3, 29, 128, 4096, 32768}) {
-      for (int64_t hidden : {1, 29, 71, 1024, 4096, 17389, 65536, 65537, 262144, 1 << 20}) {
+      for (int64_t hidden :
+           {1, 29, 71, 128, 200, 1024, 4096, 17389, 65536, 65537, 262144, 1 << 20}) {
         for (int vec : {1, 2, 4, 8}) {
           SCOPED_TRACE(testing::Message() << rows << "x" << hidden << " vec " << vec
-                                          << (clusters ? " clusters" : " no clusters"));
+                                          << (clusters ? " clusters" : " no clusters")
+                                          << (sub_warp ? " sub-warp rows" : ""));
           expect_covers(normkit::cuda::plan_fwd(rows, hidden, vec, f), rows, hidden,
                         normkit::cuda::fwd_items_max(vec), false, f);
           expect_covers(normkit::cuda::plan_bwd(rows, hidden, vec, f), rows, hidden,
@@ -680,6 +688,32 @@ TEST(LaunchConfig, PipelinedBackwardAimsForItsOwnCtasPerSm) {
   f.bwd_pipelined_ctas_per_sm = 0;
   EXPECT_EQ(normkit::cuda::plan_bwd(8192, 2304, 8, f, 4).grid, 2 * f.sm_count);
   EXPECT_EQ(normkit::cuda::bwd_workspace_slots(8192, f), 2 * f.sm_count);
+}
+
+// KernelFacts::bwd_sub_warp_rows: rows of fewer than 64 vectors take a power of two threads
+// under a warp, as many rows per CTA as fill 256 threads, where there are rows for that; a warp
+// per row otherwise, and always with the knob off.
+TEST(LaunchConfig, PipelinedBackwardPutsSeveralShortRowsInAWarpWhereAsked) {
+  KernelFacts f;
+  ASSERT_EQ(f.bwd_sub_warp_rows, 0);
+  EXPECT_EQ(normkit::cuda::plan_bwd(131072, 128, 8, f, 4).threads_per_row, 32);
+  f.bwd_sub_warp_rows = 1;
+  struct Case {
+    int64_t rows, hidden;
+    int threads, items;
+  };
+  for (const Case& k : {Case{131072, 128, 8, 2}, Case{65536, 256, 16, 2}, Case{262144, 64, 4, 2},
+                        Case{1000, 200, 16, 2}, Case{999, 72, 8, 2}, Case{16384, 512, 32, 2}}) {
+    const LaunchConfig c = normkit::cuda::plan_bwd(k.rows, k.hidden, 8, f, 4);
+    SCOPED_TRACE(std::to_string(k.rows) + "x" + std::to_string(k.hidden) + ": " + c.describe());
+    EXPECT_EQ(c.plan, RowPlan::kPipelined);
+    EXPECT_EQ(c.threads_per_row, k.threads);
+    EXPECT_EQ(c.items, k.items);
+    EXPECT_EQ(c.threads_per_row * c.rows_per_block, 256);
+    expect_covers(c, k.rows, k.hidden, normkit::cuda::kPipelineItems, true, f);
+  }
+  // Too few rows to fill 256 threads of 8-thread rows: a warp per row.
+  EXPECT_EQ(normkit::cuda::plan_bwd(20, 128, 8, f, 4).threads_per_row, 32);
 }
 
 // KernelFacts::fwd_whole_warps: one-row CTAs of a power of two threads that leave vectors of

@@ -208,7 +208,7 @@ LaunchConfig plan_pipelined(int64_t rows, int64_t hidden, int vec, const KernelF
                             int64_t staged_bytes_per_col, int items_target, int ctas_per_sm,
                             int64_t max_grid, bool allow_cluster, int64_t split_above,
                             int cluster_threads, int cta_threads = 256,
-                            bool sub_warp_rows = false) {
+                            int sub_warp_rows = 0) {
   LaunchConfig none;
   none.grid = 0;
   if (staged_bytes_per_col <= 0 || hidden % vec != 0) return none;
@@ -238,11 +238,16 @@ LaunchConfig plan_pipelined(int64_t rows, int64_t hidden, int vec, const KernelF
     cluster = static_cast<int>(c);
   }
   const int64_t nvec_cta = ceil_div(nvec, cluster);
-  // sub_warp_rows: rows of fewer than 32 x items_target vectors get a power of two threads
-  // under a warp (several rows per warp), where the rows fill 256-thread CTAs.
+  // sub_warp_rows (KernelFacts::bwd_sub_warp_rows): rows of fewer than 32 x items_target
+  // vectors get a power of two threads under a warp (several rows per warp); at 1 only rows
+  // that leave lanes of a warp idle (under 32 vectors) and fill 2 CTAs of 256 threads per SM,
+  // at 2 every such row where the rows fill one 256-thread CTA.
   const int64_t per_row = ceil_div(nvec_cta, items_target);
-  const bool sub_warp = sub_warp_rows && cluster == 1 && per_row < 32 &&
-                        rows >= 256 / next_pow2(per_row);
+  const int64_t rows_per_cta = 256 / next_pow2(per_row);
+  const bool sub_warp =
+      sub_warp_rows > 0 && cluster == 1 && per_row < 32 &&
+      (sub_warp_rows == 1 ? nvec_cta < 32 && rows >= 2 * f.sm_count * rows_per_cta
+                          : rows >= rows_per_cta);
   const int threads =
       sub_warp ? next_pow2(per_row)
                : static_cast<int>(std::min<int64_t>(32 * ceil_div(per_row, 32), kPipelineMaxThreads));
@@ -713,7 +718,7 @@ LaunchConfig plan_bwd(int64_t rows, int64_t hidden, int vec, const KernelFacts& 
                                   ceil_div(hidden, vec) > facts.bwd_cluster_threads_max_vectors
                                       ? kPipelineMaxThreads
                                       : facts.bwd_cluster_threads,
-                                  facts.bwd_cta_threads, facts.bwd_sub_warp_rows != 0);
+                                  facts.bwd_cta_threads, facts.bwd_sub_warp_rows);
   if (c.grid > 0) {
     c.slots = c.grid / c.cluster_size;
   } else {

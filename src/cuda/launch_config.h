@@ -46,11 +46,16 @@ struct KernelFacts {
   // NK_TUNE_BWD_CTAS_PER_SM=3 against 2, twice in one call, the sweep and the models set):
   // 8192 x 2304 53.2 -> 47.4 us, 8192 x 2560 56.2 -> 51.7, every other shape level.
   int bwd_pipelined_ctas_per_sm = 3;
-  // 1: the pipelined backward gives rows of fewer than 32 x 2 vectors (bf16 rows under 512
-  // columns: the per-head QK norms of 128 and 256) a power of two threads under a warp, several
-  // rows per warp, where there are rows for whole 256-thread CTAs; 0: a warp per row, its lanes
-  // past the row idle (NK_TUNE_BWD_SUB_WARP_ROWS). Thirty-second session: 131072 x 128 ran at
-  // 54% of copy with 16 of 32 lanes idle.
+  // The pipelined backward's rows of fewer than 32 x 2 vectors (bf16 rows under 512 columns:
+  // per-head QK norms of 64-256) on a power of two threads under a warp, several rows per warp
+  // (NK_TUNE_BWD_SUB_WARP_ROWS): 2 wherever the rows fill one 256-thread CTA; 1 only rows of
+  // under 32 vectors (a warp per row leaves lanes idle) where the rows fill 2 such CTAs per SM;
+  // 0 (the default) a warp per row. Measured (thirty-second session, 22:01, H100, bf16, twice,
+  // the rule of setting 2): 262144 x 64 107.3 -> 53.3 us, 131072 x 128 62.9 -> 48.5, 65536 x 256
+  // 50.8 -> 47.7, 32768 x 128 0.96x; slower on fewer rows (2048 x 128 1.27x: 64 CTAs, half the
+  // SMs idle; 16384 x 256 1.05x, whose warp per row has no idle lane), which setting 1 leaves
+  // out. Off until its ctest entry (bwd_sub_warp_rows) has passed on a GPU: that call's ctest
+  // stopped before reaching it.
   int bwd_sub_warp_rows = 0;
   // Pipelined backward of unsplit rows: threads per CTA that its row groups fill (256 or 512;
   // NK_TUNE_BWD_CTA_THREADS). 512 keeps the threads per SM (two CTAs of 256 at ~101

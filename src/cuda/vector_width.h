@@ -37,7 +37,7 @@ inline const KernelFacts& tuned_defaults() {
     k.bwd_items_target = tuning_knob("NK_TUNE_BWD_ITEMS", k.bwd_items_target, 0, kPipelineItems);
     k.bwd_pipelined_ctas_per_sm =
         tuning_knob("NK_TUNE_BWD_PIPELINED_CTAS_PER_SM", k.bwd_pipelined_ctas_per_sm, 0, 8);
-    k.bwd_sub_warp_rows = tuning_knob("NK_TUNE_BWD_SUB_WARP_ROWS", k.bwd_sub_warp_rows, 0, 1);
+    k.bwd_sub_warp_rows = tuning_knob("NK_TUNE_BWD_SUB_WARP_ROWS", k.bwd_sub_warp_rows, 0, 2);
     k.bwd_cta_threads = tuning_knob("NK_TUNE_BWD_CTA_THREADS", k.bwd_cta_threads, 256, 512);
     k.bwd_narrow_items = tuning_knob("NK_TUNE_BWD_NARROW_ITEMS", k.bwd_narrow_items,
                                      bwd_items_max(1), kBwdNarrowItemsWide);

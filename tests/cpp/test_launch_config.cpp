@@ -84,7 +84,7 @@ void expect_covers(const LaunchConfig& c, int64_t rows, int64_t hidden, int item
 
 TEST(LaunchConfig, CoversEveryShapeWithAndWithoutClusters) {
   for (bool clusters : {true, false})
-  for (int sub_warp : {0, 1}) {  // (KernelFacts::bwd_sub_warp_rows)
+  for (int sub_warp : {0, 1, 2}) {  // (KernelFacts::bwd_sub_warp_rows)
     KernelFacts f;
     f.sm_count = clusters ? 132 : 108;
     f.cluster_launch = clusters;
@@ -691,21 +691,28 @@ TEST(LaunchConfig, PipelinedBackwardAimsForItsOwnCtasPerSm) {
 }
 
 // KernelFacts::bwd_sub_warp_rows: rows of fewer than 64 vectors take a power of two threads
-// under a warp, as many rows per CTA as fill 256 threads, where there are rows for that; a warp
-// per row otherwise, and always with the knob off.
+// under a warp, several rows per warp: at 2 where the rows fill a 256-thread CTA, at 1 only
+// rows of under 32 vectors (idle lanes in a warp per row) with rows for 2 such CTAs per SM; a
+// warp per row otherwise, and at 0.
 TEST(LaunchConfig, PipelinedBackwardPutsSeveralShortRowsInAWarpWhereAsked) {
   KernelFacts f;
   ASSERT_EQ(f.bwd_sub_warp_rows, 0);
   EXPECT_EQ(normkit::cuda::plan_bwd(131072, 128, 8, f, 4).threads_per_row, 32);
-  f.bwd_sub_warp_rows = 1;
   struct Case {
+    int setting;
     int64_t rows, hidden;
     int threads, items;
   };
-  for (const Case& k : {Case{131072, 128, 8, 2}, Case{65536, 256, 16, 2}, Case{262144, 64, 4, 2},
-                        Case{1000, 200, 16, 2}, Case{999, 72, 8, 2}, Case{16384, 512, 32, 2}}) {
+  for (const Case& k : {Case{2, 131072, 128, 8, 2}, Case{2, 65536, 256, 16, 2},
+                        Case{2, 262144, 64, 4, 2}, Case{2, 1000, 200, 16, 2},
+                        Case{2, 999, 72, 8, 2}, Case{2, 2048, 128, 8, 2},
+                        Case{2, 16384, 512, 32, 2}, Case{1, 131072, 128, 8, 2},
+                        Case{1, 262144, 64, 4, 2}, Case{1, 65536, 256, 32, 1},
+                        Case{1, 2048, 128, 32, 1}, Case{1, 9000, 72, 8, 2}}) {
+    f.bwd_sub_warp_rows = k.setting;
     const LaunchConfig c = normkit::cuda::plan_bwd(k.rows, k.hidden, 8, f, 4);
-    SCOPED_TRACE(std::to_string(k.rows) + "x" + std::to_string(k.hidden) + ": " + c.describe());
+    SCOPED_TRACE(std::to_string(k.rows) + "x" + std::to_string(k.hidden) + " setting " +
+                 std::to_string(k.setting) + ": " + c.describe());
     EXPECT_EQ(c.plan, RowPlan::kPipelined);
     EXPECT_EQ(c.threads_per_row, k.threads);
     EXPECT_EQ(c.items, k.items);
@@ -713,6 +720,7 @@ TEST(LaunchConfig, PipelinedBackwardPutsSeveralShortRowsInAWarpWhereAsked) {
     expect_covers(c, k.rows, k.hidden, normkit::cuda::kPipelineItems, true, f);
   }
   // Too few rows to fill 256 threads of 8-thread rows: a warp per row.
+  f.bwd_sub_warp_rows = 2;
   EXPECT_EQ(normkit::cuda::plan_bwd(20, 128, 8, f, 4).threads_per_row, 32);
 }
 

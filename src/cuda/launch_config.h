@@ -54,8 +54,9 @@ struct KernelFacts {
   // the rule of setting 2): 262144 x 64 107.3 -> 53.3 us, 131072 x 128 62.9 -> 48.5, 65536 x 256
   // 50.8 -> 47.7, 32768 x 128 0.96x; slower on fewer rows (2048 x 128 1.27x: 64 CTAs, half the
   // SMs idle; 16384 x 256 1.05x, whose warp per row has no idle lane), which setting 1 leaves
-  // out. Off until its ctest entry (bwd_sub_warp_rows) has passed on a GPU: that call's ctest
-  // stopped before reaching it.
+  // out. Off until its ctest entries (bwd_sub_warp_rows, _everywhere) have passed on a GPU:
+  // that call's ctest stopped before them, and its shuffles have since been confined to each
+  // row's lanes (lanes_sum: a warp's row groups may differ in trip count).
   int bwd_sub_warp_rows = 0;
   // Pipelined backward of unsplit rows: threads per CTA that its row groups fill (256 or 512;
   // NK_TUNE_BWD_CTA_THREADS). 512 keeps the threads per SM (two CTAs of 256 at ~101

@@ -35,6 +35,18 @@ __device__ __forceinline__ float group_sum(float v, int width) {
   return group_reduce(v, width, SumOp{});
 }
 
+// group_sum over this thread's aligned group of `width` lanes (a power of two under 32), whose
+// shuffles name only those lanes: the warp's other groups may be elsewhere in their code (row
+// groups of a persistent kernel whose trip counts differ).
+__device__ __forceinline__ float lanes_sum(float v, int width) {
+  const unsigned lane = threadIdx.x + threadIdx.y * blockDim.x;  // (blockDim.x == width)
+  const unsigned mask = ((1u << width) - 1u) << (lane % 32 & ~(width - 1u));
+  for (int offset = width / 2; offset > 0; offset /= 2) {
+    v += __shfl_xor_sync(mask, v, offset);
+  }
+  return v;
+}
+
 constexpr int kMaxWarps = 32;
 
 // Reduction over the blockDim.x threads (a multiple of 32) of each row group threadIdx.y.
@@ -78,13 +90,13 @@ __device__ __forceinline__ void block_sum_and_max(float& sum, float& max, float*
 }
 
 // Sum over the blockDim.x threads (a multiple of 32, or a power of two under 32: several row
-// groups per warp, whose shuffles stay within their aligned lanes) of row group threadIdx.y
+// groups per warp, each shuffling among its own lanes, lanes_sum) of row group threadIdx.y
 // only: the other groups of the block go on independently (named barrier 1 + threadIdx.y; at
 // most 15 groups of more than a warp). `scratch` holds 2 * kMaxWarps floats; callers alternate
 // `parity` between calls, so that one barrier per call suffices (a group cannot overwrite a
 // half that it may still be reading).
 __device__ __forceinline__ float row_group_sum(float v, float* scratch, int parity) {
-  if (blockDim.x < 32) return group_sum(v, blockDim.x);
+  if (blockDim.x < 32) return lanes_sum(v, blockDim.x);
   v = group_sum(v, 32);
   if (blockDim.x == 32) return v;
   const int warps = blockDim.x / 32;

@@ -109,9 +109,8 @@ void fewest_whole_warps(LaunchConfig& c, int64_t rows, int64_t hidden, const Ker
 // the EXACT kernels are off (fwd_exact 0).
 void whole_warps_for_row(LaunchConfig& c, int64_t rows, int64_t hidden, const KernelFacts& f) {
   if (f.fwd_whole_warps == 0 || f.fwd_exact == 0 || c.plan != RowPlan::kRegisters ||
-      c.cluster_size != 1 ||
-      c.realigned || c.vec <= 0 || hidden % c.vec != 0 || c.items > kSmallItems ||
-      c.threads_per_row >= kFwdMaxThreadsPerRow ||
+      c.cluster_size != 1 || c.realigned || c.vec <= 0 || hidden % c.vec != 0 ||
+      c.items > kSmallItems || c.threads_per_row >= kFwdMaxThreadsPerRow ||
       int64_t(c.threads_per_row) * c.items == hidden / c.vec) {
     return;
   }
@@ -269,7 +268,7 @@ LaunchConfig plan_pipelined(int64_t rows, int64_t hidden, int vec, const KernelF
   // CTAs larger than 256 threads keep at least one CTA per SM where there are rows for it.
   while (groups > std::max(1, 256 / threads) && ceil_div(rows, groups) < f.sm_count) groups /= 2;
   while (groups > 1 && (2 * groups * group_bytes > f.smem_per_sm || groups > rows)) groups /= 2;
-  // (Several rows per warp only in whole warps: a shuffle names every lane of the warp.)
+  // (Several rows per warp only in CTAs of whole warps, as every other plan has them.)
   if (sub_warp && threads * groups < 32) {
     return plan_pipelined(rows, hidden, vec, f, staged_bytes_per_col, items_target, ctas_per_sm,
                           max_grid, allow_cluster, split_above, cluster_threads, cta_threads);

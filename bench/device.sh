@@ -344,12 +344,14 @@ for step in "${steps[@]}"; do
     modes)  # A/B over the plain forward and the quantized modes in one run (mode_runs) of
       # AB_MODES under AB_CONFIGS
       mode_runs "${AB_MODES:-plain tensor token block mxfp8 transposed}" "${AB_CONFIGS:-none}" ;;
-    pending)  # the thirty-first session's A/B: the persistent realigned backward's rule for 4
-      # vectors per thread (the default, NK_TUNE_BWD_REALIGN_SLOT_ITEMS=0) against 2 everywhere,
-      # twice, over shapes each side of the rule (docs/notes.md, thirty-first session)
-      knob_runs bench_pending 600 "none NK_TUNE_BWD_REALIGN_SLOT_ITEMS=2 none NK_TUNE_BWD_REALIGN_SLOT_ITEMS=2" \
-        --bwd-only \
-        --shapes 4096x1001,4096x1025,16384x1025,1024x2049,4096x2049,8192x2049,4096x1537,1024x4095,4096x4095,16384x4095,2048x4097,4096x4097,8192x4097,3000x5001,1024x8191,2048x8191,4096x8191,8192x8191,16384x7167,1024x16383 ;;
+    pending)  # the thirty-second session's prepared call (docs/notes.md, Next 1): several short
+      # rows per warp in the pipelined backward (NK_TUNE_BWD_SUB_WARP_ROWS): its two ctest
+      # entries (every CUDA backward test under settings 1 and 2), then settings 0, 1 and 2 over
+      # the models set and the sweep's small backwards, twice
+      run ctest_pending ctest --test-dir "$BUILD" --output-on-failure -j"${CTEST_JOBS:-14}" \
+        -R 'bwd_sub_warp_rows|LaunchConfig'
+      knob_runs bench_pending 600 "none NK_TUNE_BWD_SUB_WARP_ROWS=1 NK_TUNE_BWD_SUB_WARP_ROWS=2 none NK_TUNE_BWD_SUB_WARP_ROWS=1 NK_TUNE_BWD_SUB_WARP_ROWS=2" \
+        --bwd-only --shapes models,262144x64,16384x256,4096x1024,128x4096 ;;
     probe)  # knob A/Bs in one run: `normkit bench $PROBE_ARGS` over PROBE_SHAPES (default: the
       # sweep) under each of PROBE_CONFIGS (knobs joined by commas; "none": the defaults)
       shape_args=()

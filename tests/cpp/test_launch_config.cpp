@@ -83,8 +83,8 @@ void expect_covers(const LaunchConfig& c, int64_t rows, int64_t hidden, int item
 }
 
 TEST(LaunchConfig, CoversEveryShapeWithAndWithoutClusters) {
-  for (bool clusters : {true, false})
-  for (int sub_warp : {0, 1, 2}) {  // (KernelFacts::bwd_sub_warp_rows)
+  for (const auto& [clusters, sub_warp] :  // (sub_warp: KernelFacts::bwd_sub_warp_rows)
+       {std::pair{true, 0}, {true, 1}, {true, 2}, {false, 0}, {false, 1}, {false, 2}}) {
     KernelFacts f;
     f.sm_count = clusters ? 132 : 108;
     f.cluster_launch = clusters;

@@ -54,8 +54,6 @@ void rms_norm_fwd(const nk_rms_norm_fwd_args& a) {
   // The rounding order of v that nk_quant_mode documents for NK_QUANT_TOKEN without bias: its
   // row maximum is then (max |s * w_eff|) * rstd, which the CUDA kernel reduces in one pass.
   const bool fold_rstd_last = a.quant == NK_QUANT_TOKEN && !a.bias;
-  // Without a quantizer, rows go straight from x (and residual) to y (fwd_row_direct).
-  const bool direct = !quantized;
   std::unique_ptr<RowQuantizer> quantizer;
   if (quantized) quantizer = std::make_unique<RowQuantizer>(a);
   std::vector<float> task_amax(quantized ? static_cast<size_t>(n_tasks) : 0, 0.0f);
@@ -64,14 +62,14 @@ void rms_norm_fwd(const nk_rms_norm_fwd_args& a) {
     // Each thread's scratch for fwd_row: s = the row being normalized, t = residual, then the
     // output row. Reading the whole row before writing any output makes exact in-place views
     // safe.
-    const size_t scratch = direct ? 0 : static_cast<size_t>(H);
+    const size_t scratch = quantized ? static_cast<size_t>(H) : 0;
     return [&, s = std::vector<float>(scratch),
             t = std::vector<float>(scratch)](int64_t task) mutable {
       const int64_t end = std::min(a.rows, (task + 1) * rows_per_task);
       for (int64_t r = task * rows_per_task; r < end; ++r) {
         const float rstd =
-            direct ? fwd_row_direct(a, w.data(), bias, r)
-                   : fwd_row(a, w.data(), bias, fold_rstd_last, r, s.data(), t.data());
+            quantized ? fwd_row(a, w.data(), bias, fold_rstd_last, r, s.data(), t.data())
+                      : fwd_row_direct(a, w.data(), bias, r);
         if (quantized) {
           task_amax[task] = std::max(task_amax[task], quantizer->write_row(r, t.data()));
         }

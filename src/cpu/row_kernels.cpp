@@ -10,37 +10,6 @@
 namespace normkit::cpu {
 namespace {
 
-// A row element's storage type by dtype, widened to float32 and narrowed back (nearest even).
-template <nk_dtype D>
-using RowElement = std::conditional_t<D == NK_FLOAT32, float, uint16_t>;
-
-template <nk_dtype D>
-inline float widen(RowElement<D> v) {
-  if constexpr (D == NK_FLOAT32) return v;
-  else if constexpr (D == NK_BFLOAT16) return bf16_bits_to_float(v);
-  else return half_bits_to_float(v);
-}
-
-template <nk_dtype D>
-inline RowElement<D> narrow(float v) {
-  if constexpr (D == NK_FLOAT32) return v;
-  else if constexpr (D == NK_BFLOAT16) return float_to_bf16_bits(v);
-  else return float_to_half_bits(v);
-}
-
-// f(std::integral_constant<nk_dtype, D>{}) for the row dtype D that `dtype` names: the one
-// switch from a run-time dtype to the compiled forms below (`where` names the caller in the
-// error for any other dtype).
-template <typename F>
-__attribute__((always_inline)) inline auto with_row_dtype(nk_dtype dtype, const char* where, F f) {
-  switch (dtype) {
-    case NK_FLOAT32: return f(std::integral_constant<nk_dtype, NK_FLOAT32>{});
-    case NK_BFLOAT16: return f(std::integral_constant<nk_dtype, NK_BFLOAT16>{});
-    case NK_FLOAT16: return f(std::integral_constant<nk_dtype, NK_FLOAT16>{});
-    default: fail_dtype(where, dtype);
-  }
-}
-
 // fwd_row storing y, from x (and residual) to y with no float32 copy of the row: the residual
 // sum first (rounded to x's dtype as residual_out stores it), then two passes over x or
 // residual_out, its sum of squares and the output. The same float operations in the same order

@@ -1,5 +1,5 @@
 // Row-level building blocks of the CPU backend: convert a row between its dtype and a float32
-// scratch array, and the two float32 reductions (sum of squares, dot product). Loops are plain
+// scratch array, and the float32 reductions (blocked_sum, sum of squares). Loops are plain
 // so the compiler can vectorize them; the reductions use a fixed number of partial sums
 // combined in a fixed order, so results depend only on the data and `n`.
 #pragma once
@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "common/dtype_host.h"
@@ -20,65 +21,65 @@ namespace normkit::cpu {
                                      std::to_string(static_cast<int>(dtype)));
 }
 
+// A row element's storage type by dtype, widened to float32 and narrowed back (nearest even).
+template <nk_dtype D>
+using RowElement = std::conditional_t<D == NK_FLOAT32, float, uint16_t>;
+
+template <nk_dtype D>
+inline float widen(RowElement<D> v) {
+  if constexpr (D == NK_FLOAT32) return v;
+  else if constexpr (D == NK_BFLOAT16) return bf16_bits_to_float(v);
+  else return half_bits_to_float(v);
+}
+
+template <nk_dtype D>
+inline RowElement<D> narrow(float v) {
+  if constexpr (D == NK_FLOAT32) return v;
+  else if constexpr (D == NK_BFLOAT16) return float_to_bf16_bits(v);
+  else return float_to_half_bits(v);
+}
+
+// f(std::integral_constant<nk_dtype, D>{}) for the row dtype D that `dtype` names: the one
+// switch from a run-time dtype to code compiled for it (`where` names the caller in the error
+// for any other dtype: the 8-bit dtypes are never rows of float data).
+template <typename F>
+__attribute__((always_inline)) inline auto with_row_dtype(nk_dtype dtype, const char* where, F f) {
+  switch (dtype) {
+    case NK_FLOAT32: return f(std::integral_constant<nk_dtype, NK_FLOAT32>{});
+    case NK_BFLOAT16: return f(std::integral_constant<nk_dtype, NK_BFLOAT16>{});
+    case NK_FLOAT16: return f(std::integral_constant<nk_dtype, NK_FLOAT16>{});
+    default: fail_dtype(where, dtype);
+  }
+}
+
 // out[0..n) = row `row` (elements [row * stride, row * stride + n)) of `base`, as float32.
 inline void load_row(const void* base, nk_dtype dtype, int64_t row, int64_t stride, int64_t n,
                      float* out) {
-  const int64_t first = row * stride;
-  switch (dtype) {
-    case NK_FLOAT32:
-      std::memcpy(out, static_cast<const float*>(base) + first, static_cast<size_t>(n) * 4);
-      return;
-    case NK_BFLOAT16: {
-      const uint16_t* in = static_cast<const uint16_t*>(base) + first;
-      for (int64_t j = 0; j < n; ++j) out[j] = bf16_bits_to_float(in[j]);
-      return;
-    }
-    case NK_FLOAT16: {
-      const uint16_t* in = static_cast<const uint16_t*>(base) + first;
-      for (int64_t j = 0; j < n; ++j) out[j] = half_bits_to_float(in[j]);
-      return;
-    }
-    default: break;  // the 8-bit dtypes are never rows of float data
-  }
-  fail_dtype("load_row", dtype);
+  with_row_dtype(dtype, "load_row", [&](auto d) {
+    constexpr nk_dtype D = decltype(d)::value;
+    const RowElement<D>* in = static_cast<const RowElement<D>*>(base) + row * stride;
+    for (int64_t j = 0; j < n; ++j) out[j] = widen<D>(in[j]);
+  });
 }
 
 // Row `row` of `base` = in[0..n) rounded (nearest even) to `dtype`.
 inline void store_row(void* base, nk_dtype dtype, int64_t row, int64_t stride, int64_t n,
                       const float* in) {
-  const int64_t first = row * stride;
-  switch (dtype) {
-    case NK_FLOAT32:
-      std::memcpy(static_cast<float*>(base) + first, in, static_cast<size_t>(n) * 4);
-      return;
-    case NK_BFLOAT16: {
-      uint16_t* out = static_cast<uint16_t*>(base) + first;
-      for (int64_t j = 0; j < n; ++j) out[j] = float_to_bf16_bits(in[j]);
-      return;
-    }
-    case NK_FLOAT16: {
-      uint16_t* out = static_cast<uint16_t*>(base) + first;
-      for (int64_t j = 0; j < n; ++j) out[j] = float_to_half_bits(in[j]);
-      return;
-    }
-    default: break;  // the 8-bit dtypes are never rows of float data
-  }
-  fail_dtype("store_row", dtype);
+  with_row_dtype(dtype, "store_row", [&](auto d) {
+    constexpr nk_dtype D = decltype(d)::value;
+    RowElement<D>* out = static_cast<RowElement<D>*>(base) + row * stride;
+    for (int64_t j = 0; j < n; ++j) out[j] = narrow<D>(in[j]);
+  });
 }
 
 // v[0..n) = v rounded to `dtype` (and widened back), as storing and reloading would give.
 inline void round_row(float* v, int64_t n, nk_dtype dtype) {
-  switch (dtype) {
-    case NK_FLOAT32: return;
-    case NK_BFLOAT16:
-      for (int64_t j = 0; j < n; ++j) v[j] = bf16_bits_to_float(float_to_bf16_bits(v[j]));
-      return;
-    case NK_FLOAT16:
-      for (int64_t j = 0; j < n; ++j) v[j] = half_bits_to_float(float_to_half_bits(v[j]));
-      return;
-    default: break;  // the 8-bit dtypes are never rows of float data
-  }
-  fail_dtype("round_row", dtype);
+  with_row_dtype(dtype, "round_row", [&](auto d) {
+    constexpr nk_dtype D = decltype(d)::value;
+    if constexpr (D != NK_FLOAT32) {
+      for (int64_t j = 0; j < n; ++j) v[j] = widen<D>(narrow<D>(v[j]));
+    }
+  });
 }
 
 // Reductions: kLanes independent partial sums (enough to fill a 512-bit vector) over blocks of
@@ -115,10 +116,6 @@ inline float blocked_sum(int64_t n, Term term) {
 
 inline float sum_squares(const float* v, int64_t n) {
   return blocked_sum(n, [v](int64_t j) { return v[j] * v[j]; });
-}
-
-inline float dot(const float* a, const float* b, int64_t n) {
-  return blocked_sum(n, [a, b](int64_t j) { return a[j] * b[j]; });
 }
 
 // The per-column scale w_eff of the documented semantics, in float32: weight, 1 + weight when

@@ -48,16 +48,13 @@ struct KernelFacts {
   int bwd_pipelined_ctas_per_sm = 3;
   // The pipelined backward's rows of fewer than 32 x 2 vectors (bf16 rows under 512 columns:
   // per-head QK norms of 64-256) on a power of two threads under a warp, several rows per warp
-  // (NK_TUNE_BWD_SUB_WARP_ROWS): 2 wherever the rows fill one 256-thread CTA; 1 only rows of
-  // under 32 vectors (a warp per row leaves lanes idle) where the rows fill 2 such CTAs per SM;
-  // 0 (the default) a warp per row. Measured (thirty-second session, 22:01, H100, bf16, twice,
-  // the rule of setting 2): 262144 x 64 107.3 -> 53.3 us, 131072 x 128 62.9 -> 48.5, 65536 x 256
-  // 50.8 -> 47.7, 32768 x 128 0.96x; slower on fewer rows (2048 x 128 1.27x: 64 CTAs, half the
-  // SMs idle; 16384 x 256 1.05x, whose warp per row has no idle lane), which setting 1 leaves
-  // out. Off until its ctest entries (bwd_sub_warp_rows, _everywhere) have passed on a GPU:
-  // that call's ctest stopped before them, and its shuffles have since been confined to each
-  // row's lanes (lanes_sum: a warp's row groups may differ in trip count).
-  int bwd_sub_warp_rows = 0;
+  // (NK_TUNE_BWD_SUB_WARP_ROWS): 1 (the default) only rows of under 32 vectors (a warp per row
+  // leaves lanes idle) where the rows fill 2 256-thread CTAs per SM; 2 wherever the rows fill
+  // one such CTA; 0 a warp per row. Measured (thirty-third session, 22:52, H100, bf16, twice
+  // in one call, settings 0/1/2): 262144 x 64 106.8 -> 53.4 us, 131072 x 128 62.9 -> 48.9,
+  // 32768 x 128 0.97x, the rest level under 1. Setting 2 also takes 65536 x 256 (0.94x) but
+  // loses where it leaves SMs idle or lanes were not idle (2048 x 128 1.3x, 16384 x 256 1.07x).
+  int bwd_sub_warp_rows = 1;
   // Pipelined backward of unsplit rows: threads per CTA that its row groups fill (256 or 512;
   // NK_TUNE_BWD_CTA_THREADS). 512 keeps the threads per SM (two CTAs of 256 at ~101
   // registers, or one of 512: the launcher caps the grid to the CTAs resident at once) but

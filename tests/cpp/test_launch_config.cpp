@@ -691,12 +691,14 @@ TEST(LaunchConfig, PipelinedBackwardAimsForItsOwnCtasPerSm) {
 }
 
 // KernelFacts::bwd_sub_warp_rows: rows of fewer than 64 vectors take a power of two threads
-// under a warp, several rows per warp: at 2 where the rows fill a 256-thread CTA, at 1 only
-// rows of under 32 vectors (idle lanes in a warp per row) with rows for 2 such CTAs per SM; a
-// warp per row otherwise, and at 0.
+// under a warp, several rows per warp: at 1 (the default) only rows of under 32 vectors (idle
+// lanes in a warp per row) with rows for 2 256-thread CTAs per SM, at 2 wherever the rows fill
+// one such CTA; a warp per row otherwise, and at 0.
 TEST(LaunchConfig, PipelinedBackwardPutsSeveralShortRowsInAWarpWhereAsked) {
   KernelFacts f;
-  ASSERT_EQ(f.bwd_sub_warp_rows, 0);
+  ASSERT_EQ(f.bwd_sub_warp_rows, 1);
+  EXPECT_EQ(normkit::cuda::plan_bwd(131072, 128, 8, f, 4).threads_per_row, 8);
+  f.bwd_sub_warp_rows = 0;
   EXPECT_EQ(normkit::cuda::plan_bwd(131072, 128, 8, f, 4).threads_per_row, 32);
   struct Case {
     int setting;

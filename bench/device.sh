@@ -5,7 +5,7 @@
 # Usage: bench/device.sh [steps...]   steps: build sass test check bench quant install python
 # compare models binding narrow pending train dtypes huge columns ncu_quant ncu_quant_source
 # quant_bench exact items fused tickets wide modes bwd_probe probe inductor dram aftermath
-# sanitize profile method ncu_method ring ncu_detail
+# sanitize profile method ncu_method ring ncu_detail ncu_peer
 # (default: build test check bench)
 # BUILD=dir names the build tree (default build-device). (A tree built on the CPU machine cannot
 # travel instead: its binaries are over 64 MiB each.) `install` links that tree's libnormkit.a.
@@ -344,14 +344,21 @@ for step in "${steps[@]}"; do
     modes)  # A/B over the plain forward and the quantized modes in one run (mode_runs) of
       # AB_MODES under AB_CONFIGS
       mode_runs "${AB_MODES:-plain tensor token block mxfp8 transposed}" "${AB_CONFIGS:-none}" ;;
-    pending)  # the thirty-second session's prepared call (docs/notes.md, Next 1): several short
-      # rows per warp in the pipelined backward (NK_TUNE_BWD_SUB_WARP_ROWS): its two ctest
-      # entries (every CUDA backward test under settings 1 and 2), then settings 0, 1 and 2 over
-      # the models set and the sweep's small backwards, twice
+    pending)  # the thirty-third session's prepared call: the plain forward's short rows at 2
+      # rows per row group (NK_TUNE_FWD_ROWS_PER_GROUP=2): its ctest entry and the planner's, then
+      # 1 against 2 over the models set (plain and with the residual), twice
       run ctest_pending ctest --test-dir "$BUILD" --output-on-failure -j"${CTEST_JOBS:-14}" \
-        -R 'bwd_sub_warp_rows|LaunchConfig'
-      knob_runs bench_pending 600 "none NK_TUNE_BWD_SUB_WARP_ROWS=1 NK_TUNE_BWD_SUB_WARP_ROWS=2 none NK_TUNE_BWD_SUB_WARP_ROWS=1 NK_TUNE_BWD_SUB_WARP_ROWS=2" \
-        --bwd-only --shapes models,262144x64,16384x256,4096x1024,128x4096 ;;
+        -R 'fwd_rows_per_group|FwdModelShapes|LaunchConfig|bwd_warp_per_row'
+      knob_runs bench_pending 300 "none NK_TUNE_FWD_ROWS_PER_GROUP=2 none NK_TUNE_FWD_ROWS_PER_GROUP=2" \
+        --fwd-only --shapes models,262144x64,4096x1024
+      knob_runs bench_pending_residual 300 "none NK_TUNE_FWD_ROWS_PER_GROUP=2" \
+        --fwd-only --residual --shapes 131072x128,65536x256,32768x128,262144x64 ;;
+    ncu_peer)  # ncu's detail sections for torch.compile's forward kernels (bench/peer_fwd_kernels.py)
+      # at NCU_SHAPES (comma-separated; default 131072x128,65536x256), one call each
+      run ncu_peer ncu --profile-from-start off --kernel-name regex:triton \
+        --section SpeedOfLight --section Occupancy --section LaunchStats \
+        --section WarpStateStats --section MemoryWorkloadAnalysis --section SchedulerStats \
+        python3 bench/peer_fwd_kernels.py "${NCU_SHAPES:-131072x128,65536x256}" ;;
     probe)  # knob A/Bs in one run: `normkit bench $PROBE_ARGS` over PROBE_SHAPES (default: the
       # sweep) under each of PROBE_CONFIGS (knobs joined by commas; "none": the defaults)
       shape_args=()

@@ -154,6 +154,12 @@ int64_t bwd_staged_bytes(int vec, nk_dtype x, nk_dtype dy, bool with_dresidual) 
 LaunchConfig plan_fwd_with_reads(int64_t rows, int64_t hidden, int vec, nk_dtype x,
                                  bool with_residual, const KernelFacts& facts) {
   LaunchConfig c = plan_fwd(rows, hidden, vec, facts, fwd_staged_bytes(vec, x, with_residual));
+  if (c.rows_per_group > 1 && nk_dtype_size(x) != 2) {
+    // (The kernels of several rows per group hold 16-bit x: float32 rows spilled at their 64
+    // registers.)
+    c.grid *= c.rows_per_group;
+    c.rows_per_group = 1;
+  }
   apply_read_policy(c, fwd_read_once_bytes(rows, hidden, nk_dtype_size(x), with_residual), false,
                     facts);
   apply_fwd_cluster_streaming(c, rows, hidden, facts);

@@ -133,6 +133,22 @@ void whole_warps_for_row(LaunchConfig& c, int64_t rows, int64_t hidden, const Ke
   }
 }
 
+// KernelFacts::fwd_rows_per_group: an EXACT one-CTA plan of 16-byte vectors whose rows fit a
+// warp (the reduction stays in shuffles) at up to kSmallItems vectors per thread (the kernel's
+// instantiation), with rows that divide into CTAs of that many rows per group and that still
+// fill 2 CTAs per SM, takes that many rows per group on a grid that many times smaller.
+void rows_per_group_for_short_rows(LaunchConfig& c, int64_t rows, const KernelFacts& f) {
+  const int per_group = f.fwd_rows_per_group;
+  if (per_group <= 1 || !c.exact || c.plan != RowPlan::kRegisters || c.cluster_size != 1 ||
+      c.realigned || c.vec != 8 || c.items > kSmallItems || c.threads_per_row > 32) {
+    return;
+  }
+  const int64_t rows_per_cta = int64_t(c.rows_per_block) * per_group;
+  if (rows % rows_per_cta != 0 || rows / rows_per_cta < 2 * int64_t(f.sm_count)) return;
+  c.rows_per_group = per_group;
+  c.grid = rows / rows_per_cta;
+}
+
 // CTAs per row: enough to hold the row on chip, preferably within the small register budget
 // (kSmallItems vectors per thread: more CTAs per SM); and, when there are too few rows to fill
 // the device, more (each still covering at least `min_vec_per_cta` vectors).
@@ -301,6 +317,7 @@ std::string LaunchConfig::describe() const {
                   " items=" + std::to_string(items) + " cluster=" + std::to_string(cluster_size) +
                   " cols/cta=" + std::to_string(cols_per_cta) + " grid=" + std::to_string(grid);
   if (realigned) s += realigned_slots ? " realigned-slots" : " realigned";
+  if (rows_per_group > 1) s += " rows/group=" + std::to_string(rows_per_group);
   if (exact) s += " exact";
   if (pinned_registers) s += " pinned";
   if (full_items) s += " full-items";
@@ -438,6 +455,7 @@ LaunchConfig plan_fwd(int64_t rows, int64_t hidden, int vec, const KernelFacts& 
   whole_warps_for_row(c, rows, hidden, facts);
   halve_wide_cluster_ctas(c, hidden, vec, wide.fwd_max_cluster, facts);
   c.exact = facts.fwd_exact && chunks_exact(c, rows, hidden);
+  rows_per_group_for_short_rows(c, rows, facts);
   return c;
 }
 
@@ -486,6 +504,7 @@ LaunchConfig plan_fwd_quant(int64_t rows, int64_t hidden, int vec, int block, bo
           : rows_per_block_for(c.threads_per_row, rows, facts.sm_count, facts.quant_cta_threads);
   c.grid = ceil_div(rows, c.rows_per_block) * c.cluster_size;
   c.exact = facts.fwd_exact && chunks_exact(c, rows, hidden);
+  rows_per_group_for_short_rows(c, rows, facts);
   return c;
 }
 

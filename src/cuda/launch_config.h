@@ -496,6 +496,13 @@ struct KernelFacts {
   // thread slower (8192 x 2560 as 160 x 2 1.21x, 8192 x 3584 as 224 x 2 1.15x, 16384 x 7168 as
   // 448 x 2 1.21x, 8192 x 5120 as 320 x 2 1.02x): fewer bytes in flight per SM.
   int fwd_whole_warps = 1;
+  // Plain forward rows of at most a warp (per-head norms, 64-256 bf16 columns) at 2 rows per
+  // row group (NK_TUNE_FWD_ROWS_PER_GROUP): each thread loads both rows before it reduces
+  // either, and the grid is half as many CTAs (131072 x 128: 1024 of 256 threads, all resident
+  // at once, instead of 2048 in two waves). EXACT plans of 8-element vectors of 16-bit x only
+  // (plan_fwd_with_reads drops it for float32 x), where the rows divide into whole CTAs of two
+  // rows per group and fill 2 CTAs per SM. 1: one row per group.
+  int fwd_rows_per_group = 1;
   // Forward registers plans (plain and quantized): the vectors per thread that the thread
   // count aims for (NK_TUNE_FWD_ITEMS, 1-4). Measured (eighth session, H100): 2 and 1 slower
   // than 4 nearly everywhere (8192 x 8192 96.5 -> 111 us), 4096 x 12288 unchanged.
@@ -562,6 +569,9 @@ struct LaunchConfig {
   int threads_per_row = 32;  // blockDim.x
   int rows_per_block = 1;    // blockDim.y
   int items = 1;             // vectors per thread per row (<= items_max(vec)); kColumns: row groups
+  // Plain forward, registers plans: rows per row group, blockDim.y rows apart
+  // (KernelFacts::fwd_rows_per_group); a CTA covers rows_per_block * rows_per_group rows.
+  int rows_per_group = 1;
   int cluster_size = 1;      // CTAs per row
   int64_t cols_per_cta = 0;  // columns each CTA of a cluster covers (multiple of vec)
   int64_t grid = 1;          // CTAs

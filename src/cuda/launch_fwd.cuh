@@ -140,7 +140,20 @@ void launch_fwd(const nk_rms_norm_fwd_args& a, const LaunchConfig& cfg, cudaStre
           }();
           kernel = cfg.items <= IMAX_SMALL ? small_kernel
                                            : rms_norm_fwd_registers<XT, WT, YT, VEC, IMAX, true>;
+          if constexpr (sizeof(XT) == 2) {
+            if (cfg.rows_per_group > 1) {  // (KernelFacts::fwd_rows_per_group)
+              if (cfg.rows_per_group != 2 || cfg.items > IMAX_SMALL || cfg.threads_per_row > 32) {
+                throw Error(NK_ERROR_INTERNAL, "rms_norm_fwd: rows per group outside its kernels");
+              }
+              kernel = p.weight_extras()
+                           ? rms_norm_fwd_registers_rows<XT, WT, YT, VEC, IMAX_SMALL, 2, true>
+                           : rms_norm_fwd_registers_rows<XT, WT, YT, VEC, IMAX_SMALL, 2, false>;
+            }
+          }
         }
+      }
+      if (cfg.rows_per_group > 1 && !(sizeof(XT) == 2 && kNarrowest * VEC == 16 && cfg.exact)) {
+        throw Error(NK_ERROR_INTERNAL, "rms_norm_fwd: rows per group without its kernels");
       }
       launch(kernel, cfg.grid, dim3(cfg.threads_per_row, cfg.rows_per_block), {cfg.cluster_size},
              stream, "rms_norm_fwd (registers)", 0, p);

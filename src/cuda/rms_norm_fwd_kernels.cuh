@@ -377,6 +377,52 @@ __global__ void __maxnreg__(56) rms_norm_fwd_registers_exact_small(FwdParams p) 
   fwd_registers_row<XT, WT, YT, VEC, IMAX, true, EXTRAS>(p);
 }
 
+// fwd_registers_row for EXACT plans whose rows fit a warp, at ROWS rows per row group
+// (LaunchConfig::rows_per_group): CTA b's row group y takes rows (b * ROWS + r) * blockDim.y + y,
+// r < ROWS. Every row's x loads are issued before the first reduction, so each thread has ROWS
+// rows of loads in flight on a grid ROWS times smaller. Each row's arithmetic is
+// fwd_registers_row's, in the same order: the same bits. Held to 64 registers (4 CTAs of 256
+// threads per SM; under the 512-thread bound ptxas took 80, 3 CTAs).
+template <typename XT, typename WT, typename YT, int VEC, int IMAX, int ROWS, bool EXTRAS>
+__global__ void __maxnreg__(64) rms_norm_fwd_registers_rows(FwdParams p) {
+  const RowShape& shape = p.shape;
+  const int64_t first = static_cast<int64_t>(blockIdx.x) * ROWS * blockDim.y + threadIdx.y;
+  const auto chunk = [&](int r) {
+    return RowChunk<VEC, true>(shape, first + static_cast<int64_t>(r) * blockDim.y);
+  };
+  Lanes<XT, VEC> s[ROWS][IMAX];
+#pragma unroll
+  for (int r = 0; r < ROWS; ++r) load_x_lanes(p, chunk(r), s[r]);
+  prefetch_row_params<WT, IMAX, VEC, true, EXTRAS>(p, chunk(0));
+  // (Row by row: the residual loads of a row wait for the residual_out stores of the one
+  // before, which they might alias; all rows' at once would hold 2 x ROWS x IMAX vectors.)
+#pragma unroll
+  for (int r = 0; r < ROWS; ++r) add_residual_lanes(p, chunk(r), s[r]);
+  float sum_sq[ROWS];
+#pragma unroll
+  for (int r = 0; r < ROWS; ++r) sum_sq[r] = sum_of_squares(s[r]);
+#pragma unroll
+  for (int r = 0; r < ROWS; ++r) sum_sq[r] = group_sum(sum_sq[r], blockDim.x);
+#pragma unroll
+  for (int r = 0; r < ROWS; ++r) {
+    const RowChunk<VEC, true> c = chunk(r);
+    const float rstd = 1.0f / sqrtf(sum_sq[r] * shape.inv_hidden + p.eps);
+    if (p.rstd && threadIdx.x == 0) p.rstd[c.row] = rstd;
+    YT* y = static_cast<YT*>(p.y) + c.row * p.y_stride;
+#pragma unroll
+    for (int i = 0; i < IMAX; ++i) {
+      if (c.active(i)) {
+        const int64_t col = c.column(i);
+        float out[VEC];
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) out[k] = s[r][i].get_float(k);
+        scale_in_place<WT, VEC, EXTRAS>(p, col, VEC, out, rstd);
+        store_upto<YT, VEC>(y + col, VEC, out);
+      }
+    }
+  }
+}
+
 // Any row length: one CTA per row; pass 1 sums squares (and writes residual_out), pass 2
 // re-reads the normalized input, mostly from L2, and writes y. blockDim = (threads, 1).
 template <typename XT, typename WT, typename YT, int VEC>

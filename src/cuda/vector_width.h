@@ -136,6 +136,8 @@ inline const KernelFacts& tuned_defaults() {
         tuning_knob("NK_TUNE_QUANT_WEIGHT_FIRST", k.quant_weight_first, 0, 2);
     k.fwd_exact = tuning_knob("NK_TUNE_FWD_EXACT", k.fwd_exact, 0, 4);
     k.fwd_whole_warps = tuning_knob("NK_TUNE_FWD_WHOLE_WARPS", k.fwd_whole_warps, 0, 2);
+    k.fwd_rows_per_group =
+        tuning_knob("NK_TUNE_FWD_ROWS_PER_GROUP", k.fwd_rows_per_group, 1, 2);
     k.quant_amax_per_warp =
         tuning_knob("NK_TUNE_QUANT_AMAX_PER_WARP", k.quant_amax_per_warp, 0, 1);
     k.quant_full_items = tuning_knob("NK_TUNE_QUANT_FULL_ITEMS", k.quant_full_items, 0, 1);

@@ -168,6 +168,11 @@ TEST_P(FwdModelShapes, MatchesReference) {
   c.w = NK_FLOAT32;
   c.bias = c.residual = c.zero_centered = true;
   test_fwd_case(backend, c, rng);
+  // float32 x beside 16-bit y: 8-element vectors, but one row per group (plan_fwd_with_reads)
+  c.x = NK_FLOAT32;
+  c.w = NK_BFLOAT16;
+  c.bias = c.residual = c.zero_centered = false;
+  test_fwd_case(backend, c, rng);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllBackends, FwdModelShapes,
@@ -180,7 +185,13 @@ INSTANTIATE_TEST_SUITE_P(AllBackends, FwdModelShapes,
                                                               RowsHidden{128, 3584},
                                                               RowsHidden{777, 896},
                                                               RowsHidden{1000, 1152},
-                                                              RowsHidden{4096, 128})),
+                                                              RowsHidden{4096, 128},
+                                                              // (2 rows per row group where
+                                                              // NK_TUNE_FWD_ROWS_PER_GROUP=2)
+                                                              RowsHidden{67584, 64},
+                                                              RowsHidden{67584, 128},
+                                                              RowsHidden{33792, 256},
+                                                              RowsHidden{4224, 1024})),
                          ShapeTestName());
 
 // ---- layouts: strides, alignment, in place ----

@@ -67,7 +67,12 @@ void expect_covers(const LaunchConfig& c, int64_t rows, int64_t hidden, int item
       EXPECT_EQ(c.rows_per_block, 1);
     }
     if (!persistent) {
-      EXPECT_GE(c.grid / c.cluster_size * c.rows_per_block, rows);
+      EXPECT_GE(c.grid / c.cluster_size * c.rows_per_block * c.rows_per_group, rows);
+    }
+    if (c.rows_per_group > 1) {  // (KernelFacts::fwd_rows_per_group: EXACT, whole CTAs)
+      EXPECT_TRUE(c.exact);
+      EXPECT_LE(c.threads_per_row, 32);
+      EXPECT_EQ(c.grid * c.rows_per_block * c.rows_per_group, rows);
     }
   }
   // A pipelined forward is persistent too, but needs no slots: at most one CTA (or cluster)
@@ -83,12 +88,13 @@ void expect_covers(const LaunchConfig& c, int64_t rows, int64_t hidden, int item
 }
 
 TEST(LaunchConfig, CoversEveryShapeWithAndWithoutClusters) {
-  for (const auto& [clusters, sub_warp] :  // (sub_warp: KernelFacts::bwd_sub_warp_rows)
+  for (const auto& [clusters, sub_warp] :  // (sub_warp: KernelFacts::bwd_sub_warp_rows, and
        {std::pair{true, 0}, {true, 1}, {true, 2}, {false, 0}, {false, 1}, {false, 2}}) {
-    KernelFacts f;
+    KernelFacts f;  // the forward's rows per group at 2 where sub_warp is 2)
     f.sm_count = clusters ? 132 : 108;
     f.cluster_launch = clusters;
     f.bwd_sub_warp_rows = sub_warp;
+    f.fwd_rows_per_group = sub_warp == 2 ? 2 : 1;
     for (int64_t rows : {1, 3, 29, 128, 4096, 32768}) {
       for (int64_t hidden :
            {1, 29, 71, 128, 200, 1024, 4096, 17389, 65536, 65537, 262144, 1 << 20}) {
@@ -724,6 +730,39 @@ TEST(LaunchConfig, PipelinedBackwardPutsSeveralShortRowsInAWarpWhereAsked) {
   // Too few rows to fill 256 threads of 8-thread rows: a warp per row.
   f.bwd_sub_warp_rows = 2;
   EXPECT_EQ(normkit::cuda::plan_bwd(20, 128, 8, f, 4).threads_per_row, 32);
+}
+
+// KernelFacts::fwd_rows_per_group: EXACT plans of 16-byte vectors whose rows fit a warp take 2
+// rows per row group on half the CTAs, where the rows divide into such CTAs and fill 2 per SM;
+// every other plan keeps one row per group.
+TEST(LaunchConfig, ForwardShortRowsTakeTwoRowsPerGroupWhereAsked) {
+  KernelFacts f;
+  ASSERT_EQ(f.fwd_rows_per_group, 1);
+  EXPECT_EQ(normkit::cuda::plan_fwd(131072, 128, 8, f).rows_per_group, 1);
+  f.fwd_rows_per_group = 2;
+  for (const auto& [rows, hidden] : {std::pair<int64_t, int64_t>{131072, 128}, {65536, 256},
+                                     {262144, 64}, {32768, 1024}}) {
+    KernelFacts one = f;
+    one.fwd_rows_per_group = 1;
+    const LaunchConfig before = normkit::cuda::plan_fwd(rows, hidden, 8, one);
+    const LaunchConfig c = normkit::cuda::plan_fwd(rows, hidden, 8, f);
+    SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(hidden) + ": " + c.describe());
+    EXPECT_EQ(c.rows_per_group, 2);
+    EXPECT_EQ(c.grid * 2, before.grid);
+    EXPECT_EQ(c.threads_per_row, before.threads_per_row);
+    EXPECT_EQ(c.rows_per_block, before.rows_per_block);
+    EXPECT_NE(c.describe().find("rows/group=2"), std::string::npos);
+    expect_covers(c, rows, hidden, normkit::cuda::fwd_items_max(8), false, f);
+  }
+  // Too few rows for 2 CTAs per SM (2048 x 128), rows that do not divide into whole CTAs
+  // (131071 x 128), rows wider than a warp covers (8192 x 4096), 4-element vectors (float32
+  // x), and misaligned rows (not EXACT): one row per group.
+  for (const auto& [rows, hidden, vec] :
+       {std::tuple<int64_t, int64_t, int>{2048, 128, 8}, {131071, 128, 8}, {8192, 4096, 8},
+        {131072, 128, 4}, {131072, 130, 2}}) {
+    SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(hidden) + " vec " + std::to_string(vec));
+    EXPECT_EQ(normkit::cuda::plan_fwd(rows, hidden, vec, f).rows_per_group, 1);
+  }
 }
 
 // KernelFacts::fwd_whole_warps: one-row CTAs of a power of two threads that leave vectors of

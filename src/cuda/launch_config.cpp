@@ -134,12 +134,13 @@ void whole_warps_for_row(LaunchConfig& c, int64_t rows, int64_t hidden, const Ke
 }
 
 // KernelFacts::fwd_rows_per_group: an EXACT one-CTA plan of 16-byte vectors whose rows fit a
-// warp (the reduction stays in shuffles) at up to kSmallItems vectors per thread (the kernel's
-// instantiation), with rows that divide into CTAs of that many rows per group and that still
-// fill 2 CTAs per SM, takes that many rows per group on a grid that many times smaller.
+// warp (the reduction stays in shuffles) at up to kSmallItems vectors per thread (2 rows per
+// group) or 1 (4 rows: the kernels' instantiations), with rows that divide into CTAs of that
+// many rows per group and that still fill 2 CTAs per SM, takes that many rows per group on a
+// grid that many times smaller.
 void rows_per_group_for_short_rows(LaunchConfig& c, int64_t rows, const KernelFacts& f) {
   const int per_group = f.fwd_rows_per_group;
-  if (per_group <= 1 || !c.exact || c.plan != RowPlan::kRegisters || c.cluster_size != 1 ||
+  if (per_group <= 1 || !c.exact || (per_group > 2 && c.items != 1) || c.plan != RowPlan::kRegisters || c.cluster_size != 1 ||
       c.realigned || c.vec != 8 || c.items > kSmallItems || c.threads_per_row > 32) {
     return;
   }
@@ -318,6 +319,7 @@ std::string LaunchConfig::describe() const {
                   " cols/cta=" + std::to_string(cols_per_cta) + " grid=" + std::to_string(grid);
   if (realigned) s += realigned_slots ? " realigned-slots" : " realigned";
   if (rows_per_group > 1) s += " rows/group=" + std::to_string(rows_per_group);
+  if (register_bound) s += " registers<=" + std::to_string(register_bound);
   if (exact) s += " exact";
   if (pinned_registers) s += " pinned";
   if (full_items) s += " full-items";
@@ -435,7 +437,10 @@ LaunchConfig plan_fwd(int64_t rows, int64_t hidden, int vec, const KernelFacts& 
   // Rows it gives one CTA of more than kFwdHeavyItems vectors per thread (float32 rows of 16K-32K
   // columns: 64 registers of x) go to the pipelined clusters (v23: 1024 x 32768 float32 127 ->
   // 107 us; bf16 rows, at most 8 vectors per thread, measured slower there: v19).
-  const KernelFacts wide = wide_row_facts(hidden, vec, facts);
+  KernelFacts wide = wide_row_facts(hidden, vec, facts);
+  if (facts.fwd_short_row_items > 0 && ceil_div(hidden, vec) <= 32 * int64_t(kSmallItems)) {
+    wide.fwd_items_target = facts.fwd_short_row_items;
+  }
   const LaunchConfig registers = plan_fwd_registers(rows, hidden, vec, wide);
   const bool split = registers.cluster_size > 1 ||
                      ceil_div(hidden, vec) > int64_t(kPipelineMaxThreads) * kPipelineItems;
@@ -456,6 +461,10 @@ LaunchConfig plan_fwd(int64_t rows, int64_t hidden, int vec, const KernelFacts& 
   halve_wide_cluster_ctas(c, hidden, vec, wide.fwd_max_cluster, facts);
   c.exact = facts.fwd_exact && chunks_exact(c, rows, hidden);
   rows_per_group_for_short_rows(c, rows, facts);
+  if (facts.fwd_tiny_registers != 0 && c.exact && c.vec == 8 && c.items <= 2 &&
+      c.rows_per_group == 1 && c.plan == RowPlan::kRegisters) {
+    c.register_bound = facts.fwd_tiny_registers == 1 ? 40 : 32;
+  }
   return c;
 }
 
@@ -505,6 +514,10 @@ LaunchConfig plan_fwd_quant(int64_t rows, int64_t hidden, int vec, int block, bo
   c.grid = ceil_div(rows, c.rows_per_block) * c.cluster_size;
   c.exact = facts.fwd_exact && chunks_exact(c, rows, hidden);
   rows_per_group_for_short_rows(c, rows, facts);
+  if (facts.fwd_tiny_registers != 0 && c.exact && c.vec == 8 && c.items <= 2 &&
+      c.rows_per_group == 1 && c.plan == RowPlan::kRegisters) {
+    c.register_bound = facts.fwd_tiny_registers == 1 ? 40 : 32;
+  }
   return c;
 }
 

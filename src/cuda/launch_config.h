@@ -496,13 +496,27 @@ struct KernelFacts {
   // thread slower (8192 x 2560 as 160 x 2 1.21x, 8192 x 3584 as 224 x 2 1.15x, 16384 x 7168 as
   // 448 x 2 1.21x, 8192 x 5120 as 320 x 2 1.02x): fewer bytes in flight per SM.
   int fwd_whole_warps = 1;
-  // Plain forward rows of at most a warp (per-head norms, 64-256 bf16 columns) at 2 rows per
-  // row group (NK_TUNE_FWD_ROWS_PER_GROUP): each thread loads both rows before it reduces
-  // either, and the grid is half as many CTAs (131072 x 128: 1024 of 256 threads, all resident
-  // at once, instead of 2048 in two waves). EXACT plans of 8-element vectors of 16-bit x only
-  // (plan_fwd_with_reads drops it for float32 x), where the rows divide into whole CTAs of two
-  // rows per group and fill 2 CTAs per SM. 1: one row per group.
+  // Plain forward rows of at most a warp (per-head norms, 64-256 bf16 columns) at 2 or 4 rows
+  // per row group (NK_TUNE_FWD_ROWS_PER_GROUP; 4 only at 1 vector per thread): each thread
+  // loads every row before it reduces any, and the grid is that many times smaller. EXACT plans
+  // of 8-element vectors with 16-bit x, weight and y only (plan_fwd_with_reads), where the rows
+  // divide into whole CTAs of that many rows per group and fill 2 CTAs per SM. 1: one row per
+  // group. Inductor's forward at 256 columns is this shape: 4 rows of 1 vector per thread.
   int fwd_rows_per_group = 1;
+  // Plain forward rows of at most 32 x kSmallItems vectors (1024 bf16 columns): the vectors
+  // per thread the plan aims for instead of fwd_items_target (NK_TUNE_FWD_SHORT_ROW_ITEMS;
+  // 0: fwd_items_target).
+  int fwd_short_row_items = 0;
+  // EXACT plain forward plans of 8-element vectors at up to 2 vectors per thread on kernels
+  // held to fewer registers (NK_TUNE_FWD_TINY_REGISTERS): 1 = 40 (6 CTAs of 256 threads per
+  // SM), 2 = 32 (8: every warp slot; ptxas spills 16-28 bytes), 0 = the 56 of the kernels
+  // compiled for 4 vectors. Why: ncu (thirty-third session) had torch.compile's forward at
+  // 131072 x 128 on 64-thread programs of 2 vectors per thread at 32 registers, 81% achieved
+  // occupancy, 20.2 us; ours 4 vectors per thread at 56 registers, 41%, 23.5 us. The same
+  // bytes in flight per SM, half the warps to hide the latency with. With NK_TUNE_FWD_ITEMS=2
+  // alone the 2 vectors ran on the 56-register kernels (thirty-second session: 0.98x at
+  // 131072 x 128, 1.03-1.15x slower at 32768 x 128, 16384 x 512, 16384 x 256).
+  int fwd_tiny_registers = 0;
   // Forward registers plans (plain and quantized): the vectors per thread that the thread
   // count aims for (NK_TUNE_FWD_ITEMS, 1-4). Measured (eighth session, H100): 2 and 1 slower
   // than 4 nearly everywhere (8192 x 8192 96.5 -> 111 us), 4096 x 12288 unchanged.
@@ -572,6 +586,10 @@ struct LaunchConfig {
   // Plain forward, registers plans: rows per row group, blockDim.y rows apart
   // (KernelFacts::fwd_rows_per_group); a CTA covers rows_per_block * rows_per_group rows.
   int rows_per_group = 1;
+  // Plain forward, EXACT plans of up to 2 vectors per thread: the register bound of their
+  // kernels (KernelFacts::fwd_tiny_registers; 0: the usual kernels). 16-bit x, weight and y
+  // only (plan_fwd_with_reads).
+  int register_bound = 0;
   int cluster_size = 1;      // CTAs per row
   int64_t cols_per_cta = 0;  // columns each CTA of a cluster covers (multiple of vec)
   int64_t grid = 1;          // CTAs

@@ -46,6 +46,25 @@ auto fwd_realigned_slots_kernel(int items) {
                     : rms_norm_fwd_realigned_slots<XT, WT, YT, kSmallItems, WEIGHT_ONLY>;
 }
 
+// The rms_norm_fwd_registers_rows instance of a plan's rows per group and vectors per thread.
+template <typename XT, typename WT, typename YT, int VEC, int IMAX_SMALL>
+auto fwd_rows_kernel(const LaunchConfig& cfg, bool extras) {
+  if (cfg.threads_per_row > 32 || cfg.items > IMAX_SMALL ||
+      (cfg.rows_per_group != 2 && !(cfg.rows_per_group == 4 && cfg.items == 1))) {
+    throw Error(NK_ERROR_INTERNAL, "rms_norm_fwd: rows per group outside its kernels");
+  }
+  if (cfg.rows_per_group == 4) {
+    return extras ? rms_norm_fwd_registers_rows<XT, WT, YT, VEC, 1, 4, true>
+                  : rms_norm_fwd_registers_rows<XT, WT, YT, VEC, 1, 4, false>;
+  }
+  if (cfg.items == 1) {
+    return extras ? rms_norm_fwd_registers_rows<XT, WT, YT, VEC, 1, 2, true>
+                  : rms_norm_fwd_registers_rows<XT, WT, YT, VEC, 1, 2, false>;
+  }
+  return extras ? rms_norm_fwd_registers_rows<XT, WT, YT, VEC, IMAX_SMALL, 2, true>
+                : rms_norm_fwd_registers_rows<XT, WT, YT, VEC, IMAX_SMALL, 2, false>;
+}
+
 template <typename XT, typename WT, typename YT>
 void launch_fwd(const nk_rms_norm_fwd_args& a, const LaunchConfig& cfg, cudaStream_t stream) {
   const FwdParams p = fwd_params(a, cfg);
@@ -140,20 +159,29 @@ void launch_fwd(const nk_rms_norm_fwd_args& a, const LaunchConfig& cfg, cudaStre
           }();
           kernel = cfg.items <= IMAX_SMALL ? small_kernel
                                            : rms_norm_fwd_registers<XT, WT, YT, VEC, IMAX, true>;
-          if constexpr (sizeof(XT) == 2) {
-            if (cfg.rows_per_group > 1) {  // (KernelFacts::fwd_rows_per_group)
-              if (cfg.rows_per_group != 2 || cfg.items > IMAX_SMALL || cfg.threads_per_row > 32) {
-                throw Error(NK_ERROR_INTERNAL, "rms_norm_fwd: rows per group outside its kernels");
+          // The kernels of KernelFacts::fwd_tiny_registers and fwd_rows_per_group (16-bit
+          // types only: plan_fwd_with_reads).
+          if constexpr (sizeof(XT) == 2 && sizeof(WT) == 2 && sizeof(YT) == 2) {
+            const bool extras = p.weight_extras();
+            if (cfg.register_bound != 0 && cfg.items <= 2) {
+              if (cfg.register_bound == 40) {
+                kernel = extras ? rms_norm_fwd_registers_exact_40<XT, WT, YT, VEC, true>
+                                : rms_norm_fwd_registers_exact_40<XT, WT, YT, VEC, false>;
+              } else {
+                kernel = extras ? rms_norm_fwd_registers_exact_32<XT, WT, YT, VEC, true>
+                                : rms_norm_fwd_registers_exact_32<XT, WT, YT, VEC, false>;
               }
-              kernel = p.weight_extras()
-                           ? rms_norm_fwd_registers_rows<XT, WT, YT, VEC, IMAX_SMALL, 2, true>
-                           : rms_norm_fwd_registers_rows<XT, WT, YT, VEC, IMAX_SMALL, 2, false>;
+            }
+            if (cfg.rows_per_group > 1) {
+              kernel = fwd_rows_kernel<XT, WT, YT, VEC, IMAX_SMALL>(cfg, extras);
             }
           }
         }
       }
-      if (cfg.rows_per_group > 1 && !(sizeof(XT) == 2 && kNarrowest * VEC == 16 && cfg.exact)) {
-        throw Error(NK_ERROR_INTERNAL, "rms_norm_fwd: rows per group without its kernels");
+      if ((cfg.rows_per_group > 1 || cfg.register_bound != 0) &&
+          !(sizeof(XT) == 2 && sizeof(WT) == 2 && sizeof(YT) == 2 && cfg.exact)) {
+        throw Error(NK_ERROR_INTERNAL, "rms_norm_fwd: rows per group or a register bound without "
+                                       "their kernels (16-bit x, weight and y, EXACT plans)");
       }
       launch(kernel, cfg.grid, dim3(cfg.threads_per_row, cfg.rows_per_block), {cfg.cluster_size},
              stream, "rms_norm_fwd (registers)", 0, p);

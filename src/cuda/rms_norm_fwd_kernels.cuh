@@ -377,6 +377,20 @@ __global__ void __maxnreg__(56) rms_norm_fwd_registers_exact_small(FwdParams p) 
   fwd_registers_row<XT, WT, YT, VEC, IMAX, true, EXTRAS>(p);
 }
 
+// The EXACT plans of 16-bit x at up to 2 vectors per thread, held to fewer registers than
+// the kernels compiled for 4 (LaunchConfig::register_bound): more warps per SM to hide each
+// row's load latency with. (A template parameter cannot set __maxnreg__: one kernel per bound.)
+template <typename XT, typename WT, typename YT, int VEC, bool EXTRAS>
+__global__ void __maxnreg__(40) rms_norm_fwd_registers_exact_40(FwdParams p) {
+  static_assert(sizeof(XT) == 2, "16-bit x");
+  fwd_registers_row<XT, WT, YT, VEC, 2, true, EXTRAS>(p);
+}
+template <typename XT, typename WT, typename YT, int VEC, bool EXTRAS>
+__global__ void __maxnreg__(32) rms_norm_fwd_registers_exact_32(FwdParams p) {
+  static_assert(sizeof(XT) == 2, "16-bit x");
+  fwd_registers_row<XT, WT, YT, VEC, 2, true, EXTRAS>(p);
+}
+
 // fwd_registers_row for EXACT plans whose rows fit a warp, at ROWS rows per row group
 // (LaunchConfig::rows_per_group): CTA b's row group y takes rows (b * ROWS + r) * blockDim.y + y,
 // r < ROWS. Every row's x loads are issued before the first reduction, so each thread has ROWS

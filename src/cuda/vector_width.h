@@ -137,7 +137,12 @@ inline const KernelFacts& tuned_defaults() {
     k.fwd_exact = tuning_knob("NK_TUNE_FWD_EXACT", k.fwd_exact, 0, 4);
     k.fwd_whole_warps = tuning_knob("NK_TUNE_FWD_WHOLE_WARPS", k.fwd_whole_warps, 0, 2);
     k.fwd_rows_per_group =
-        tuning_knob("NK_TUNE_FWD_ROWS_PER_GROUP", k.fwd_rows_per_group, 1, 2);
+        tuning_knob("NK_TUNE_FWD_ROWS_PER_GROUP", k.fwd_rows_per_group, 1, 4);
+    if (k.fwd_rows_per_group == 3) k.fwd_rows_per_group = 2;  // (kernels for 2 and 4)
+    k.fwd_short_row_items =
+        tuning_knob("NK_TUNE_FWD_SHORT_ROW_ITEMS", k.fwd_short_row_items, 0, 4);
+    k.fwd_tiny_registers =
+        tuning_knob("NK_TUNE_FWD_TINY_REGISTERS", k.fwd_tiny_registers, 0, 2);
     k.quant_amax_per_warp =
         tuning_knob("NK_TUNE_QUANT_AMAX_PER_WARP", k.quant_amax_per_warp, 0, 1);
     k.quant_full_items = tuning_knob("NK_TUNE_QUANT_FULL_ITEMS", k.quant_full_items, 0, 1);

@@ -754,6 +754,24 @@ TEST(LaunchConfig, ForwardShortRowsTakeTwoRowsPerGroupWhereAsked) {
     EXPECT_NE(c.describe().find("rows/group=2"), std::string::npos);
     expect_covers(c, rows, hidden, normkit::cuda::fwd_items_max(8), false, f);
   }
+  // 4 rows per group at 1 vector per thread (KernelFacts::fwd_short_row_items), Inductor's
+  // shape at 256 columns; at more vectors per thread 4 is not taken.
+  f.fwd_rows_per_group = 4;
+  EXPECT_EQ(normkit::cuda::plan_fwd(131072, 128, 8, f).rows_per_group, 1);
+  f.fwd_short_row_items = 1;
+  for (const auto& [rows, hidden, threads] :
+       {std::tuple<int64_t, int64_t, int>{131072, 128, 16}, {65536, 256, 32}, {67584, 64, 8}}) {
+    const LaunchConfig c = normkit::cuda::plan_fwd(rows, hidden, 8, f);
+    SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(hidden) + ": " + c.describe());
+    EXPECT_EQ(c.items, 1);
+    EXPECT_EQ(c.threads_per_row, threads);
+    EXPECT_EQ(c.rows_per_group, 4);
+    expect_covers(c, rows, hidden, normkit::cuda::fwd_items_max(8), false, f);
+  }
+  // Rows past 32 x kSmallItems vectors keep fwd_items_target (8192 x 2048: 256 vectors).
+  EXPECT_EQ(normkit::cuda::plan_fwd(8192, 2048, 8, f).items, 4);
+  f.fwd_short_row_items = 0;
+  f.fwd_rows_per_group = 2;
   // Too few rows for 2 CTAs per SM (2048 x 128), rows that do not divide into whole CTAs
   // (131071 x 128), rows wider than a warp covers (8192 x 4096), 4-element vectors (float32
   // x), and misaligned rows (not EXACT): one row per group.
@@ -763,6 +781,33 @@ TEST(LaunchConfig, ForwardShortRowsTakeTwoRowsPerGroupWhereAsked) {
     SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(hidden) + " vec " + std::to_string(vec));
     EXPECT_EQ(normkit::cuda::plan_fwd(rows, hidden, vec, f).rows_per_group, 1);
   }
+}
+
+// KernelFacts::fwd_tiny_registers: EXACT plans of 8-element vectors at up to 2 vectors per
+// thread name the register bound of their kernels (40 at 1, 32 at 2); other plans none.
+TEST(LaunchConfig, ForwardOfTwoVectorsPerThreadNamesItsRegisterBoundWhereAsked) {
+  KernelFacts f;
+  ASSERT_EQ(f.fwd_tiny_registers, 0);
+  f.fwd_items_target = 2;
+  EXPECT_EQ(normkit::cuda::plan_fwd(131072, 128, 8, f).register_bound, 0);
+  for (const auto& [setting, bound] : {std::pair{1, 40}, {2, 32}}) {
+    f.fwd_tiny_registers = setting;
+    for (const auto& [rows, hidden] : {std::pair<int64_t, int64_t>{131072, 128}, {65536, 256},
+                                       {16384, 512}}) {
+      const LaunchConfig c = normkit::cuda::plan_fwd(rows, hidden, 8, f);
+      SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(hidden) + ": " + c.describe());
+      EXPECT_EQ(c.items, 2);
+      EXPECT_TRUE(c.exact);
+      EXPECT_EQ(c.register_bound, bound);
+      EXPECT_NE(c.describe().find("registers<=" + std::to_string(bound)), std::string::npos);
+    }
+    // 4-element vectors, and misaligned rows (not EXACT): no bound.
+    EXPECT_EQ(normkit::cuda::plan_fwd(131072, 128, 4, f).register_bound, 0);
+    EXPECT_EQ(normkit::cuda::plan_fwd(4096, 130, 2, f).register_bound, 0);
+  }
+  // Plans of more vectors per thread: none.
+  f.fwd_items_target = 4;
+  EXPECT_EQ(normkit::cuda::plan_fwd(131072, 128, 8, f).register_bound, 0);
 }
 
 // KernelFacts::fwd_whole_warps: one-row CTAs of a power of two threads that leave vectors of

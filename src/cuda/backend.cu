@@ -154,9 +154,11 @@ int64_t bwd_staged_bytes(int vec, nk_dtype x, nk_dtype dy, bool with_dresidual) 
 LaunchConfig plan_fwd_with_reads(int64_t rows, int64_t hidden, int vec, nk_dtype x,
                                  bool with_residual, bool all_16_bit, const KernelFacts& facts) {
   LaunchConfig c = plan_fwd(rows, hidden, vec, facts, fwd_staged_bytes(vec, x, with_residual));
-  if (!all_16_bit) {
+  if (!all_16_bit || (with_residual && c.items > 2)) {
     // The kernels of several rows per group and of the small register bounds exist for 16-bit
-    // x, weight and y only (float32 x spilled at 64 registers; fewer instantiations).
+    // x, weight and y only (float32 x spilled at 64 registers; fewer instantiations). With a
+    // residual, rows of more than 2 vectors per thread measured slower at 2 rows per group
+    // (KernelFacts::fwd_rows_per_group).
     c.grid *= c.rows_per_group;
     c.rows_per_group = 1;
     c.register_bound = 0;

@@ -379,8 +379,9 @@ LaunchConfig plan_fwd_realigned(int64_t rows, int64_t hidden, const KernelFacts&
 bool chunks_exact(const LaunchConfig& c, int64_t rows, int64_t hidden) {
   return (c.plan == RowPlan::kRegisters || c.plan == RowPlan::kCluster) && !c.realigned &&
          c.vec > 0 && c.cols_per_cta == int64_t(c.threads_per_row) * c.items * c.vec &&
-         c.cols_per_cta * c.cluster_size == hidden && rows % c.rows_per_block == 0 &&
-         c.grid == rows / c.rows_per_block * c.cluster_size;
+         c.cols_per_cta * c.cluster_size == hidden &&
+         rows % (int64_t(c.rows_per_block) * c.rows_per_group) == 0 &&
+         c.grid == rows / (int64_t(c.rows_per_block) * c.rows_per_group) * c.cluster_size;
 }
 
 namespace {
@@ -438,7 +439,7 @@ LaunchConfig plan_fwd(int64_t rows, int64_t hidden, int vec, const KernelFacts& 
   // columns: 64 registers of x) go to the pipelined clusters (v23: 1024 x 32768 float32 127 ->
   // 107 us; bf16 rows, at most 8 vectors per thread, measured slower there: v19).
   KernelFacts wide = wide_row_facts(hidden, vec, facts);
-  if (facts.fwd_short_row_items > 0 && ceil_div(hidden, vec) <= 32 * int64_t(kSmallItems)) {
+  if (facts.fwd_short_row_items > 0 && ceil_div(hidden, vec) <= kFwdShortRowVectors) {
     wide.fwd_items_target = facts.fwd_short_row_items;
   }
   const LaunchConfig registers = plan_fwd_registers(rows, hidden, vec, wide);
@@ -513,11 +514,6 @@ LaunchConfig plan_fwd_quant(int64_t rows, int64_t hidden, int vec, int block, bo
           : rows_per_block_for(c.threads_per_row, rows, facts.sm_count, facts.quant_cta_threads);
   c.grid = ceil_div(rows, c.rows_per_block) * c.cluster_size;
   c.exact = facts.fwd_exact && chunks_exact(c, rows, hidden);
-  rows_per_group_for_short_rows(c, rows, facts);
-  if (facts.fwd_tiny_registers != 0 && c.exact && c.vec == 8 && c.items <= 2 &&
-      c.rows_per_group == 1 && c.plan == RowPlan::kRegisters) {
-    c.register_bound = facts.fwd_tiny_registers == 1 ? 40 : 32;
-  }
   return c;
 }
 

@@ -19,6 +19,9 @@ enum class RowPlan {
   kColumns,    // backward of few rows: one cluster, each CTA owning columns of every row
 };
 
+// Rows of at most this many vectors are short for KernelFacts::fwd_short_row_items.
+constexpr int64_t kFwdShortRowVectors = 16;
+
 // The registers backward's bound for 1-element vectors where KernelFacts::bwd_narrow_items asks
 // for more than bwd_items_max(1) (its own kernel instantiation).
 constexpr int kBwdNarrowItemsWide = 16;
@@ -500,13 +503,23 @@ struct KernelFacts {
   // per row group (NK_TUNE_FWD_ROWS_PER_GROUP; 4 only at 1 vector per thread): each thread
   // loads every row before it reduces any, and the grid is that many times smaller. EXACT plans
   // of 8-element vectors with 16-bit x, weight and y only (plan_fwd_with_reads), where the rows
-  // divide into whole CTAs of that many rows per group and fill 2 CTAs per SM. 1: one row per
-  // group. Inductor's forward at 256 columns is this shape: 4 rows of 1 vector per thread.
-  int fwd_rows_per_group = 1;
-  // Plain forward rows of at most 32 x kSmallItems vectors (1024 bf16 columns): the vectors
-  // per thread the plan aims for instead of fwd_items_target (NK_TUNE_FWD_SHORT_ROW_ITEMS;
-  // 0: fwd_items_target).
-  int fwd_short_row_items = 0;
+  // divide into whole CTAs of that many rows per group and fill 2 CTAs per SM; not with a
+  // residual at more than 2 vectors per thread (plan_fwd_with_reads). 1: one row per group.
+  // Inductor's forward at 256 columns is this shape: 4 rows of 1 vector per thread.
+  // Measured (thirty-third session, 23:30, H100, bf16, twice, against 1): 2 at 4 vectors per
+  // thread 16384 x 512 16.6 -> 15.2 us, 8192 x 1024 16.6 -> 15.2, 65536 x 256 0.97-0.98x,
+  // 32768 x 512 0.97-0.98x, the other short rows level; with the residual 1.01-1.06x slower
+  // (the second row's residual loads wait for the first row's residual_out stores). 4 rows at
+  // 1 vector: 1.32-1.64x slower from 512 columns (rows of 64-112 threads).
+  int fwd_rows_per_group = 2;
+  // Plain forward rows of at most kFwdShortRowVectors vectors (128 bf16 columns: per-head
+  // norms): the vectors per thread the plan aims for instead of fwd_items_target
+  // (NK_TUNE_FWD_SHORT_ROW_ITEMS; 0: fwd_items_target). Measured (same call, with 2 rows per
+  // group, against 4 vectors on one row per group): 131072 x 128 29.1 -> 28.1 us, 32768 x 128
+  // 9.1 -> 8.5, 2048 x 128 6.8 -> 6.2, 262144 x 64 32.7 -> 28.9; with the residual 0.91-0.97x.
+  // At 2 vectors on one row per group (40 registers) 32768 x 128 was 1.09-1.14x slower; at 1
+  // vector 1.10x; rows of 256-1024 columns at 2 vectors 1.00-1.25x slower.
+  int fwd_short_row_items = 2;
   // EXACT plain forward plans of 8-element vectors at up to 2 vectors per thread on kernels
   // held to fewer registers (NK_TUNE_FWD_TINY_REGISTERS): 1 = 40 (6 CTAs of 256 threads per
   // SM), 2 = 32 (8: every warp slot; ptxas spills 16-28 bytes), 0 = the 56 of the kernels

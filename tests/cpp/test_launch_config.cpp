@@ -733,11 +733,14 @@ TEST(LaunchConfig, PipelinedBackwardPutsSeveralShortRowsInAWarpWhereAsked) {
 }
 
 // KernelFacts::fwd_rows_per_group: EXACT plans of 16-byte vectors whose rows fit a warp take 2
-// rows per row group on half the CTAs, where the rows divide into such CTAs and fill 2 per SM;
-// every other plan keeps one row per group.
+// rows per row group (the default) on half the CTAs, where the rows divide into such CTAs and
+// fill 2 per SM; every other plan keeps one row per group, as every plan does at 1.
+// (fwd_short_row_items 0 here: rows of 4 vectors per thread.)
 TEST(LaunchConfig, ForwardShortRowsTakeTwoRowsPerGroupWhereAsked) {
   KernelFacts f;
-  ASSERT_EQ(f.fwd_rows_per_group, 1);
+  ASSERT_EQ(f.fwd_rows_per_group, 2);
+  f.fwd_short_row_items = 0;
+  f.fwd_rows_per_group = 1;
   EXPECT_EQ(normkit::cuda::plan_fwd(131072, 128, 8, f).rows_per_group, 1);
   f.fwd_rows_per_group = 2;
   for (const auto& [rows, hidden] : {std::pair<int64_t, int64_t>{131072, 128}, {65536, 256},
@@ -754,13 +757,13 @@ TEST(LaunchConfig, ForwardShortRowsTakeTwoRowsPerGroupWhereAsked) {
     EXPECT_NE(c.describe().find("rows/group=2"), std::string::npos);
     expect_covers(c, rows, hidden, normkit::cuda::fwd_items_max(8), false, f);
   }
-  // 4 rows per group at 1 vector per thread (KernelFacts::fwd_short_row_items), Inductor's
-  // shape at 256 columns; at more vectors per thread 4 is not taken.
+  // 4 rows per group at 1 vector per thread (KernelFacts::fwd_short_row_items, rows of up to
+  // kFwdShortRowVectors); at more vectors per thread 4 is not taken.
   f.fwd_rows_per_group = 4;
   EXPECT_EQ(normkit::cuda::plan_fwd(131072, 128, 8, f).rows_per_group, 1);
   f.fwd_short_row_items = 1;
   for (const auto& [rows, hidden, threads] :
-       {std::tuple<int64_t, int64_t, int>{131072, 128, 16}, {65536, 256, 32}, {67584, 64, 8}}) {
+       {std::tuple<int64_t, int64_t, int>{131072, 128, 16}, {67584, 64, 8}}) {
     const LaunchConfig c = normkit::cuda::plan_fwd(rows, hidden, 8, f);
     SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(hidden) + ": " + c.describe());
     EXPECT_EQ(c.items, 1);
@@ -768,8 +771,8 @@ TEST(LaunchConfig, ForwardShortRowsTakeTwoRowsPerGroupWhereAsked) {
     EXPECT_EQ(c.rows_per_group, 4);
     expect_covers(c, rows, hidden, normkit::cuda::fwd_items_max(8), false, f);
   }
-  // Rows past 32 x kSmallItems vectors keep fwd_items_target (8192 x 2048: 256 vectors).
-  EXPECT_EQ(normkit::cuda::plan_fwd(8192, 2048, 8, f).items, 4);
+  // Rows past kFwdShortRowVectors keep fwd_items_target (65536 x 256: 32 vectors).
+  EXPECT_EQ(normkit::cuda::plan_fwd(65536, 256, 8, f).items, 4);
   f.fwd_short_row_items = 0;
   f.fwd_rows_per_group = 2;
   // Too few rows for 2 CTAs per SM (2048 x 128), rows that do not divide into whole CTAs
@@ -788,6 +791,7 @@ TEST(LaunchConfig, ForwardShortRowsTakeTwoRowsPerGroupWhereAsked) {
 TEST(LaunchConfig, ForwardOfTwoVectorsPerThreadNamesItsRegisterBoundWhereAsked) {
   KernelFacts f;
   ASSERT_EQ(f.fwd_tiny_registers, 0);
+  f.fwd_rows_per_group = 1;  // (the bound is for one row per group)
   f.fwd_items_target = 2;
   EXPECT_EQ(normkit::cuda::plan_fwd(131072, 128, 8, f).register_bound, 0);
   for (const auto& [setting, bound] : {std::pair{1, 40}, {2, 32}}) {
@@ -807,6 +811,7 @@ TEST(LaunchConfig, ForwardOfTwoVectorsPerThreadNamesItsRegisterBoundWhereAsked) 
   }
   // Plans of more vectors per thread: none.
   f.fwd_items_target = 4;
+  f.fwd_short_row_items = 0;
   EXPECT_EQ(normkit::cuda::plan_fwd(131072, 128, 8, f).register_bound, 0);
 }
 
@@ -1453,7 +1458,8 @@ TEST(LaunchConfig, RealignsMisalignedForwardRowsToSixteenByteVectors) {
 void expect_exact_indexing(const LaunchConfig& c, int64_t rows, int64_t hidden) {
   SCOPED_TRACE(c.describe());
   ASSERT_GT(c.cluster_size, 0);
-  EXPECT_EQ(c.grid / c.cluster_size * c.rows_per_block, rows);  // no row past the end
+  // no row past the end
+  EXPECT_EQ(c.grid / c.cluster_size * c.rows_per_block * c.rows_per_group, rows);
   int64_t covered = 0;
   for (int rank = 0; rank < c.cluster_size; ++rank) {
     const int64_t col_begin = rank * c.cols_per_cta;
@@ -1484,6 +1490,11 @@ TEST(LaunchConfig, ExactForwardPlansIndexOnlyWholeVectorsOfRealRows) {
               normkit::cuda::plan_fwd_quant(rows, hidden, vec, 0, false, f),
               normkit::cuda::plan_fwd_quant(rows, hidden, vec, hidden % 128 == 0 ? 128 : 0, true, f),
               normkit::cuda::plan_fwd_quant(rows, hidden, vec, hidden % 32 == 0 ? 32 : 0, true, f)};
+          // (Rows per group and register bounds are the plain forward's alone.)
+          for (const LaunchConfig& q : {plans[1], plans[2], plans[3]}) {
+            EXPECT_EQ(q.rows_per_group, 1);
+            EXPECT_EQ(q.register_bound, 0);
+          }
           for (const LaunchConfig& c : plans) {
             EXPECT_EQ(c.exact, normkit::cuda::chunks_exact(c, rows, hidden));
             if (c.exact) {

@@ -29,22 +29,29 @@ __attribute__((always_inline)) inline float direct_row(const nk_rms_norm_fwd_arg
         static_cast<const RowElement<XD>*>(a.residual) + r * a.residual_row_stride;
     auto* residual_out =
         static_cast<RowElement<XD>*>(a.residual_out) + r * a.residual_out_row_stride;
-    for (int64_t j = 0; j < H; ++j) {
-      residual_out[j] = narrow<XD>(widen<XD>(s[j]) + widen<XD>(residual[j]));
-    }
+    for_each_chunk(H, [&](int64_t j0, int64_t m) {
+      const ReadChunk<XD> sc(s, j0, m), rc(residual, j0, m);
+      WriteChunk<XD> out(residual_out, j0, m);
+      for (int64_t k = 0; k < m; ++k) out.set(k, sc[k] + rc[k]);
+      out.commit();
+    });
     s = residual_out;  // (what the backward sees: the sum as stored)
   }
-  const float mean_square = blocked_sum(H, [s](int64_t j) {
-                              const float v = widen<XD>(s[j]);
-                              return v * v;
-                            }) /
-                            static_cast<float>(H);
+  const float mean_square =
+      blocked_row_sum<XD>(s, H, [](float v) { return v * v; }) / static_cast<float>(H);
   const float rstd = 1.0f / std::sqrt(mean_square + a.eps);
-  if (bias) {
-    for (int64_t j = 0; j < H; ++j) y[j] = narrow<YD>(widen<XD>(s[j]) * rstd * w[j] + bias[j]);
-  } else {
-    for (int64_t j = 0; j < H; ++j) y[j] = narrow<YD>(widen<XD>(s[j]) * rstd * w[j]);
-  }
+  for_each_chunk(H, [&](int64_t j0, int64_t m) {
+    const ReadChunk<XD> sc(s, j0, m);
+    WriteChunk<YD> out(y, j0, m);
+    const float* wc = w + j0;
+    if (bias) {
+      const float* bc = bias + j0;
+      for (int64_t k = 0; k < m; ++k) out.set(k, sc[k] * rstd * wc[k] + bc[k]);
+    } else {
+      for (int64_t k = 0; k < m; ++k) out.set(k, sc[k] * rstd * wc[k]);
+    }
+    out.commit();
+  });
   return rstd;
 }
 
@@ -52,7 +59,7 @@ __attribute__((always_inline)) inline float direct_row(const nk_rms_norm_fwd_arg
 // and DB: two passes over the row, xhat = x * rstd and g = dy * w with the column sums and the
 // row's mean of g * xhat, then dx from both again, with no float32 copy of x or dy (0.55-0.75x
 // the time of loading both into float32 scratch first; the same float operations in the same
-// order, so the same bits). dx may be x, dy or dresidual_out itself: each element is read
+// order, so the same bits). dx may be x, dy or dresidual_out itself: each chunk is read
 // before it is written.
 template <nk_dtype XD, nk_dtype DYD, bool DW, bool DB>
 __attribute__((always_inline)) inline void direct_bwd_row(const nk_rms_norm_bwd_args& a,
@@ -65,26 +72,40 @@ __attribute__((always_inline)) inline void direct_bwd_row(const nk_rms_norm_bwd_
   auto* dx = static_cast<RowElement<XD>*>(a.dx) + r * a.dx_row_stride;
   // (A plain loop, the products kept for blocked_sum: summed inside its lanes, the column sums'
   // stores kept the loop from vectorizing.)
-  for (int64_t j = 0; j < H; ++j) {
-    const float xhat = widen<XD>(x[j]) * rstd;
-    const float d = widen<DYD>(dy[j]);
-    if constexpr (DW) pdw[j] += d * xhat;
-    if constexpr (DB) pdb[j] += d;
-    gx[j] = (d * w[j]) * xhat;
-  }
+  for_each_chunk(H, [&](int64_t j0, int64_t m) {
+    const ReadChunk<XD> xc(x, j0, m);
+    const ReadChunk<DYD> dyc(dy, j0, m);
+    for (int64_t k = 0; k < m; ++k) {
+      const int64_t j = j0 + k;
+      const float xhat = xc[k] * rstd;
+      const float d = dyc[k];
+      if constexpr (DW) pdw[j] += d * xhat;
+      if constexpr (DB) pdb[j] += d;
+      gx[j] = (d * w[j]) * xhat;
+    }
+  });
   const float mean_gx = blocked_sum(H, [gx](int64_t j) { return gx[j]; }) / static_cast<float>(H);
-  const auto dx_of = [&](int64_t j) {
-    const float xhat = widen<XD>(x[j]) * rstd;
-    const float g = widen<DYD>(dy[j]) * w[j];
-    return rstd * (g - xhat * mean_gx);
-  };
-  if (a.dresidual_out) {
-    const auto* dres =
-        static_cast<const RowElement<XD>*>(a.dresidual_out) + r * a.dresidual_out_row_stride;
-    for (int64_t j = 0; j < H; ++j) dx[j] = narrow<XD>(widen<XD>(dres[j]) + dx_of(j));
-  } else {
-    for (int64_t j = 0; j < H; ++j) dx[j] = narrow<XD>(dx_of(j));
-  }
+  const auto* dres = a.dresidual_out ? static_cast<const RowElement<XD>*>(a.dresidual_out) +
+                                           r * a.dresidual_out_row_stride
+                                     : nullptr;
+  for_each_chunk(H, [&](int64_t j0, int64_t m) {
+    const ReadChunk<XD> xc(x, j0, m);
+    const ReadChunk<DYD> dyc(dy, j0, m);
+    const float* wc = w + j0;
+    const auto dx_of = [&](int64_t k) {
+      const float xhat = xc[k] * rstd;
+      const float g = dyc[k] * wc[k];
+      return rstd * (g - xhat * mean_gx);
+    };
+    WriteChunk<XD> out(dx, j0, m);
+    if (dres) {
+      const ReadChunk<XD> rc(dres, j0, m);
+      for (int64_t k = 0; k < m; ++k) out.set(k, rc[k] + dx_of(k));
+    } else {
+      for (int64_t k = 0; k < m; ++k) out.set(k, dx_of(k));
+    }
+    out.commit();
+  });
 }
 
 template <nk_dtype XD, nk_dtype DYD>

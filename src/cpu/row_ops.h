@@ -13,6 +13,7 @@
 
 #include "common/dtype_host.h"
 #include "common/error.h"
+#include "cpu/half_rows.h"
 
 namespace normkit::cpu {
 
@@ -52,13 +53,80 @@ __attribute__((always_inline)) inline auto with_row_dtype(nk_dtype dtype, const 
   }
 }
 
+// ---- rows in chunks ----
+// The row kernels walk a row in chunks of kChunk elements. A float16 chunk is converted whole
+// into float32 scratch on the stack (or from it, for outputs) by half_rows.h, 8 or 16 elements
+// per instruction where the element-wise forms take 15-20 (the row kernels' clones cannot hold
+// those instructions themselves: their baseline clone must run anywhere). The other dtypes
+// convert in place, element by element, as the loop reads or writes them. (256: the fp16
+// backward took 1.04-1.10x its time with chunks of 128 or 512, one thread, 2026-11-26.)
+constexpr int64_t kChunk = 256;
+
+// f(j0, m) for the chunks [j0, j0 + m) of [0, n): N elements each, the last one shorter.
+template <int64_t N = kChunk, typename F>
+__attribute__((always_inline)) inline void for_each_chunk(int64_t n, F f) {
+  for (int64_t j0 = 0; j0 < n; j0 += N) f(j0, std::min(N, n - j0));
+}
+
+// Elements [j0, j0 + m) of a row of dtype D, read as float32: chunk[k] = widen<D>(row[j0 + k]).
+template <nk_dtype D, int64_t N = kChunk>
+class ReadChunk {
+ public:
+  ReadChunk(const RowElement<D>* row, int64_t j0, int64_t /*m*/) : in_(row + j0) {}
+  float operator[](int64_t k) const { return widen<D>(in_[k]); }
+
+ private:
+  const RowElement<D>* in_;
+};
+
+template <int64_t N>
+class ReadChunk<NK_FLOAT16, N> {
+ public:
+  ReadChunk(const uint16_t* row, int64_t j0, int64_t m) { halves_to_floats(row + j0, v_, m); }
+  float operator[](int64_t k) const { return v_[k]; }
+
+ private:
+  float v_[N];
+};
+
+// Elements [j0, j0 + m) of a row of dtype D, written from float32: set(k, v) stores
+// narrow<D>(v) at row[j0 + k], a float16 chunk all at once in commit(). Every read of the chunk's
+// inputs comes before commit(), so an output may be the same view as an input.
+template <nk_dtype D>
+class WriteChunk {
+ public:
+  WriteChunk(RowElement<D>* row, int64_t j0, int64_t /*m*/) : out_(row + j0) {}
+  void set(int64_t k, float v) { out_[k] = narrow<D>(v); }
+  void commit() {}
+
+ private:
+  RowElement<D>* out_;
+};
+
+template <>
+class WriteChunk<NK_FLOAT16> {
+ public:
+  WriteChunk(uint16_t* row, int64_t j0, int64_t m) : out_(row + j0), m_(m) {}
+  void set(int64_t k, float v) { v_[k] = v; }
+  void commit() { floats_to_halves(v_, out_, m_); }
+
+ private:
+  float v_[kChunk];
+  uint16_t* out_;
+  int64_t m_;
+};
+
 // out[0..n) = row `row` (elements [row * stride, row * stride + n)) of `base`, as float32.
 inline void load_row(const void* base, nk_dtype dtype, int64_t row, int64_t stride, int64_t n,
                      float* out) {
   with_row_dtype(dtype, "load_row", [&](auto d) {
     constexpr nk_dtype D = decltype(d)::value;
     const RowElement<D>* in = static_cast<const RowElement<D>*>(base) + row * stride;
-    for (int64_t j = 0; j < n; ++j) out[j] = widen<D>(in[j]);
+    if constexpr (D == NK_FLOAT16) {
+      halves_to_floats(in, out, n);
+    } else {
+      for (int64_t j = 0; j < n; ++j) out[j] = widen<D>(in[j]);
+    }
   });
 }
 
@@ -68,7 +136,11 @@ inline void store_row(void* base, nk_dtype dtype, int64_t row, int64_t stride, i
   with_row_dtype(dtype, "store_row", [&](auto d) {
     constexpr nk_dtype D = decltype(d)::value;
     RowElement<D>* out = static_cast<RowElement<D>*>(base) + row * stride;
-    for (int64_t j = 0; j < n; ++j) out[j] = narrow<D>(in[j]);
+    if constexpr (D == NK_FLOAT16) {
+      floats_to_halves(in, out, n);
+    } else {
+      for (int64_t j = 0; j < n; ++j) out[j] = narrow<D>(in[j]);
+    }
   });
 }
 
@@ -76,7 +148,13 @@ inline void store_row(void* base, nk_dtype dtype, int64_t row, int64_t stride, i
 inline void round_row(float* v, int64_t n, nk_dtype dtype) {
   with_row_dtype(dtype, "round_row", [&](auto d) {
     constexpr nk_dtype D = decltype(d)::value;
-    if constexpr (D != NK_FLOAT32) {
+    if constexpr (D == NK_FLOAT16) {
+      uint16_t h[kChunk];
+      for_each_chunk(n, [&](int64_t j0, int64_t m) {
+        floats_to_halves(v + j0, h, m);
+        halves_to_floats(h, v + j0, m);
+      });
+    } else if constexpr (D == NK_BFLOAT16) {
       for (int64_t j = 0; j < n; ++j) v[j] = widen<D>(narrow<D>(v[j]));
     }
   });
@@ -111,6 +189,19 @@ template <typename Term>
 inline float blocked_sum(int64_t n, Term term) {
   float total = 0.0f;
   for (int64_t b = 0; b < n; b += kBlock) total += block_sum(b, std::min(n, b + kBlock), term);
+  return total;
+}
+
+// blocked_sum(n, j -> f(widen<D>(row[j]))), the row read chunk by chunk: a chunk is a block,
+// so the terms go into the same lanes in the same order.
+template <nk_dtype D, typename F>
+__attribute__((always_inline)) inline float blocked_row_sum(const RowElement<D>* row, int64_t n,
+                                                            F f) {
+  float total = 0.0f;
+  for_each_chunk<kBlock>(n, [&](int64_t j0, int64_t m) {
+    const ReadChunk<D, kBlock> v(row, j0, m);
+    total += block_sum(0, m, [&](int64_t k) { return f(v[k]); });
+  });
   return total;
 }
 

@@ -231,6 +231,26 @@ def test_only_some_inputs_need_grad(monkeypatch, calls):
         assert_bitwise_equal(fg[0], og[0], f"gradient of {need}")
 
 
+def test_gradient_layouts_match_custom_op(monkeypatch, calls):
+    """dweight and dbias are allocated like weight on the fast path: contiguous, with the op's
+    dtypes, strides and bits, also for a one-column weight whose stride is not 1."""
+    for hidden, config in ((1, "bias"), (24, "bias"), (24, "bias_only"), (24, "fp32_weight")):
+
+        def make(hidden=hidden, config=config):
+            tensors, kwargs, grads_out = make_args("cpu", torch.bfloat16, config, (5, hidden), 11)
+            weight = tensors[1]
+            if weight is not None and hidden == 1:  # a [1] view with stride 3
+                tensors[1] = torch.stack([weight.detach()] * 3, -1)[..., 0].requires_grad_(True)
+                assert tensors[1].stride() == (3,) and tensors[1].is_contiguous()
+            return tensors, kwargs, grads_out
+
+        (_, fg), (_, og) = both_paths(monkeypatch, calls, make)
+        assert len(fg) == len(og)
+        for i, (a, b) in enumerate(zip(fg, og)):
+            assert a.stride() == b.stride() and a.is_contiguous(), (config, hidden, i)
+            assert_bitwise_equal(a, b, f"{config} hidden {hidden} gradient {i}")
+
+
 @pytest.mark.parametrize("context", ["no_grad", "inference_mode"])
 def test_no_autograd_graph_outside_grad_mode(calls, context):
     x = torch.randn(3, 16, requires_grad=True)

@@ -182,10 +182,17 @@ def _fwd_plan(x, weight, bias, residual, eps, zero_centered, out_dtype):
     w_code = 0
     param_dtype = x_dtype
     if weight is not None:
-        w_code = _vector_code(weight, hidden, backend, dev)
-        if w_code is None:
+        if not (
+            type(weight) in _PLAIN_TYPES
+            and weight.shape == (hidden,)
+            and weight.is_contiguous()
+            and (weight.is_cpu if backend == _CPU else (weight.is_cuda and weight.get_device() == dev))
+        ):  # _vector_code(), inlined for the argument nearly every call has
             return None
         param_dtype = weight.dtype
+        w_code = _NK_DTYPE.get(param_dtype)
+        if w_code is None:
+            return None
     if bias is not None:
         b_code = _vector_code(bias, hidden, backend, dev)
         if b_code is None or (weight is not None and b_code != w_code):
@@ -274,7 +281,7 @@ class _Fn(torch.autograd.Function):
     def backward(ctx, dy, dresidual_out=None):
         s, rstd, weight = ctx.saved_tensors
         plan = ctx.plan
-        backend, dev, _, rows, hidden, x_code, w_code, _, _, _, zc, param_dtype, _, has_res = plan
+        dev, has_res = plan[1], plan[13]  # the rest is read where it is used
         # needs_input_grad is False for inputs that were None (no weight, no bias).
         _, want_dweight, want_dbias, _, _ = ctx.needs_input_grad
         if (
@@ -291,17 +298,17 @@ class _Fn(torch.autograd.Function):
             # Compiled autograd, double backward (create_graph), a mode watching, a subclass
             # gradient, another current device: the custom op.
             dx, dweight, dbias = torch.ops.normkit.rms_norm_bwd(
-                dy, s, rstd, weight, dresidual_out if has_res else None, zc, want_dweight,
-                want_dbias, param_dtype,
+                dy, s, rstd, weight, dresidual_out if has_res else None, plan[10], want_dweight,
+                want_dbias, plan[11],
             )  # fmt: skip
             dweight = dweight if want_dweight else None
             dbias = dbias if want_dbias else None
         else:
             # The engine hands dy (and dresidual_out) in the shape, dtype and device of y (and
-            # residual_out), so only their layout remains to be looked at (_matrix).
+            # residual_out), so only their layout remains to be looked at (in _launch_bwd).
             dx, dweight, dbias = _launch_bwd(
-                dy, s, rstd, weight, dresidual_out if has_res else None, backend, dev, rows,
-                hidden, x_code, w_code, zc, param_dtype, want_dweight, want_dbias,
+                dy, s, rstd, weight, dresidual_out if has_res else None, plan, want_dweight,
+                want_dbias,
             )  # fmt: skip
         # x + residual: both get dx.
         return dx, dweight, dbias, (dx if has_res else None), None
@@ -312,24 +319,32 @@ class _Fn(torch.autograd.Function):
 _apply = super(torch.autograd.Function, _Fn).apply
 
 
-def _launch_bwd(
-    dy, s, rstd, weight, dres, backend, dev, rows, hidden, x_code, w_code, zc, param_dtype,
-    want_dweight, want_dbias,
-):  # fmt: skip
+def _launch_bwd(dy, s, rstd, weight, dres, plan, want_dweight, want_dbias):
     """Allocates (dx, dweight or None, dbias or None) and runs the backward on the current stream.
 
-    The caller guarantees what the DLPack call would check: dy, s and dres are [rows, hidden]
-    views beside s (dres in s's dtype), rstd is rows contiguous float32 values, weight is a
-    contiguous [hidden] vector whose nk_dtype is w_code.
+    plan: the forward's plan tuple (above); the fields read here are backend, dev, rows, hidden,
+    x_code, w_code, y_code (dy's nk_dtype), zc and param_dtype. The caller guarantees what the
+    DLPack call would check: dy, s and dres are [rows, hidden] views beside s (dres in s's
+    dtype), rstd is rows contiguous float32 values, weight is a contiguous [hidden] vector whose
+    nk_dtype is w_code.
     """
-    dym, dy_stride = _matrix(dy, hidden)
-    sm, s_stride = _matrix(s, hidden)
+    backend, dev, _, rows, hidden, x_code, w_code, dy_code, _, _, zc, param_dtype, _, _ = plan
+    # Contiguous is the common case: test it here rather than through a call of _matrix.
+    dym, dy_stride = (dy, 0) if dy.is_contiguous() else _matrix(dy, hidden)
+    sm, s_stride = (s, 0) if s.is_contiguous() else _matrix(s, hidden)
+    device = s.device  # a new torch.device object on every read
     dx = _empty_like(s, memory_format=_contiguous)
-    dweight = _empty(hidden, dtype=param_dtype, device=s.device) if want_dweight else None
-    dbias = _empty(hidden, dtype=param_dtype, device=s.device) if want_dbias else None
-    ws = None
+    dweight = dbias = ws = None
     ws_bytes = 0
     if want_dweight or want_dbias:
+        # dweight and dbias are like weight when there is one (its dtype is then param_dtype):
+        # empty_like costs less than empty with a dtype and a device.
+        if weight is not None:
+            dweight = _empty_like(weight, memory_format=_contiguous) if want_dweight else None
+            dbias = _empty_like(weight, memory_format=_contiguous) if want_dbias else None
+        else:
+            dweight = _empty(hidden, dtype=param_dtype, device=device) if want_dweight else None
+            dbias = _empty(hidden, dtype=param_dtype, device=device) if want_dbias else None
         key = (backend, dev, rows, hidden, want_dweight, want_dbias)
         ws_bytes = _workspace_bytes.get(key)
         if ws_bytes is None:
@@ -338,7 +353,7 @@ def _launch_bwd(
                 _workspace_bytes.clear()
             _workspace_bytes[key] = ws_bytes
         if ws_bytes:
-            ws = _empty(ws_bytes, dtype=_uint8, device=s.device)
+            ws = _empty(ws_bytes, dtype=_uint8, device=device)
     dres_ptr = dres_stride = 0
     if dres is not None:
         dresm, dres_stride = _matrix(dres, hidden)
@@ -349,7 +364,7 @@ def _launch_bwd(
         rows,
         hidden,
         dym.data_ptr(),
-        _NK_DTYPE[dy.dtype],
+        dy_code,
         dy_stride,
         sm.data_ptr(),
         x_code,
@@ -417,10 +432,12 @@ def op_bwd(dy, s, rstd, weight, dres, zero_centered, want_dweight, want_dbias, p
         and _beside_x(dres, backend, dev)
     ):
         return None
-    dx, dweight, dbias = _launch_bwd(
-        dy, s, rstd, weight, dres, backend, dev, rows, hidden, x_code, w_code, zero_centered,
-        param_dtype, want_dweight, want_dbias,
+    # A plan tuple with the fields _launch_bwd reads (the others are the forward's own).
+    plan = (
+        backend, dev, 0, rows, hidden, x_code, w_code, _NK_DTYPE[dy.dtype], None, 0.0,
+        zero_centered, param_dtype, False, dres is not None,
     )  # fmt: skip
+    dx, dweight, dbias = _launch_bwd(dy, s, rstd, weight, dres, plan, want_dweight, want_dbias)
     if dweight is None:
         dweight = _empty(0, dtype=param_dtype, device=s.device)
     if dbias is None:

@@ -344,17 +344,23 @@ for step in "${steps[@]}"; do
     modes)  # A/B over the plain forward and the quantized modes in one run (mode_runs) of
       # AB_MODES under AB_CONFIGS
       mode_runs "${AB_MODES:-plain tensor token block mxfp8 transposed}" "${AB_CONFIGS:-none}" ;;
-    pending)  # the thirty-third session's prepared call: the plain forward of short rows in the
-      # shapes Inductor takes (ncu, 23:15): 2 or 4 rows per row group, 1-2 vectors per thread,
-      # kernels held to 40 or 32 registers; their ctest entries, then each over the short rows
-      # of the models set and sweep, twice, and with the residual once
+    pending)  # the thirty-fourth session's prepared call: the tests the thirty-third session's
+      # device time did not reach (its new ctest entries, the torch binding's GPU tests), then 4
+      # rows per row group at 2 vectors per thread (NK_TUNE_FWD_ROWS_PER_GROUP=4, unmeasured)
+      # against the defaults over the short rows, twice, and with the residual once
       run ctest_pending ctest --test-dir "$BUILD" --output-on-failure -j"${CTEST_JOBS:-14}" \
-        -R 'fwd_rows_per_group|fwd_tiny_registers|FwdModelShapes|LaunchConfig'
-      configs="none NK_TUNE_FWD_ROWS_PER_GROUP=2 NK_TUNE_FWD_SHORT_ROW_ITEMS=2,NK_TUNE_FWD_TINY_REGISTERS=1 NK_TUNE_FWD_SHORT_ROW_ITEMS=2,NK_TUNE_FWD_TINY_REGISTERS=2 NK_TUNE_FWD_SHORT_ROW_ITEMS=1,NK_TUNE_FWD_ROWS_PER_GROUP=2 NK_TUNE_FWD_SHORT_ROW_ITEMS=1,NK_TUNE_FWD_ROWS_PER_GROUP=4 NK_TUNE_FWD_SHORT_ROW_ITEMS=2,NK_TUNE_FWD_ROWS_PER_GROUP=2"
-      short=131072x128,32768x128,2048x128,65536x256,16384x512,16384x896,262144x64,16384x256,4096x1024,8192x1024,32768x512
+        -R 'fwd_rows_per_group_4_two_items|fwd_one_row_per_group|LaunchConfig|FwdModelShapes'
+      configs="none NK_TUNE_FWD_ROWS_PER_GROUP=4"
+      short=131072x128,32768x128,2048x128,65536x256,16384x512,262144x64,16384x256,8192x1024
       knob_runs bench_pending 120 "$configs $configs" --fwd-only --shapes "$short"
       knob_runs bench_pending_residual 120 "$configs" --fwd-only --residual \
-        --shapes 131072x128,65536x256,16384x512,262144x64 ;;
+        --shapes 131072x128,32768x128,262144x64
+      install_package &&
+        for f in tests/python/test_torch_eager.py tests/python/test_torch_ops.py \
+          tests/python/test_torch_module.py tests/python/test_extension.py; do
+          run "pytest_$(basename "$f" .py)" env PYTHONUNBUFFERED=1 NK_REQUIRE_CUDA=1 \
+            python3 -X faulthandler -m pytest "$f" -q -rs -p no:cacheprovider
+        done ;;
     ncu_peer)  # ncu's detail sections for torch.compile's forward kernels (bench/peer_fwd_kernels.py)
       # at NCU_SHAPES (comma-separated; default 131072x128,65536x256), one call each
       run ncu_peer ncu --profile-from-start off --kernel-name regex:triton \

@@ -134,13 +134,13 @@ void whole_warps_for_row(LaunchConfig& c, int64_t rows, int64_t hidden, const Ke
 }
 
 // KernelFacts::fwd_rows_per_group: an EXACT one-CTA plan of 16-byte vectors whose rows fit a
-// warp (the reduction stays in shuffles) at up to kSmallItems vectors per thread (2 rows per
-// group) or 1 (4 rows: the kernels' instantiations), with rows that divide into CTAs of that
-// many rows per group and that still fill 2 CTAs per SM, takes that many rows per group on a
-// grid that many times smaller.
+// warp (the reduction stays in shuffles) at up to kSmallItems vectors per thread, with rows that
+// divide into CTAs of that many rows per group and that still fill 2 CTAs per SM, takes that
+// many rows per group on a grid that many times smaller: 2, or 4 where a thread holds at most
+// 2 vectors of a row (the kernels' instantiations; 2 rows at more).
 void rows_per_group_for_short_rows(LaunchConfig& c, int64_t rows, const KernelFacts& f) {
-  const int per_group = f.fwd_rows_per_group;
-  if (per_group <= 1 || !c.exact || (per_group > 2 && c.items != 1) || c.plan != RowPlan::kRegisters || c.cluster_size != 1 ||
+  const int per_group = f.fwd_rows_per_group > 2 && c.items > 2 ? 2 : f.fwd_rows_per_group;
+  if (per_group <= 1 || !c.exact || c.plan != RowPlan::kRegisters || c.cluster_size != 1 ||
       c.realigned || c.vec != 8 || c.items > kSmallItems || c.threads_per_row > 32) {
     return;
   }

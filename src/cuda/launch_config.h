@@ -499,12 +499,13 @@ struct KernelFacts {
   // thread slower (8192 x 2560 as 160 x 2 1.21x, 8192 x 3584 as 224 x 2 1.15x, 16384 x 7168 as
   // 448 x 2 1.21x, 8192 x 5120 as 320 x 2 1.02x): fewer bytes in flight per SM.
   int fwd_whole_warps = 1;
-  // Plain forward rows of at most a warp (per-head norms, 64-256 bf16 columns) at 2 or 4 rows
-  // per row group (NK_TUNE_FWD_ROWS_PER_GROUP; 4 only at 1 vector per thread): each thread
-  // loads every row before it reduces any, and the grid is that many times smaller. EXACT plans
-  // of 8-element vectors with 16-bit x, weight and y only (plan_fwd_with_reads), where the rows
-  // divide into whole CTAs of that many rows per group and fill 2 CTAs per SM; not with a
-  // residual at more than 2 vectors per thread (plan_fwd_with_reads). 1: one row per group.
+  // Plain forward rows of at most a warp (per-head norms, 64-1024 bf16 columns) at 2 or 4 rows
+  // per row group (NK_TUNE_FWD_ROWS_PER_GROUP; 4 only at up to 2 vectors per thread, else 2;
+  // 4 at 2 vectors not measured yet): each thread loads every row before it reduces any, and
+  // the grid is that many times smaller. EXACT plans of 8-element vectors with 16-bit x,
+  // weight and y, where the rows divide into whole CTAs of that many rows per group and fill 2
+  // CTAs per SM; not with a residual at more than 2 vectors per thread (both rules in
+  // plan_fwd_with_reads). 1: one row per group.
   // Inductor's forward at 256 columns is this shape: 4 rows of 1 vector per thread.
   // Measured (thirty-third session, 23:30, H100, bf16, twice, against 1): 2 at 4 vectors per
   // thread 16384 x 512 16.6 -> 15.2 us, 8192 x 1024 16.6 -> 15.2, 65536 x 256 0.97-0.98x,

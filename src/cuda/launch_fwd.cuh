@@ -50,10 +50,14 @@ auto fwd_realigned_slots_kernel(int items) {
 template <typename XT, typename WT, typename YT, int VEC, int IMAX_SMALL>
 auto fwd_rows_kernel(const LaunchConfig& cfg, bool extras) {
   if (cfg.threads_per_row > 32 || cfg.items > IMAX_SMALL ||
-      (cfg.rows_per_group != 2 && !(cfg.rows_per_group == 4 && cfg.items == 1))) {
+      (cfg.rows_per_group != 2 && !(cfg.rows_per_group == 4 && cfg.items <= 2))) {
     throw Error(NK_ERROR_INTERNAL, "rms_norm_fwd: rows per group outside its kernels");
   }
   if (cfg.rows_per_group == 4) {
+    if (cfg.items == 2) {
+      return extras ? rms_norm_fwd_registers_rows<XT, WT, YT, VEC, 2, 4, true>
+                    : rms_norm_fwd_registers_rows<XT, WT, YT, VEC, 2, 4, false>;
+    }
     return extras ? rms_norm_fwd_registers_rows<XT, WT, YT, VEC, 1, 4, true>
                   : rms_norm_fwd_registers_rows<XT, WT, YT, VEC, 1, 4, false>;
   }

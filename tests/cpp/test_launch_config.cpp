@@ -757,10 +757,13 @@ TEST(LaunchConfig, ForwardShortRowsTakeTwoRowsPerGroupWhereAsked) {
     EXPECT_NE(c.describe().find("rows/group=2"), std::string::npos);
     expect_covers(c, rows, hidden, normkit::cuda::fwd_items_max(8), false, f);
   }
-  // 4 rows per group at 1 vector per thread (KernelFacts::fwd_short_row_items, rows of up to
-  // kFwdShortRowVectors); at more vectors per thread 4 is not taken.
+  // 4 rows per group at up to 2 vectors per thread (KernelFacts::fwd_short_row_items, rows of
+  // up to kFwdShortRowVectors); at more vectors per thread 2 rows instead.
   f.fwd_rows_per_group = 4;
-  EXPECT_EQ(normkit::cuda::plan_fwd(131072, 128, 8, f).rows_per_group, 1);
+  EXPECT_EQ(normkit::cuda::plan_fwd(131072, 128, 8, f).rows_per_group, 2);
+  f.fwd_short_row_items = 2;
+  EXPECT_EQ(normkit::cuda::plan_fwd(131072, 128, 8, f).items, 2);
+  EXPECT_EQ(normkit::cuda::plan_fwd(131072, 128, 8, f).rows_per_group, 4);
   f.fwd_short_row_items = 1;
   for (const auto& [rows, hidden, threads] :
        {std::tuple<int64_t, int64_t, int>{131072, 128, 16}, {67584, 64, 8}}) {
@@ -771,8 +774,10 @@ TEST(LaunchConfig, ForwardShortRowsTakeTwoRowsPerGroupWhereAsked) {
     EXPECT_EQ(c.rows_per_group, 4);
     expect_covers(c, rows, hidden, normkit::cuda::fwd_items_max(8), false, f);
   }
-  // Rows past kFwdShortRowVectors keep fwd_items_target (65536 x 256: 32 vectors).
+  // Rows past kFwdShortRowVectors keep fwd_items_target (65536 x 256: 32 vectors), and so 2
+  // rows per group.
   EXPECT_EQ(normkit::cuda::plan_fwd(65536, 256, 8, f).items, 4);
+  EXPECT_EQ(normkit::cuda::plan_fwd(65536, 256, 8, f).rows_per_group, 2);
   f.fwd_short_row_items = 0;
   f.fwd_rows_per_group = 2;
   // Too few rows for 2 CTAs per SM (2048 x 128), rows that do not divide into whole CTAs

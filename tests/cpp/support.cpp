@@ -6,6 +6,7 @@
 #include <cstring>
 #include <new>
 #include <stdexcept>
+#include <thread>
 #include <utility>
 
 #ifdef NK_WITH_CUDA
@@ -280,6 +281,23 @@ std::string dtype_label(nk_dtype dtype) {
 nk_dtype lowest_precision(nk_dtype a, nk_dtype b) {
   auto bits = [](nk_dtype d) { return d == NK_FLOAT32 ? 24 : d == NK_FLOAT16 ? 11 : 8; };
   return bits(a) <= bits(b) ? a : b;
+}
+
+void expect_no_mismatch_over_every_float32(const PatternMismatchCount& count) {
+  constexpr uint64_t kAll = uint64_t{1} << 32;
+  constexpr int kThreads = 2;
+  int64_t mismatches[kThreads] = {};
+  uint32_t example[kThreads] = {};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      mismatches[t] = count(kAll / kThreads * t, kAll / kThreads * (t + 1), &example[t]);
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int t = 0; t < kThreads; ++t) {
+    EXPECT_EQ(mismatches[t], 0) << "first at float32 bits 0x" << std::hex << example[t];
+  }
 }
 
 }  // namespace nktest

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <random>
 #include <string>
 #include <tuple>
@@ -191,5 +192,10 @@ std::string dtype_label(nk_dtype dtype);  // "f32", "f16", "bf16", "e4m3", "e5m2
 
 // The lower precision of two dtypes (for tolerance_for's `in`).
 nk_dtype lowest_precision(nk_dtype a, nk_dtype b);
+
+// count(begin, end, &example) over all 2^32 float32 bit patterns, on 2 threads (halves of the
+// patterns); expects every half's count to be 0, naming the half's first mismatch (`example`).
+using PatternMismatchCount = std::function<int64_t(uint64_t begin, uint64_t end, uint32_t* example)>;
+void expect_no_mismatch_over_every_float32(const PatternMismatchCount& count);
 
 }  // namespace nktest

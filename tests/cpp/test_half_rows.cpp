@@ -9,11 +9,11 @@
 #include <cstdint>
 #include <ostream>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "common/dtype_host.h"
 #include "cpu/half_rows.h"
+#include "support.h"
 
 #if defined(__SSE__)
 #include <xmmintrin.h>
@@ -75,21 +75,9 @@ int64_t count_encode_mismatches(HalfPath path, uint64_t first, uint64_t last,
 
 TEST_P(HalfRows, EncodesEveryFloat32AsFloatToHalfBits) {
   if (GetParam() == HalfPath::kElementWise) GTEST_SKIP() << "the oracle itself";
-  constexpr uint64_t kAll = uint64_t{1} << 32;
-  constexpr int kThreads = 2;  // (halves of the bit patterns)
-  int64_t mismatches[kThreads] = {};
-  uint32_t example[kThreads] = {};
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t) {
-    threads.emplace_back([&, t] {
-      mismatches[t] = count_encode_mismatches(GetParam(), kAll / kThreads * t,
-                                              kAll / kThreads * (t + 1), &example[t]);
-    });
-  }
-  for (auto& t : threads) t.join();
-  for (int t = 0; t < kThreads; ++t) {
-    EXPECT_EQ(mismatches[t], 0) << "first at float32 bits 0x" << std::hex << example[t];
-  }
+  expect_no_mismatch_over_every_float32([&](uint64_t begin, uint64_t end, uint32_t* example) {
+    return count_encode_mismatches(GetParam(), begin, end, example);
+  });
 }
 
 // Every pattern but the NaNs, in order: arrays without a NaN (the fast path where there is one).

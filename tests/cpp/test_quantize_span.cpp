@@ -9,12 +9,13 @@
 #include <cmath>
 #include <cstdint>
 #include <random>
-#include <thread>
+
 #include <vector>
 
 #include "common/dtype_host.h"
 #include "common/quant_rules.h"
 #include "cpu/quantize_span.h"
+#include "support.h"
 
 namespace nktest {
 namespace {
@@ -45,21 +46,9 @@ class QuantizeSpanCodes : public ::testing::TestWithParam<nk_dtype> {};
 
 TEST_P(QuantizeSpanCodes, EveryFloat32IsCodedAsQuantizeCode) {
   const nk_dtype dtype = GetParam();
-  constexpr uint64_t kAll = uint64_t{1} << 32;
-  constexpr int kThreads = 2;  // (halves of the bit patterns)
-  int64_t mismatches[kThreads] = {};
-  uint32_t example[kThreads] = {};
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t) {
-    threads.emplace_back([&, t] {
-      mismatches[t] = count_mismatches(dtype, kAll / kThreads * t, kAll / kThreads * (t + 1),
-                                       &example[t]);
-    });
-  }
-  for (auto& t : threads) t.join();
-  for (int t = 0; t < kThreads; ++t) {
-    EXPECT_EQ(mismatches[t], 0) << "first at float32 bits 0x" << std::hex << example[t];
-  }
+  expect_no_mismatch_over_every_float32([&](uint64_t begin, uint64_t end, uint32_t* example) {
+    return count_mismatches(dtype, begin, end, example);
+  });
 }
 
 INSTANTIATE_TEST_SUITE_P(Formats, QuantizeSpanCodes,
@@ -199,21 +188,9 @@ class QuantizeMxCodes : public ::testing::TestWithParam<nk_dtype> {};
 
 TEST_P(QuantizeMxCodes, EveryReachableFloat32IsCodedAsQuantizeCode) {
   const nk_dtype dtype = GetParam();
-  constexpr uint64_t kAll = uint64_t{1} << 32;
-  constexpr int kThreads = 2;  // (halves of the bit patterns)
-  int64_t mismatches[kThreads] = {};
-  uint32_t example[kThreads] = {};
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t) {
-    threads.emplace_back([&, t] {
-      mismatches[t] = count_mx_mismatches(dtype, kAll / kThreads * t,
-                                          kAll / kThreads * (t + 1), &example[t]);
-    });
-  }
-  for (auto& t : threads) t.join();
-  for (int t = 0; t < kThreads; ++t) {
-    EXPECT_EQ(mismatches[t], 0) << "first at float32 bits 0x" << std::hex << example[t];
-  }
+  expect_no_mismatch_over_every_float32([&](uint64_t begin, uint64_t end, uint32_t* example) {
+    return count_mx_mismatches(dtype, begin, end, example);
+  });
 }
 
 INSTANTIATE_TEST_SUITE_P(Formats, QuantizeMxCodes,

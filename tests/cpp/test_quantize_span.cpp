@@ -9,7 +9,6 @@
 #include <cmath>
 #include <cstdint>
 #include <random>
-
 #include <vector>
 
 #include "common/dtype_host.h"

@@ -349,7 +349,7 @@ for step in "${steps[@]}"; do
       # rows per row group at 2 vectors per thread (NK_TUNE_FWD_ROWS_PER_GROUP=4, unmeasured)
       # against the defaults over the short rows, twice, and with the residual once
       run ctest_pending ctest --test-dir "$BUILD" --output-on-failure -j"${CTEST_JOBS:-14}" \
-        -R 'fwd_rows_per_group_4_two_items|fwd_one_row_per_group|LaunchConfig|FwdModelShapes'
+        -R 'fwd_rows_per_group_4_two_items|fwd_one_row_per_group|LaunchConfig|FwdModelShapes|KernelOccupancy'
       configs="none NK_TUNE_FWD_ROWS_PER_GROUP=4"
       short=131072x128,32768x128,2048x128,65536x256,16384x512,262144x64,16384x256,8192x1024
       knob_runs bench_pending 120 "$configs $configs" --fwd-only --shapes "$short"

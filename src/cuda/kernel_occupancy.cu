@@ -59,6 +59,15 @@ LaunchConfig bf16_bwd_plan(int64_t rows, int64_t hidden, const KernelFacts& f) {
                  c.plan == RowPlan::kPipelined && c.items <= 2 && c.cluster_size == 1);
 }
 
+// The plan of a contiguous bf16 shape of short rows at two rows per row group
+// (KernelFacts::fwd_rows_per_group).
+LaunchConfig bf16_fwd_rows_plan(int64_t rows, int64_t hidden, const KernelFacts& f) {
+  const LaunchConfig c = plan_fwd(rows, hidden, 8, f, 2);
+  return checked(rows, hidden, c,
+                 c.plan == RowPlan::kRegisters && c.exact && c.rows_per_group == 2 &&
+                     c.items <= kSmallItems && c.threads_per_row <= 32);
+}
+
 // The quantized forward's pinned plan (pin_quant_registers) of a contiguous bf16 shape.
 LaunchConfig bf16_quant_plan(int64_t rows, int64_t hidden, bool dynamic, const KernelFacts& f) {
   LaunchConfig c = plan_fwd_quant(rows, hidden, 8, 0, dynamic, f);
@@ -83,6 +92,7 @@ std::vector<KernelOccupancy> planned_occupancy() {
   const KernelFacts f = kernel_facts(current_device_facts());
   auto exact_small = rms_norm_fwd_registers_exact_small<bf16, bf16, bf16, 8, kSmallItems, false>;
   auto exact_wide = rms_norm_fwd_registers<bf16, bf16, bf16, 8, fwd_items_max(8), true>;
+  auto fwd_rows = rms_norm_fwd_registers_rows<bf16, bf16, bf16, 8, kSmallItems, 2, false>;
   auto bwd = rms_norm_bwd_pipelined<bf16, bf16, bf16, 8, 2, false, false>;
   auto quant_tensor =
       rms_norm_fwd_quant_registers_exact_small<bf16, bf16, NK_QUANT_TENSOR, 8, false, true>;
@@ -94,7 +104,8 @@ std::vector<KernelOccupancy> planned_occupancy() {
   // (12288 columns) three, 256 x 4 four, 512 x 4 and 512 x 8 two, and for the quantized
   // forward's pinned 56 registers 384 x 4 three and 224 x 4 (7168 columns) five (with y_t, the
   // ticketed grid's tiles must not cost one); the backward's plans of 256 threads assume
-  // KernelFacts::bwd_ctas_per_sm (2), those of 160 threads three.
+  // KernelFacts::bwd_ctas_per_sm (2), those of 160 threads three; the forward's 2 rows per
+  // group of 256 threads at 64 registers four (its grid: rows for 2 CTAs per SM or more).
   return {
       measure("fwd 4096x12288 (EXACT, small budget)", exact_small,
               bf16_fwd_plan(4096, 12288, kSmallItems, f), 3),
@@ -104,6 +115,10 @@ std::vector<KernelOccupancy> planned_occupancy() {
               bf16_fwd_plan(2048, 16384, kSmallItems, f), 2),
       measure("fwd 1024x32768 (EXACT, large budget)", exact_wide,
               bf16_fwd_plan(1024, 32768, fwd_items_max(8), f), 2),
+      measure("fwd 131072x128 (2 rows per group, 2 vectors)", fwd_rows,
+              bf16_fwd_rows_plan(131072, 128, f), 4),
+      measure("fwd 16384x512 (2 rows per group, 4 vectors)", fwd_rows,
+              bf16_fwd_rows_plan(16384, 512, f), 4),
       measure("quant tensor 4096x12288 (pinned)", quant_tensor,
               bf16_quant_plan(4096, 12288, false, f), 3),
       measure("quant token 4096x12288 (folded, pinned)", quant_token,

@@ -5,7 +5,7 @@
 # Usage: bench/device.sh [steps...]   steps: build sass test check bench quant install python
 # compare models binding narrow pending train dtypes huge columns ncu_quant ncu_quant_source
 # quant_bench exact items fused tickets wide modes bwd_probe probe inductor dram aftermath
-# sanitize profile method ncu_method ring ncu_detail ncu_peer
+# sanitize profile method ncu_method ring ncu_detail ncu_peer pending_python
 # (default: build test check bench)
 # BUILD=dir names the build tree (default build-device). (A tree built on the CPU machine cannot
 # travel instead: its binaries are over 64 MiB each.) `install` links that tree's libnormkit.a.
@@ -345,16 +345,24 @@ for step in "${steps[@]}"; do
       # AB_MODES under AB_CONFIGS
       mode_runs "${AB_MODES:-plain tensor token block mxfp8 transposed}" "${AB_CONFIGS:-none}" ;;
     pending)  # the thirty-fourth session's prepared call: the tests the thirty-third session's
-      # device time did not reach (its new ctest entries, the torch binding's GPU tests), then 4
+      # device time did not reach (its new ctest entries; the binding's: pending_python), then 4
       # rows per row group at 2 vectors per thread (NK_TUNE_FWD_ROWS_PER_GROUP=4, unmeasured)
-      # against the defaults over the short rows, twice, and with the residual once
+      # against the defaults over the short rows, twice, and with the residual once; then rows
+      # of more than a warp at 2 rows per group
       run ctest_pending ctest --test-dir "$BUILD" --output-on-failure -j"${CTEST_JOBS:-14}" \
-        -R 'fwd_rows_per_group_4_two_items|fwd_one_row_per_group|LaunchConfig|FwdModelShapes|KernelOccupancy'
+        -R 'fwd_rows_per_group_4_two_items|fwd_rows_per_group_wide|fwd_one_row_per_group|LaunchConfig|FwdModelShapes|KernelOccupancy'
       configs="none NK_TUNE_FWD_ROWS_PER_GROUP=4"
       short=131072x128,32768x128,2048x128,65536x256,16384x512,262144x64,16384x256,8192x1024
       knob_runs bench_pending 120 "$configs $configs" --fwd-only --shapes "$short"
       knob_runs bench_pending_residual 120 "$configs" --fwd-only --residual \
         --shapes 131072x128,32768x128,262144x64
+      # rows of 64-256 threads at 2 rows per group (NK_TUNE_FWD_ROWS_PER_GROUP_MAX_THREADS=512,
+      # unmeasured) over the sweep and the models set, twice
+      knob_runs bench_pending_wide 300 \
+        "none NK_TUNE_FWD_ROWS_PER_GROUP_MAX_THREADS=512 none NK_TUNE_FWD_ROWS_PER_GROUP_MAX_THREADS=512" \
+        --fwd-only --shapes sweep,models ;;
+    pending_python)  # the torch binding's GPU tests that the thirty-third session's device time
+      # did not reach (its final commit's: test_torch_eager.py stopped at 179 passed)
       install_package &&
         for f in tests/python/test_torch_eager.py tests/python/test_torch_ops.py \
           tests/python/test_torch_module.py tests/python/test_extension.py; do

@@ -133,15 +133,18 @@ void whole_warps_for_row(LaunchConfig& c, int64_t rows, int64_t hidden, const Ke
   }
 }
 
-// KernelFacts::fwd_rows_per_group: an EXACT one-CTA plan of 16-byte vectors whose rows fit a
-// warp (the reduction stays in shuffles) at up to kSmallItems vectors per thread, with rows that
+// KernelFacts::fwd_rows_per_group: an EXACT one-CTA plan of 16-byte vectors whose rows have at
+// most fwd_rows_per_group_max_threads threads (a warp by default: the sums stay in shuffles;
+// past one, whole warps) at up to kSmallItems vectors per thread, with rows that
 // divide into CTAs of that many rows per group and that still fill 2 CTAs per SM, takes that
 // many rows per group on a grid that many times smaller: 2, or 4 where a thread holds at most
 // 2 vectors of a row (the kernels' instantiations; 2 rows at more).
 void rows_per_group_for_short_rows(LaunchConfig& c, int64_t rows, const KernelFacts& f) {
   const int per_group = f.fwd_rows_per_group > 2 && c.items > 2 ? 2 : f.fwd_rows_per_group;
   if (per_group <= 1 || !c.exact || c.plan != RowPlan::kRegisters || c.cluster_size != 1 ||
-      c.realigned || c.vec != 8 || c.items > kSmallItems || c.threads_per_row > 32) {
+      c.realigned || c.vec != 8 || c.items > kSmallItems ||
+      c.threads_per_row > f.fwd_rows_per_group_max_threads ||
+      (c.threads_per_row > 32 && c.threads_per_row % 32 != 0)) {
     return;
   }
   const int64_t rows_per_cta = int64_t(c.rows_per_block) * per_group;

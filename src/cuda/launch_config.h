@@ -513,6 +513,14 @@ struct KernelFacts {
   // (the second row's residual loads wait for the first row's residual_out stores). 4 rows at
   // 1 vector: 1.32-1.64x slower from 512 columns (rows of 64-112 threads).
   int fwd_rows_per_group = 2;
+  // The most threads per row that fwd_rows_per_group takes
+  // (NK_TUNE_FWD_ROWS_PER_GROUP_MAX_THREADS; 32: rows that fit a warp, whose sums stay in
+  // shuffles). Past a warp the rows' block sums
+  // share their two barriers (block_sums). Rows of 64-256 threads at 4 vectors (2048-8192 bf16
+  // columns: 8192 x 2048, 4096 x 4096, 8192 x 4096 of the sweep) run in 3.9 waves of CTAs that
+  // 2 rows per group would halve, as 16384 x 512's two waves became one (0.90x). Not yet
+  // measured past 32.
+  int fwd_rows_per_group_max_threads = 32;
   // Plain forward rows of at most kFwdShortRowVectors vectors (128 bf16 columns: per-head
   // norms): the vectors per thread the plan aims for instead of fwd_items_target
   // (NK_TUNE_FWD_SHORT_ROW_ITEMS; 0: fwd_items_target). Measured (same call, with 2 rows per

@@ -49,7 +49,7 @@ auto fwd_realigned_slots_kernel(int items) {
 // The rms_norm_fwd_registers_rows instance of a plan's rows per group and vectors per thread.
 template <typename XT, typename WT, typename YT, int VEC, int IMAX_SMALL>
 auto fwd_rows_kernel(const LaunchConfig& cfg, bool extras) {
-  if (cfg.threads_per_row > 32 || cfg.items > IMAX_SMALL ||
+  if ((cfg.threads_per_row > 32 && cfg.threads_per_row % 32 != 0) || cfg.items > IMAX_SMALL ||
       (cfg.rows_per_group != 2 && !(cfg.rows_per_group == 4 && cfg.items <= 2))) {
     throw Error(NK_ERROR_INTERNAL, "rms_norm_fwd: rows per group outside its kernels");
   }

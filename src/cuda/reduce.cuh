@@ -68,6 +68,28 @@ __device__ __forceinline__ float block_sum(float v, float* scratch) {
   return block_reduce(v, scratch, SumOp{});
 }
 
+// block_sum of each of the N values, behind the same two barriers (each bit for bit as
+// block_sum's). `scratch` holds N * kMaxWarps floats.
+template <int N>
+__device__ __forceinline__ void block_sums(float (&v)[N], float* scratch) {
+  const int warps = blockDim.x / 32;
+#pragma unroll
+  for (int n = 0; n < N; ++n) v[n] = group_reduce(v[n], 32, SumOp{});
+  __syncthreads();
+  const int slot = threadIdx.y * warps + threadIdx.x / 32;
+  if (threadIdx.x % 32 == 0) {
+#pragma unroll
+    for (int n = 0; n < N; ++n) scratch[n * kMaxWarps + slot] = v[n];
+  }
+  __syncthreads();
+#pragma unroll
+  for (int n = 0; n < N; ++n) {
+    float total = SumOp::kIdentity;
+    for (int w = 0; w < warps; ++w) total += scratch[n * kMaxWarps + threadIdx.y * warps + w];
+    v[n] = total;
+  }
+}
+
 // block_sum of `sum` and the maximum of `max` (non-negative) together, behind the same two
 // barriers; `sum` comes out bit for bit as block_sum's. `scratch` holds 2 * kMaxWarps floats.
 __device__ __forceinline__ void block_sum_and_max(float& sum, float& max, float* scratch) {

@@ -391,7 +391,7 @@ __global__ void __maxnreg__(32) rms_norm_fwd_registers_exact_32(FwdParams p) {
   fwd_registers_row<XT, WT, YT, VEC, 2, true, EXTRAS>(p);
 }
 
-// fwd_registers_row for EXACT plans whose rows fit a warp, at ROWS rows per row group
+// fwd_registers_row for EXACT plans of one CTA per row, at ROWS rows per row group
 // (LaunchConfig::rows_per_group): CTA b's row group y takes rows (b * ROWS + r) * blockDim.y + y,
 // r < ROWS. Every row's x loads are issued before the first reduction, so each thread has ROWS
 // rows of loads in flight on a grid ROWS times smaller. Each row's arithmetic is
@@ -399,6 +399,7 @@ __global__ void __maxnreg__(32) rms_norm_fwd_registers_exact_32(FwdParams p) {
 // threads per SM; under the 512-thread bound ptxas took 80, 3 CTAs).
 template <typename XT, typename WT, typename YT, int VEC, int IMAX, int ROWS, bool EXTRAS>
 __global__ void __maxnreg__(64) rms_norm_fwd_registers_rows(FwdParams p) {
+  __shared__ float scratch[ROWS * kMaxWarps];  // (rows of more than a warp)
   const RowShape& shape = p.shape;
   const int64_t first = static_cast<int64_t>(blockIdx.x) * ROWS * blockDim.y + threadIdx.y;
   const auto chunk = [&](int r) {
@@ -415,8 +416,12 @@ __global__ void __maxnreg__(64) rms_norm_fwd_registers_rows(FwdParams p) {
   float sum_sq[ROWS];
 #pragma unroll
   for (int r = 0; r < ROWS; ++r) sum_sq[r] = sum_of_squares(s[r]);
+  if (blockDim.x <= 32) {  // (cta_row_sum's two cases, the rows' barriers shared)
 #pragma unroll
-  for (int r = 0; r < ROWS; ++r) sum_sq[r] = group_sum(sum_sq[r], blockDim.x);
+    for (int r = 0; r < ROWS; ++r) sum_sq[r] = group_sum(sum_sq[r], blockDim.x);
+  } else {
+    block_sums(sum_sq, scratch);
+  }
 #pragma unroll
   for (int r = 0; r < ROWS; ++r) {
     const RowChunk<VEC, true> c = chunk(r);

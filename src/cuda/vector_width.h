@@ -139,6 +139,8 @@ inline const KernelFacts& tuned_defaults() {
     k.fwd_rows_per_group =
         tuning_knob("NK_TUNE_FWD_ROWS_PER_GROUP", k.fwd_rows_per_group, 1, 4);
     if (k.fwd_rows_per_group == 3) k.fwd_rows_per_group = 2;  // (kernels for 2 and 4)
+    k.fwd_rows_per_group_max_threads = tuning_knob("NK_TUNE_FWD_ROWS_PER_GROUP_MAX_THREADS",
+                                                   k.fwd_rows_per_group_max_threads, 1, 512);
     k.fwd_short_row_items =
         tuning_knob("NK_TUNE_FWD_SHORT_ROW_ITEMS", k.fwd_short_row_items, 0, 4);
     k.fwd_tiny_registers =

@@ -191,7 +191,14 @@ INSTANTIATE_TEST_SUITE_P(AllBackends, FwdModelShapes,
                                                               RowsHidden{67584, 64},
                                                               RowsHidden{67584, 128},
                                                               RowsHidden{33792, 256},
-                                                              RowsHidden{4224, 1024})),
+                                                              RowsHidden{4224, 1024},
+                                                              // (rows of 64-256 threads at 2
+                                                              // rows per group where
+                                                              // NK_TUNE_FWD_ROWS_PER_GROUP_
+                                                              // MAX_THREADS allows)
+                                                              RowsHidden{2112, 2048},
+                                                              RowsHidden{1056, 4096},
+                                                              RowsHidden{2112, 1536})),
                          ShapeTestName());
 
 // ---- layouts: strides, alignment, in place ----

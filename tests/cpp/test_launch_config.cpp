@@ -71,7 +71,10 @@ void expect_covers(const LaunchConfig& c, int64_t rows, int64_t hidden, int item
     }
     if (c.rows_per_group > 1) {  // (KernelFacts::fwd_rows_per_group: EXACT, whole CTAs)
       EXPECT_TRUE(c.exact);
-      EXPECT_LE(c.threads_per_row, 32);
+      EXPECT_LE(c.threads_per_row, f.fwd_rows_per_group_max_threads);
+      if (c.threads_per_row > 32) {
+        EXPECT_EQ(c.threads_per_row % 32, 0);  // (block_sums: whole warps)
+      }
       EXPECT_EQ(c.grid * c.rows_per_block * c.rows_per_group, rows);
     }
   }
@@ -780,6 +783,22 @@ TEST(LaunchConfig, ForwardShortRowsTakeTwoRowsPerGroupWhereAsked) {
   EXPECT_EQ(normkit::cuda::plan_fwd(65536, 256, 8, f).rows_per_group, 2);
   f.fwd_short_row_items = 0;
   f.fwd_rows_per_group = 2;
+  // Rows of more threads than fwd_rows_per_group_max_threads (a warp by default) keep one row
+  // per group; raised, whole warps of them take two.
+  EXPECT_EQ(normkit::cuda::plan_fwd(8192, 2048, 8, f).rows_per_group, 1);
+  {
+    KernelFacts wide = f;
+    wide.fwd_rows_per_group_max_threads = 512;
+    for (const auto& [rows, hidden] : {std::pair<int64_t, int64_t>{8192, 2048}, {4096, 4096},
+                                       {8192, 4096}, {16384, 1536}}) {
+      const LaunchConfig c = normkit::cuda::plan_fwd(rows, hidden, 8, wide);
+      SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(hidden) + ": " + c.describe());
+      EXPECT_GT(c.threads_per_row, 32);
+      EXPECT_EQ(c.threads_per_row % 32, 0);
+      EXPECT_EQ(c.rows_per_group, 2);
+      expect_covers(c, rows, hidden, normkit::cuda::fwd_items_max(8), false, wide);
+    }
+  }
   // Too few rows for 2 CTAs per SM (2048 x 128), rows that do not divide into whole CTAs
   // (131071 x 128), rows wider than a warp covers (8192 x 4096), 4-element vectors (float32
   // x), and misaligned rows (not EXACT): one row per group.

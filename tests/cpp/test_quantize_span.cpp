@@ -1,13 +1,14 @@
 // The CPU forward's vectorized quantization (src/cpu/quantize_span.cpp) against the shared
 // per-element rules of common/quant_rules.h: every float32 bit pattern through each output
 // format, and the row maximum against the sequential fold, NaN, -0 and ragged lengths included;
-// MXFP8's blocks (maxima, e8m0 bytes, codes) against the scalar rules, every float32 a block's
-// encoder can be handed included.
+// MXFP8's blocks (maxima, e8m0 bytes, codes) and TOKEN's and BLOCK's blocks (maxima, scales,
+// codes) against the scalar rules, every float32 a block's encoder can be handed included.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <ostream>
 #include <random>
 #include <vector>
 
@@ -195,6 +196,185 @@ TEST_P(QuantizeMxCodes, EveryReachableFloat32IsCodedAsQuantizeCode) {
 INSTANTIATE_TEST_SUITE_P(Formats, QuantizeMxCodes,
                          ::testing::Values(NK_FLOAT8_E4M3, NK_FLOAT8_E5M2, NK_INT8),
                          [](const auto& info) { return std::string(nk_dtype_name(info.param)); });
+
+// Values for the ragged tests: normal at a random scale, with -0, NaN and +-Inf mixed in.
+std::vector<float> ragged_values(int64_t n, std::mt19937& rng) {
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::uniform_int_distribution<int> exponent(-140, 20), pick(0, 29);
+  const float nan = bits_to_float(0x7fc00000u), inf = bits_to_float(0x7f800000u);
+  const float scale = std::ldexp(1.0f, exponent(rng));
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& x : v) {
+    const int special = pick(rng);
+    x = special == 0 ? -0.0f : special == 1 ? nan : special == 2 ? -inf : normal(rng) * scale;
+  }
+  return v;
+}
+
+// quantize_span's 16-code steps and the codes after the last whole vector (its unrolled steps and
+// their remainder included), from unaligned starts.
+TEST(QuantizeSpan, RaggedLengthsAndStartsAreCodedAsQuantizeCode) {
+  std::mt19937 rng(14);
+  for (int64_t n = 0; n <= 140; ++n) {
+    for (int64_t start : {0, 1, 3}) {
+      const std::vector<float> v = ragged_values(start + n, rng);
+      std::vector<uint8_t> y(static_cast<size_t>(start + n) + 1, 0xa5);
+      for (nk_dtype dtype : {NK_FLOAT8_E4M3, NK_FLOAT8_E5M2, NK_INT8}) {
+        const float multiplier = 1.7f;
+        normkit::cpu::quantize_span(y.data() + start, v.data() + start, n, multiplier, dtype);
+        for (int64_t j = start; j < start + n; ++j) {
+          ASSERT_EQ(y[j], normkit::quantize_code(v[j] * multiplier, dtype))
+              << "n " << n << " start " << start << " element " << j;
+        }
+        ASSERT_EQ(y[static_cast<size_t>(start + n)], 0xa5) << "n " << n;  // (nothing past n)
+      }
+    }
+  }
+}
+
+// abs_max's four chains of vectors, the vectors after the last whole step and the elements
+// after the last whole vector, with NaN, -0 and the maximum in each of them.
+TEST(QuantizeSpan, AbsMaxOverRaggedLengthsIsTheSequentialFold) {
+  std::mt19937 rng(15);
+  const float nan = bits_to_float(0x7fc00000u);
+  for (int64_t n = 0; n <= 200; ++n) {
+    for (int64_t peak = 0; peak < n; peak += 7) {
+      std::vector<float> v = ragged_values(n, rng);
+      for (float& x : v) x = std::isinf(x) ? nan : x;  // (an Inf would be every row's max)
+      v[static_cast<size_t>(peak)] = -1e30f;
+      float expected = 0.0f;
+      for (float x : v) expected = normkit::fold_abs_max(expected, x);
+      const float got = normkit::cpu::abs_max(v.data(), n);
+      ASSERT_EQ(float_to_bits(got), float_to_bits(expected)) << "n " << n << " peak " << peak;
+    }
+  }
+}
+
+// TOKEN and BLOCK blocks against the scalar rules, block by block: fold_abs_max, dynamic_scale,
+// quantize_code of v * dynamic_multiplier, and the row maximum. Block lengths that are and are
+// not whole vectors, up to and past the longest that go 16 at a time; rows of fewer than 16
+// blocks, of whole groups of 16 and of groups and more; with and without scale_ub.
+TEST(QuantizeSpan, ScaledBlocksFollowTheScalarRules) {
+  std::mt19937 rng(16);
+  for (int64_t block : {1, 15, 16, 17, 32, 100, 128, 144, 256, 272, 512}) {
+    for (int64_t blocks : {1, 3, 16, 17, 32, 35}) {
+      const int64_t n = block * blocks;
+      for (nk_dtype dtype : {NK_FLOAT8_E4M3, NK_FLOAT8_E5M2, NK_INT8}) {
+        for (float scale_ub : {0.0f, 0x1p-30f, 3.0f}) {
+          // Each block at its own scale (mx_row's blocks are 32 long; these take any length).
+          std::vector<float> v(static_cast<size_t>(n));
+          for (int64_t b = 0; b < blocks; ++b) {
+            const std::vector<float> vb = ragged_values(block, rng);
+            std::copy(vb.begin(), vb.end(), v.begin() + b * block);
+          }
+          if (blocks > 2) std::fill(v.begin() + block, v.begin() + 2 * block, -0.0f);
+          const float qmax = normkit::quant_qmax(dtype);
+          std::vector<uint8_t> y(static_cast<size_t>(n));
+          std::vector<float> scales(static_cast<size_t>(blocks));
+          const float got_max = normkit::cpu::quantize_scaled_blocks(
+              y.data(), scales.data(), v.data(), n, block, qmax, scale_ub, dtype);
+          float row_max = 0.0f;
+          for (int64_t b = 0; b < blocks; ++b) {
+            float m = 0.0f;
+            for (int64_t j = 0; j < block; ++j) m = normkit::fold_abs_max(m, v[b * block + j]);
+            row_max = normkit::fold_abs_max(row_max, m);
+            const float scale = normkit::dynamic_scale(m, qmax, scale_ub);
+            ASSERT_EQ(float_to_bits(scales[b]), float_to_bits(scale))
+                << "block " << block << " n " << n << " b " << b;
+            const float multiplier = normkit::dynamic_multiplier(scale);
+            for (int64_t j = 0; j < block; ++j) {
+              const int64_t k = b * block + j;
+              ASSERT_EQ(y[k], normkit::quantize_code(v[k] * multiplier, dtype))
+                  << "block " << block << " n " << n << " element " << k;
+            }
+          }
+          ASSERT_EQ(float_to_bits(got_max), float_to_bits(row_max)) << "block " << block;
+        }
+      }
+    }
+  }
+}
+
+// TOKEN (one block a row) and BLOCK (the default 128, blocks 16 at a time).
+struct ScaledBlocksCase {
+  nk_dtype dtype;
+  int64_t block;
+  int64_t row;  // elements per quantize_scaled_blocks call
+};
+
+void PrintTo(const ScaledBlocksCase& c, std::ostream* os) {
+  *os << nk_dtype_name(c.dtype) << ", block " << c.block << ", row " << c.row;
+}
+
+// Codes of quantize_scaled_blocks disagreeing with quantize_code over the bit patterns in
+// [first, last): with scale_ub 1, every float32 is reachable (t = v * 1 / min(amax / qmax, 1)).
+// Each block holds qmax besides block - 1 patterns, so that its scale is exactly 1 and t is the
+// pattern itself; a scale other than 1 or a wrong row maximum counts too. The codes are compared
+// byte for byte with quantize_span's at multiplier 1, which QuantizeSpanCodes checks against
+// quantize_code over every float32, and the maximum with abs_max's. The first disagreement's
+// input in *example.
+int64_t count_scaled_mismatches(const ScaledBlocksCase& c, uint64_t first, uint64_t last,
+                                uint32_t* example) {
+  constexpr int64_t kRows = 64;
+  const float qmax = normkit::quant_qmax(c.dtype);
+  std::vector<float> v(static_cast<size_t>(c.row * kRows)), scales(v.size() / c.block);
+  std::vector<uint8_t> y(v.size()), expected(v.size());
+  int64_t mismatches = 0;
+  const auto check = [&] {
+    normkit::cpu::quantize_span(expected.data(), v.data(), static_cast<int64_t>(v.size()), 1.0f,
+                                c.dtype);
+    for (int64_t r = 0; r < kRows; ++r) {
+      const int64_t at = r * c.row;
+      const float got_max = normkit::cpu::quantize_scaled_blocks(
+          y.data() + at, scales.data() + at / c.block, v.data() + at, c.row, c.block, qmax,
+          1.0f, c.dtype);
+      for (int64_t b = at; b < at + c.row; b += c.block) {
+        const bool bad_scale = scales[b / c.block] != 1.0f;
+        for (int64_t k = b; k < b + c.block; ++k) {
+          if ((bad_scale || y[k] != expected[k]) && mismatches++ == 0) {
+            *example = float_to_bits(v[k]);
+          }
+        }
+      }
+      const float row_max = normkit::cpu::abs_max(v.data() + at, c.row);
+      if (float_to_bits(got_max) != float_to_bits(row_max) && mismatches++ == 0) {
+        *example = float_to_bits(v[at]);
+      }
+    }
+  };
+  for (uint64_t p = first; p < last;) {
+    for (size_t b = 0; b < v.size(); b += static_cast<size_t>(c.block)) {
+      v[b] = qmax;  // (the padding after `last` keeps scale 1 too)
+      for (size_t k = b + 1; k < b + static_cast<size_t>(c.block); ++k) {
+        v[k] = p < last ? bits_to_float(static_cast<uint32_t>(p++)) : 0.0f;
+      }
+    }
+    check();
+  }
+  return mismatches;
+}
+
+class QuantizeScaledBlockCodes : public ::testing::TestWithParam<ScaledBlocksCase> {};
+
+TEST_P(QuantizeScaledBlockCodes, EveryFloat32IsCodedAsQuantizeCode) {
+  const ScaledBlocksCase c = GetParam();
+  expect_no_mismatch_over_every_float32([&](uint64_t begin, uint64_t end, uint32_t* example) {
+    return count_scaled_mismatches(c, begin, end, example);
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Formats, QuantizeScaledBlockCodes,
+    ::testing::Values(ScaledBlocksCase{NK_FLOAT8_E4M3, 4096, 4096},
+                      ScaledBlocksCase{NK_FLOAT8_E5M2, 4096, 4096},
+                      ScaledBlocksCase{NK_INT8, 4096, 4096},
+                      ScaledBlocksCase{NK_FLOAT8_E4M3, 128, 4096},
+                      ScaledBlocksCase{NK_FLOAT8_E5M2, 128, 4096},
+                      ScaledBlocksCase{NK_INT8, 128, 4096}),
+    [](const auto& info) {
+      return std::string(info.param.block == info.param.row ? "token_" : "block_") +
+             nk_dtype_name(info.param.dtype);
+    });
 
 }  // namespace
 }  // namespace nktest

@@ -1,6 +1,6 @@
 // Quantized outputs of the CPU forward (see nk_quant_mode): each finished float32 row v is turned
 // into y codes and its scales by the shared rules of common/quant_rules.h; y_t is written from y
-// afterwards in cache-sized tiles.
+// in cache-sized tiles, a group of kTransposeRows rows at a time while those rows are in cache.
 #pragma once
 
 #include <cstdint>
@@ -29,7 +29,13 @@ class RowQuantizer {
   float qmax_ = 0.0f;
 };
 
-// y_t[j][r] = y[r][j] for the whole tensor (1-byte elements), in parallel over column tiles.
-void write_transposed(const nk_rms_norm_fwd_args& a);
+// Rows per group that write_transposed_rows turns into y_t: groups of this many rows (a
+// multiple of 8, for the 8 x 8 blocks) give each y_t row whole 64-byte runs.
+constexpr int64_t kTransposeRows = 64;
+
+// y_t[j][r] = y[r][j] (1-byte elements) for rows [r0, r1) and all columns, reading y in
+// kTransposeRows x 64 tiles. Meant to run right after those rows of y were written, so that
+// they are read back from this core's cache rather than from memory (rows of 4 KiB apart).
+void write_transposed_rows(const nk_rms_norm_fwd_args& a, int64_t r0, int64_t r1);
 
 }  // namespace normkit::cpu

@@ -151,9 +151,11 @@ int64_t bwd_staged_bytes(int vec, nk_dtype x, nk_dtype dy, bool with_dresidual) 
 // and dresidual_out), weighed by those inputs' bytes, and their cluster-streaming steps (the
 // backward's also its split-row extras; weight_bytes 0 without a weight): what the launches and
 // --explain share.
-LaunchConfig plan_fwd_with_reads(int64_t rows, int64_t hidden, int vec, nk_dtype x,
-                                 bool with_residual, bool all_16_bit, const KernelFacts& facts) {
+LaunchConfig plan_fwd_with_reads(int64_t rows, int64_t hidden, int vec, nk_dtype x, nk_dtype w,
+                                 nk_dtype y, bool with_residual, const KernelFacts& facts) {
   LaunchConfig c = plan_fwd(rows, hidden, vec, facts, fwd_staged_bytes(vec, x, with_residual));
+  const bool all_16_bit =
+      nk_dtype_size(x) == 2 && nk_dtype_size(w) == 2 && nk_dtype_size(y) == 2;
   if (!all_16_bit || (with_residual && c.items > 2)) {
     // The kernels of several rows per group and of the small register bounds exist for 16-bit
     // x, weight and y only (float32 x spilled at 64 registers; fewer instantiations). With a
@@ -191,10 +193,8 @@ LaunchConfig plan_fwd_for(const nk_rms_norm_fwd_args& a, const KernelFacts& fact
     const LaunchConfig realigned = plan_fwd_realigned_rows(a.rows, a.hidden, facts);
     if (realigned.grid > 0) return realigned;
   }
-  const bool all_16_bit = nk_dtype_size(a.x_dtype) == 2 && nk_dtype_size(a.weight_dtype) == 2 &&
-                          nk_dtype_size(a.y_dtype) == 2;
-  return plan_fwd_with_reads(a.rows, a.hidden, vec, a.x_dtype, a.residual != nullptr, all_16_bit,
-                             facts);
+  return plan_fwd_with_reads(a.rows, a.hidden, vec, a.x_dtype, a.weight_dtype, a.y_dtype,
+                             a.residual != nullptr, facts);
 }
 
 // The column-owning backward where it applies (few rows), else plan_bwd. That kernel stages x,
@@ -319,9 +319,7 @@ std::string explain_fwd(int64_t rows, int64_t hidden, nk_dtype x, nk_dtype w, nk
     const LaunchConfig realigned = plan_fwd_realigned_rows(rows, hidden, facts);
     if (realigned.grid > 0) return realigned.describe();
   }
-  const bool all_16_bit =
-      nk_dtype_size(x) == 2 && nk_dtype_size(w) == 2 && nk_dtype_size(y) == 2;
-  return plan_fwd_with_reads(rows, hidden, vec, x, false, all_16_bit, facts).describe();
+  return plan_fwd_with_reads(rows, hidden, vec, x, w, y, false, facts).describe();
 }
 
 std::string explain_bwd(int64_t rows, int64_t hidden, nk_dtype x, nk_dtype w, nk_dtype dy,

@@ -505,8 +505,8 @@ struct KernelFacts {
   // the grid is that many times smaller. EXACT plans of 8-element vectors with 16-bit x,
   // weight and y, where the rows divide into whole CTAs of that many rows per group and fill 2
   // CTAs per SM; not with a residual at more than 2 vectors per thread (both rules in
-  // plan_fwd_with_reads). 1: one row per group.
-  // Inductor's forward at 256 columns is this shape: 4 rows of 1 vector per thread.
+  // plan_fwd_with_reads). 1: one row per group. Inductor's forward at 256 columns is this
+  // shape: 4 rows of 1 vector per thread.
   // Measured (thirty-third session, 23:30, H100, bf16, twice, against 1): 2 at 4 vectors per
   // thread 16384 x 512 16.6 -> 15.2 us, 8192 x 1024 16.6 -> 15.2, 65536 x 256 0.97-0.98x,
   // 32768 x 512 0.97-0.98x, the other short rows level; with the residual 1.01-1.06x slower
@@ -515,11 +515,10 @@ struct KernelFacts {
   int fwd_rows_per_group = 2;
   // The most threads per row that fwd_rows_per_group takes
   // (NK_TUNE_FWD_ROWS_PER_GROUP_MAX_THREADS; 32: rows that fit a warp, whose sums stay in
-  // shuffles). Past a warp the rows' block sums
-  // share their two barriers (block_sums). Rows of 64-256 threads at 4 vectors (2048-8192 bf16
-  // columns: 8192 x 2048, 4096 x 4096, 8192 x 4096 of the sweep) run in 3.9 waves of CTAs that
-  // 2 rows per group would halve, as 16384 x 512's two waves became one (0.90x). Not yet
-  // measured past 32.
+  // shuffles). Past a warp the rows' block sums share their two barriers (block_sums). Rows of
+  // 64-256 threads at 4 vectors (2048-8192 bf16 columns: 8192 x 2048, 4096 x 4096, 8192 x 4096
+  // of the sweep) run in 3.9 waves of CTAs that 2 rows per group would halve, as 16384 x 512's
+  // two waves became one (0.90x). Not yet measured past 32.
   int fwd_rows_per_group_max_threads = 32;
   // Plain forward rows of at most kFwdShortRowVectors vectors (128 bf16 columns: per-head
   // norms): the vectors per thread the plan aims for instead of fwd_items_target

@@ -344,23 +344,17 @@ for step in "${steps[@]}"; do
     modes)  # A/B over the plain forward and the quantized modes in one run (mode_runs) of
       # AB_MODES under AB_CONFIGS
       mode_runs "${AB_MODES:-plain tensor token block mxfp8 transposed}" "${AB_CONFIGS:-none}" ;;
-    pending)  # the thirty-fourth session's prepared call: the tests the thirty-third session's
-      # device time did not reach (its new ctest entries; the binding's: pending_python), then 4
-      # rows per row group at 2 vectors per thread (NK_TUNE_FWD_ROWS_PER_GROUP=4, unmeasured)
-      # against the defaults over the short rows, twice, and with the residual once; then rows
-      # of more than a warp at 2 rows per group
+    pending)  # the thirty-fourth session's call: every CUDA test case under the new defaults
+      # (2 rows per group up to 256 threads per row) with the planner tests and the new entry
+      # (the backward's row-group sums added by group 0 alone), then the backward's group sums
+      # by the whole CTA (default) against group 0 alone over the models set and the sweep,
+      # twice, and with a bias once; the forward's new default over both sets
       run ctest_pending ctest --test-dir "$BUILD" --output-on-failure -j"${CTEST_JOBS:-14}" \
-        -R 'fwd_rows_per_group_4_two_items|fwd_rows_per_group_wide|fwd_one_row_per_group|LaunchConfig|FwdModelShapes|KernelOccupancy'
-      configs="none NK_TUNE_FWD_ROWS_PER_GROUP=4"
-      short=131072x128,32768x128,2048x128,65536x256,16384x512,262144x64,16384x256,8192x1024
-      knob_runs bench_pending 120 "$configs $configs" --fwd-only --shapes "$short"
-      knob_runs bench_pending_residual 120 "$configs" --fwd-only --residual \
-        --shapes 131072x128,32768x128,262144x64
-      # rows of 64-256 threads at 2 rows per group (NK_TUNE_FWD_ROWS_PER_GROUP_MAX_THREADS=512,
-      # unmeasured) over the sweep and the models set, twice
-      knob_runs bench_pending_wide 300 \
-        "none NK_TUNE_FWD_ROWS_PER_GROUP_MAX_THREADS=512 none NK_TUNE_FWD_ROWS_PER_GROUP_MAX_THREADS=512" \
-        --fwd-only --shapes sweep,models ;;
+        -R '/Cuda|bwd_group_sums_by_group_0|LaunchConfig|KernelOccupancy'
+      configs="none NK_TUNE_BWD_GROUP_SUMS_BY_CTA=0"
+      knob_runs bench_pending 300 "$configs $configs" --bwd-only --shapes models,sweep
+      knob_runs bench_pending_bias 300 "$configs" --bwd-only --bias --shapes models,sweep
+      knob_runs bench_pending_fwd 300 none --fwd-only --shapes sweep,models ;;
     pending_python)  # the torch binding's GPU tests that the thirty-third session's device time
       # did not reach (its final commit's: test_torch_eager.py stopped at 179 passed)
       install_package &&

@@ -91,6 +91,8 @@ struct BwdParams {
   void* grid_dbias;    // [hidden] or null
   int64_t slots;
   bool early_dependent;  // allow_dependent_launch at the kernel's start
+  // The pipelined kernel's row groups' sums added by every thread of the CTA (else by group 0).
+  bool group_sums_by_cta;
   bool evict_first_reads;  // x, dy and dresidual_out through L2 as evict-first (read_policy.cuh)
   bool evict_last_reads;   // ... as evict-last
   // Cluster streaming: the first prefetch_bytes of the CTA's chunk of its next row, per tensor,

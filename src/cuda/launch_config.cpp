@@ -134,11 +134,11 @@ void whole_warps_for_row(LaunchConfig& c, int64_t rows, int64_t hidden, const Ke
 }
 
 // KernelFacts::fwd_rows_per_group: an EXACT one-CTA plan of 16-byte vectors whose rows have at
-// most fwd_rows_per_group_max_threads threads (a warp by default: the sums stay in shuffles;
-// past one, whole warps) at up to kSmallItems vectors per thread, with rows that
-// divide into CTAs of that many rows per group and that still fill 2 CTAs per SM, takes that
-// many rows per group on a grid that many times smaller: 2, or 4 where a thread holds at most
-// 2 vectors of a row (the kernels' instantiations; 2 rows at more).
+// most fwd_rows_per_group_max_threads threads (256 by default; up to a warp the sums stay in
+// shuffles, past one the rows must be whole warps) at up to kSmallItems vectors per thread,
+// with rows that divide into CTAs of that many rows per group and that still fill 2 CTAs per
+// SM, takes that many rows per group on a grid that many times smaller: 2, or 4 where a thread
+// holds at most 2 vectors of a row (the kernels' instantiations; 2 rows at more).
 void rows_per_group_for_short_rows(LaunchConfig& c, int64_t rows, const KernelFacts& f) {
   const int per_group = f.fwd_rows_per_group > 2 && c.items > 2 ? 2 : f.fwd_rows_per_group;
   if (per_group <= 1 || !c.exact || c.plan != RowPlan::kRegisters || c.cluster_size != 1 ||
@@ -764,6 +764,7 @@ LaunchConfig plan_bwd(int64_t rows, int64_t hidden, int vec, const KernelFacts& 
   c.reduce_in_grid = facts.bwd_reduce_in_grid && c.slots > 1 && c.plan != RowPlan::kStreaming;
   c.reduce_kernel = facts.bwd_reduce_kernel;
   c.early_dependent = facts.bwd_early_dependent != 0;
+  c.group_sums_by_cta = facts.bwd_group_sums_by_cta != 0;
   return c;
 }
 

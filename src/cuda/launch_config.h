@@ -98,6 +98,14 @@ struct KernelFacts {
   // to 1.3 us (128 x 4096 11.1 against 10.0), the early launch 0.2-1 us.
   int bwd_reduce_kernel = 0;
   int bwd_early_dependent = 0;
+  // How the pipelined backward's CTAs of several row groups add their groups' dweight/dbias
+  // sums before writing their slot (NK_TUNE_BWD_GROUP_SUMS_BY_CTA): 1 every thread of the CTA
+  // takes whole columns; 0 the first row group alone (its threads' own columns: at 128 columns
+  // 8 threads adding 16 columns of 32 groups each, at the end of every CTA). The same sums in
+  // the same order either way. Measured (thirty-fourth session, 01:53, H100, bf16, twice), 1
+  // against 0: 32768 x 128 22.8 -> 18.7 us, 131072 x 128 48.7 -> 44.7, 4096 x 1024 21.5 ->
+  // 19.2, 8192 x 2048 47.5 -> 45.1, 16384 x 512 30.1 -> 27.6; with a bias 0.77-0.86x there.
+  int bwd_group_sums_by_cta = 1;
   // Split rows of more than kClusterDeferMaxItems vectors per thread (rows past 131072 bf16
   // columns: 16 CTAs of 512 threads x 4 vectors). bwd_smem_weight 1 (the default): they hold the
   // weight of their CTA's columns in shared memory after the stages, where it fits
@@ -514,12 +522,14 @@ struct KernelFacts {
   // 1 vector: 1.32-1.64x slower from 512 columns (rows of 64-112 threads).
   int fwd_rows_per_group = 2;
   // The most threads per row that fwd_rows_per_group takes
-  // (NK_TUNE_FWD_ROWS_PER_GROUP_MAX_THREADS; 32: rows that fit a warp, whose sums stay in
-  // shuffles). Past a warp the rows' block sums share their two barriers (block_sums). Rows of
-  // 64-256 threads at 4 vectors (2048-8192 bf16 columns: 8192 x 2048, 4096 x 4096, 8192 x 4096
-  // of the sweep) run in 3.9 waves of CTAs that 2 rows per group would halve, as 16384 x 512's
-  // two waves became one (0.90x). Not yet measured past 32.
-  int fwd_rows_per_group_max_threads = 32;
+  // (NK_TUNE_FWD_ROWS_PER_GROUP_MAX_THREADS). Up to a warp the sums stay in shuffles; past one
+  // the rows' block sums share their two barriers (block_sums), and rows must be whole warps.
+  // Measured (thirty-fourth session, 01:38, H100, bf16, twice, against 32): at 512, rows of
+  // 64-256 threads (2048-8192 bf16 columns, 3.9 waves of CTAs halved) 8192 x 2048 28.0 -> 27.3
+  // us, 4096 x 4096 27.6 -> 27.2-27.4, 8192 x 4096 50.0 -> 49.2, 8192 x 5120 61.8 -> 60.6,
+  // 4096 x 6144 0.99x, the rest level; rows of 384 threads (4096 x 12288) 1.01x slower, of 512
+  // level: hence 256.
+  int fwd_rows_per_group_max_threads = 256;
   // Plain forward rows of at most kFwdShortRowVectors vectors (128 bf16 columns: per-head
   // norms): the vectors per thread the plan aims for instead of fwd_items_target
   // (NK_TUNE_FWD_SHORT_ROW_ITEMS; 0: fwd_items_target). Measured (same call, with 2 rows per
@@ -650,6 +660,8 @@ struct LaunchConfig {
   bool reduce_in_grid = false;
   int reduce_kernel = 0;
   bool early_dependent = false;
+  // KernelFacts::bwd_group_sums_by_cta (the pipelined kernel).
+  bool group_sums_by_cta = true;
   // Backward plans with dweight/dbias summed down the columns beside the main kernel
   // (apply_column_sums): that kernel's CTAs and the column vectors each covers; 0 = none (the
   // slots' partial sums and their reduction instead). `slots` still says how the main kernel's

@@ -289,11 +289,13 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_pipelined(BwdParams p) {
       if (active[i]) write_slot_vector<WT, VEC>(p, slot, col[i], acc_w[i], acc_b[i]);
     }
   } else {
-    // Each group parks its sums in shared memory ([group][column], dweight then dbias); group 0
-    // adds them in group order.
-    const int64_t cols = shape.cols_per_cta;
+    // Each group parks its sums in shared memory ([group][column], dweight then dbias); then
+    // every thread of the CTA takes whole columns and adds their groups in group order, or
+    // group 0 alone its threads' columns (KernelFacts::bwd_group_sums_by_cta): the same sums.
+    const int cols = static_cast<int>(shape.cols_per_cta);
+    const int groups = static_cast<int>(blockDim.y);
     float* parked = reinterpret_cast<float*>(block_smem);
-    float* parked_b = parked + blockDim.y * cols;
+    float* parked_b = parked + groups * cols;
     __syncthreads();
 #pragma unroll
     for (int i = 0; i < IMAX; ++i) {
@@ -305,7 +307,19 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_pipelined(BwdParams p) {
       }
     }
     __syncthreads();
-    if (threadIdx.y == 0) {
+    if (p.group_sums_by_cta) {
+      const int64_t cols_in_row = hidden - col_begin < cols ? hidden - col_begin : cols;
+      const int threads = groups * static_cast<int>(blockDim.x);
+      for (int c = static_cast<int>(threadIdx.y * blockDim.x + threadIdx.x); c < cols_in_row;
+           c += threads) {
+        float total_w = 0.0f, total_b = 0.0f;
+        for (int g = 0; g < groups; ++g) {
+          total_w += parked[g * cols + c];
+          if constexpr (DBIAS) total_b += parked_b[g * cols + c];
+        }
+        write_slot_sums<WT>(p, slot, col_begin + c, total_w, total_b);
+      }
+    } else if (threadIdx.y == 0) {  // (NK_TUNE_BWD_GROUP_SUMS_BY_CTA=0)
 #pragma unroll
       for (int i = 0; i < IMAX; ++i) {
         if (!active[i]) continue;
@@ -313,7 +327,7 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_pipelined(BwdParams p) {
         for (int k = 0; k < VEC; ++k) {
           const int c = stage_col[i] + k;
           float total_w = 0.0f, total_b = 0.0f;
-          for (int g = 0; g < static_cast<int>(blockDim.y); ++g) {
+          for (int g = 0; g < groups; ++g) {
             total_w += parked[g * cols + c];
             if constexpr (DBIAS) total_b += parked_b[g * cols + c];
           }

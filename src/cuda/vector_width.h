@@ -75,6 +75,8 @@ inline const KernelFacts& tuned_defaults() {
     k.bwd_reduce_kernel = tuning_knob("NK_TUNE_BWD_REDUCE_KERNEL", k.bwd_reduce_kernel, 0, 1);
     k.bwd_early_dependent =
         tuning_knob("NK_TUNE_BWD_EARLY_DEPENDENT", k.bwd_early_dependent, 0, 1);
+    k.bwd_group_sums_by_cta =
+        tuning_knob("NK_TUNE_BWD_GROUP_SUMS_BY_CTA", k.bwd_group_sums_by_cta, 0, 1);
     k.bwd_pending_in_registers =
         tuning_knob("NK_TUNE_BWD_PENDING_IN_REGISTERS", k.bwd_pending_in_registers, 0, 1);
     k.bwd_smem_weight = tuning_knob("NK_TUNE_BWD_SMEM_WEIGHT", k.bwd_smem_weight, 0, 1);

@@ -783,27 +783,37 @@ TEST(LaunchConfig, ForwardShortRowsTakeTwoRowsPerGroupWhereAsked) {
   EXPECT_EQ(normkit::cuda::plan_fwd(65536, 256, 8, f).rows_per_group, 2);
   f.fwd_short_row_items = 0;
   f.fwd_rows_per_group = 2;
-  // Rows of more threads than fwd_rows_per_group_max_threads (a warp by default) keep one row
-  // per group; raised, whole warps of them take two.
-  EXPECT_EQ(normkit::cuda::plan_fwd(8192, 2048, 8, f).rows_per_group, 1);
+  // Rows of up to fwd_rows_per_group_max_threads threads (256 by default) that are whole warps
+  // take two rows per group; wider rows (4096 x 12288: 384 threads) keep one, unless the bound
+  // is raised; lowered to a warp, rows of 64 threads keep one.
+  ASSERT_EQ(f.fwd_rows_per_group_max_threads, 256);
+  for (const auto& [rows, hidden] : {std::pair<int64_t, int64_t>{8192, 2048}, {4096, 4096},
+                                     {8192, 4096}, {16384, 1536}, {4096, 6144}}) {
+    const LaunchConfig c = normkit::cuda::plan_fwd(rows, hidden, 8, f);
+    SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(hidden) + ": " + c.describe());
+    EXPECT_GT(c.threads_per_row, 32);
+    EXPECT_EQ(c.threads_per_row % 32, 0);
+    EXPECT_EQ(c.rows_per_group, 2);
+    expect_covers(c, rows, hidden, normkit::cuda::fwd_items_max(8), false, f);
+  }
+  EXPECT_EQ(normkit::cuda::plan_fwd(4096, 12288, 8, f).rows_per_group, 1);
   {
     KernelFacts wide = f;
     wide.fwd_rows_per_group_max_threads = 512;
-    for (const auto& [rows, hidden] : {std::pair<int64_t, int64_t>{8192, 2048}, {4096, 4096},
-                                       {8192, 4096}, {16384, 1536}}) {
-      const LaunchConfig c = normkit::cuda::plan_fwd(rows, hidden, 8, wide);
-      SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(hidden) + ": " + c.describe());
-      EXPECT_GT(c.threads_per_row, 32);
-      EXPECT_EQ(c.threads_per_row % 32, 0);
-      EXPECT_EQ(c.rows_per_group, 2);
-      expect_covers(c, rows, hidden, normkit::cuda::fwd_items_max(8), false, wide);
-    }
+    const LaunchConfig c = normkit::cuda::plan_fwd(4096, 12288, 8, wide);
+    SCOPED_TRACE(c.describe());
+    EXPECT_EQ(c.threads_per_row, 384);
+    EXPECT_EQ(c.rows_per_group, 2);
+    expect_covers(c, 4096, 12288, normkit::cuda::fwd_items_max(8), false, wide);
+    KernelFacts warp = f;
+    warp.fwd_rows_per_group_max_threads = 32;
+    EXPECT_EQ(normkit::cuda::plan_fwd(8192, 2048, 8, warp).rows_per_group, 1);
   }
   // Too few rows for 2 CTAs per SM (2048 x 128), rows that do not divide into whole CTAs
-  // (131071 x 128), rows wider than a warp covers (8192 x 4096), 4-element vectors (float32
+  // (131071 x 128), rows wider than 256 threads (4096 x 16384), 4-element vectors (float32
   // x), and misaligned rows (not EXACT): one row per group.
   for (const auto& [rows, hidden, vec] :
-       {std::tuple<int64_t, int64_t, int>{2048, 128, 8}, {131071, 128, 8}, {8192, 4096, 8},
+       {std::tuple<int64_t, int64_t, int>{2048, 128, 8}, {131071, 128, 8}, {4096, 16384, 8},
         {131072, 128, 4}, {131072, 130, 2}}) {
     SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(hidden) + " vec " + std::to_string(vec));
     EXPECT_EQ(normkit::cuda::plan_fwd(rows, hidden, vec, f).rows_per_group, 1);
@@ -868,7 +878,7 @@ TEST(LaunchConfig, ForwardRowsOfWholeWarpsWhereAPowerOfTwoLeavesVectorsEmpty) {
     EXPECT_EQ(c.threads_per_row, k.threads);
     EXPECT_EQ(c.items, k.items);
     EXPECT_EQ(c.rows_per_block, k.rows_per_block);
-    EXPECT_EQ(c.grid, k.rows / k.rows_per_block);
+    EXPECT_EQ(c.grid * c.rows_per_group, k.rows / k.rows_per_block);
     EXPECT_TRUE(c.exact);
   }
   // At setting 1: 2560 and 3584 columns (320, 448 vectors) have no whole-warp cover at 3-4
@@ -2108,3 +2118,17 @@ TEST(LaunchConfig, BackwardOfFewRowsTakesOneColumnOwningCluster) {
 }
 
 }  // namespace
+
+// KernelFacts::bwd_group_sums_by_cta reaches the backward plan (the pipelined kernel's row
+// groups' sums added by the whole CTA, 1, or by the first row group alone, 0).
+TEST(LaunchConfig, BackwardPlanCarriesWhoAddsTheRowGroupsSums) {
+  KernelFacts f;
+  ASSERT_EQ(f.bwd_group_sums_by_cta, 1);
+  const int64_t bf16_x_dy = 4;  // bytes per column staged: bf16 x and dy
+  const LaunchConfig by_cta = normkit::cuda::plan_bwd(32768, 128, 8, f, bf16_x_dy);
+  EXPECT_EQ(by_cta.plan, RowPlan::kPipelined) << by_cta.describe();
+  EXPECT_GT(by_cta.rows_per_block, 1) << by_cta.describe();
+  EXPECT_TRUE(by_cta.group_sums_by_cta);
+  f.bwd_group_sums_by_cta = 0;
+  EXPECT_FALSE(normkit::cuda::plan_bwd(32768, 128, 8, f, bf16_x_dy).group_sums_by_cta);
+}

@@ -344,17 +344,16 @@ for step in "${steps[@]}"; do
     modes)  # A/B over the plain forward and the quantized modes in one run (mode_runs) of
       # AB_MODES under AB_CONFIGS
       mode_runs "${AB_MODES:-plain tensor token block mxfp8 transposed}" "${AB_CONFIGS:-none}" ;;
-    pending)  # the thirty-fourth session's call: every CUDA test case under the new defaults
-      # (2 rows per group up to 256 threads per row) with the planner tests and the new entry
-      # (the backward's row-group sums added by group 0 alone), then the backward's group sums
-      # by the whole CTA (default) against group 0 alone over the models set and the sweep,
-      # twice, and with a bias once; the forward's new default over both sets
+    pending)  # the thirty-fourth session's third call: every CUDA test case under the new
+      # default (the backward's rows of 33-127 threads on 512-thread CTAs), the planner and
+      # occupancy tests and the entry of the former plan; then the default against
+      # NK_TUNE_BWD_MID_ROW_CTA_THREADS=256 over the backward of the models set and the sweep,
+      # twice, and with a bias once
       run ctest_pending ctest --test-dir "$BUILD" --output-on-failure -j"${CTEST_JOBS:-14}" \
-        -R '/Cuda|bwd_group_sums_by_group_0|LaunchConfig|KernelOccupancy'
-      configs="none NK_TUNE_BWD_GROUP_SUMS_BY_CTA=0"
+        -R '/Cuda|bwd_mid_row_cta_threads_256|LaunchConfig|KernelOccupancy'
+      configs="none NK_TUNE_BWD_MID_ROW_CTA_THREADS=256"
       knob_runs bench_pending 300 "$configs $configs" --bwd-only --shapes models,sweep
-      knob_runs bench_pending_bias 300 "$configs" --bwd-only --bias --shapes models,sweep
-      knob_runs bench_pending_fwd 300 none --fwd-only --shapes sweep,models ;;
+      knob_runs bench_pending_bias 300 "$configs" --bwd-only --bias --shapes models,sweep ;;
     pending_python)  # the torch binding's GPU tests that the thirty-third session's device time
       # did not reach (its final commit's: test_torch_eager.py stopped at 179 passed)
       install_package &&

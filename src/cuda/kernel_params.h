@@ -91,6 +91,7 @@ struct BwdParams {
   void* grid_dbias;    // [hidden] or null
   int64_t slots;
   bool early_dependent;  // allow_dependent_launch at the kernel's start
+  bool dependent_after_rows;  // ... after the CTA's rows (the pipelined kernel)
   // The pipelined kernel's row groups' sums added by every thread of the CTA (else by group 0).
   bool group_sums_by_cta;
   bool evict_first_reads;  // x, dy and dresidual_out through L2 as evict-first (read_policy.cuh)

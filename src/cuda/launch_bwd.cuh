@@ -73,6 +73,7 @@ void launch_bwd(const nk_rms_norm_bwd_args& a, const LaunchConfig& planned, cuda
                            a.dx != a.x && a.dx != a.dy;
   p.early_dependent = planned.early_dependent || column_sums;
   p.group_sums_by_cta = planned.group_sums_by_cta;
+  p.dependent_after_rows = planned.dependent_after_rows;
   p.evict_first_reads = planned.evict_first_reads;
   p.evict_last_reads = planned.evict_last_reads;
   p.prefetch_bytes = static_cast<uint32_t>(planned.prefetch_bytes);

@@ -742,13 +742,21 @@ LaunchConfig plan_bwd(int64_t rows, int64_t hidden, int vec, const KernelFacts& 
   const int items_target = facts.bwd_items_target > 0 ? facts.bwd_items_target : 2;
   if (rows <= facts.bwd_registers_max_rows) staged_bytes_per_col = 0;  // not pipelined
   const KernelFacts pipelined = with_pipelined_ctas_per_sm(facts);
-  LaunchConfig c = plan_pipelined(rows, hidden, vec, facts, staged_bytes_per_col, items_target,
-                                  pipelined.bwd_ctas_per_sm, bwd_max_slots(rows, pipelined), true,
-                                  facts.bwd_split_vectors,
-                                  ceil_div(hidden, vec) > facts.bwd_cluster_threads_max_vectors
-                                      ? kPipelineMaxThreads
-                                      : facts.bwd_cluster_threads,
-                                  facts.bwd_cta_threads, facts.bwd_sub_warp_rows);
+  const int cluster_threads = ceil_div(hidden, vec) > facts.bwd_cluster_threads_max_vectors
+                                  ? kPipelineMaxThreads
+                                  : facts.bwd_cluster_threads;
+  auto pipelined_plan = [&](int cta_threads) {
+    return plan_pipelined(rows, hidden, vec, facts, staged_bytes_per_col, items_target,
+                          pipelined.bwd_ctas_per_sm, bwd_max_slots(rows, pipelined), true,
+                          facts.bwd_split_vectors, cluster_threads, cta_threads,
+                          facts.bwd_sub_warp_rows);
+  };
+  LaunchConfig c = pipelined_plan(facts.bwd_cta_threads);
+  // Rows of 33-127 threads: CTAs of bwd_mid_row_cta_threads.
+  if (c.grid > 0 && c.cluster_size == 1 && c.threads_per_row > 32 && c.threads_per_row < 128 &&
+      facts.bwd_mid_row_cta_threads > facts.bwd_cta_threads) {
+    c = pipelined_plan(facts.bwd_mid_row_cta_threads);
+  }
   if (c.grid > 0) {
     c.slots = c.grid / c.cluster_size;
   } else {
@@ -763,7 +771,8 @@ LaunchConfig plan_bwd(int64_t rows, int64_t hidden, int vec, const KernelFacts& 
   // (The streaming kernel accumulates its slots in the workspace: the reduction kernel follows.)
   c.reduce_in_grid = facts.bwd_reduce_in_grid && c.slots > 1 && c.plan != RowPlan::kStreaming;
   c.reduce_kernel = facts.bwd_reduce_kernel;
-  c.early_dependent = facts.bwd_early_dependent != 0;
+  c.early_dependent = facts.bwd_early_dependent == 1;
+  c.dependent_after_rows = facts.bwd_early_dependent == 2;
   c.group_sums_by_cta = facts.bwd_group_sums_by_cta != 0;
   return c;
 }

@@ -67,6 +67,14 @@ struct KernelFacts {
   // time, but 4096 x 4096 1.13x, 8192 x 4096 1.08x, 16384 x 4096 1.04x, 4096 x 1024 1.01x; on
   // the H100 8192 x 2048, 16384 x 2048, 32768 x 2048 1.00-1.01x, 8192 x 3072 1.04x: 256.
   int bwd_cta_threads = 256;
+  // The same for rows of 33-127 threads (whole warps: 64 or 96 threads, 513-1536 bf16
+  // columns), where it is at least bwd_cta_threads (NK_TUNE_BWD_MID_ROW_CTA_THREADS).
+  // Measured (thirty-fourth session, 02:06, H100, bf16, twice, after the groups' sums were
+  // spread over the CTA), 512 against 256 for every row: 16384 x 1152 (96 threads) 54.9 ->
+  // 49.8 us, 16384 x 1536 0.94x, 4096 x 1024 (64) 19.1 -> 18.3-18.5, 16384 x 896 0.99x; rows
+  // of 128 threads level (8192 x 2048), of 160-256 1.01-1.03x slower (4096 x 4096 1.03x), of
+  // 32 or fewer level.
+  int bwd_mid_row_cta_threads = 512;
   // The backward of at most this many rows takes the registers kernels (plan) instead of the
   // pipelined one, where both apply (NK_TUNE_BWD_REGISTERS_MAX_ROWS; 0: never). Measured at 256
   // with the column sums (twenty-sixth session, H100): 1.2-1.9x slower at every aligned shape
@@ -95,7 +103,11 @@ struct KernelFacts {
   // the main kernel's start (NK_TUNE_BWD_EARLY_DEPENDENT=1) or when the main kernel's CTAs exit
   // (0). Measured (ninth session, H100, the sweep twice in one run): 0 and 0 fastest at every
   // shape but 256 x 65536 (16 slots: reduce_slots 52.3 against 53.8 us); reduce_slots costs up
-  // to 1.3 us (128 x 4096 11.1 against 10.0), the early launch 0.2-1 us.
+  // to 1.3 us (128 x 4096 11.1 against 10.0), the early launch 0.2-1 us. Setting 2 (the
+  // pipelined kernel; the others as 0): each CTA allows it once its rows are done, before it
+  // adds and writes its slot's sums, so that the launch overlaps the grid's last CTAs rather
+  // than following them. Measured (thirty-fourth session, 02:06, H100, twice): level or
+  // 1.01-1.03x slower (16384 x 512, 2048 x 128, 4096 x 1024 1.05x once).
   int bwd_reduce_kernel = 0;
   int bwd_early_dependent = 0;
   // How the pipelined backward's CTAs of several row groups add their groups' dweight/dbias
@@ -660,6 +672,7 @@ struct LaunchConfig {
   bool reduce_in_grid = false;
   int reduce_kernel = 0;
   bool early_dependent = false;
+  bool dependent_after_rows = false;  // bwd_early_dependent 2
   // KernelFacts::bwd_group_sums_by_cta (the pipelined kernel).
   bool group_sums_by_cta = true;
   // Backward plans with dweight/dbias summed down the columns beside the main kernel

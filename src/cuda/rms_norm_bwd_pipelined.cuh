@@ -280,6 +280,7 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_pipelined(BwdParams p) {
   }
   cp_async_wait<0>();  // only empty groups remain, but shared memory is reused below
   if constexpr (CLUSTER) cluster_sum_done();
+  if (p.dependent_after_rows) allow_dependent_launch();
 
   const bool want_w = p.want_dweight();
   if (!want_w && !DBIAS) return;

@@ -39,6 +39,8 @@ inline const KernelFacts& tuned_defaults() {
         tuning_knob("NK_TUNE_BWD_PIPELINED_CTAS_PER_SM", k.bwd_pipelined_ctas_per_sm, 0, 8);
     k.bwd_sub_warp_rows = tuning_knob("NK_TUNE_BWD_SUB_WARP_ROWS", k.bwd_sub_warp_rows, 0, 2);
     k.bwd_cta_threads = tuning_knob("NK_TUNE_BWD_CTA_THREADS", k.bwd_cta_threads, 256, 512);
+    k.bwd_mid_row_cta_threads =
+        tuning_knob("NK_TUNE_BWD_MID_ROW_CTA_THREADS", k.bwd_mid_row_cta_threads, 256, 512);
     k.bwd_narrow_items = tuning_knob("NK_TUNE_BWD_NARROW_ITEMS", k.bwd_narrow_items,
                                      bwd_items_max(1), kBwdNarrowItemsWide);
     k.bwd_reduce_in_grid = tuning_knob("NK_TUNE_BWD_REDUCE_IN_GRID", k.bwd_reduce_in_grid, 0, 1);
@@ -74,7 +76,7 @@ inline const KernelFacts& tuned_defaults() {
         count_knob("NK_TUNE_BWD_REALIGN_WHOLE_MIN_COLUMNS", k.bwd_realign_whole_min_columns);
     k.bwd_reduce_kernel = tuning_knob("NK_TUNE_BWD_REDUCE_KERNEL", k.bwd_reduce_kernel, 0, 1);
     k.bwd_early_dependent =
-        tuning_knob("NK_TUNE_BWD_EARLY_DEPENDENT", k.bwd_early_dependent, 0, 1);
+        tuning_knob("NK_TUNE_BWD_EARLY_DEPENDENT", k.bwd_early_dependent, 0, 2);
     k.bwd_group_sums_by_cta =
         tuning_knob("NK_TUNE_BWD_GROUP_SUMS_BY_CTA", k.bwd_group_sums_by_cta, 0, 1);
     k.bwd_pending_in_registers =

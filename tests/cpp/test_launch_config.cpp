@@ -979,6 +979,7 @@ TEST(LaunchConfig, WidestForwardRowsMayTakeHalfTheThreadsAtTwiceTheItems) {
 
 TEST(LaunchConfig, BackwardCtaThreadsFillLargerCtasWithRowGroups) {
   KernelFacts f;
+  f.bwd_mid_row_cta_threads = 256;  // (rows of 64 threads: below)
   const LaunchConfig narrow = normkit::cuda::plan_bwd(4096, 1024, 8, f, 4);
   ASSERT_EQ(narrow.plan, RowPlan::kPipelined) << narrow.describe();
   EXPECT_EQ(narrow.threads_per_row * narrow.rows_per_block, 256) << narrow.describe();
@@ -993,6 +994,36 @@ TEST(LaunchConfig, BackwardCtaThreadsFillLargerCtasWithRowGroups) {
   EXPECT_EQ(few.grid, 128);
   // Rows of 512 threads are one group either way.
   EXPECT_EQ(normkit::cuda::plan_bwd(8192, 8192, 8, f, 4).rows_per_block, 1);
+}
+
+// KernelFacts::bwd_mid_row_cta_threads: rows of 33-127 threads (64 or 96) fill CTAs of 512
+// threads by default; rows of 32 or fewer and of 128 or more keep bwd_cta_threads (256).
+TEST(LaunchConfig, BackwardRowsOfUnder128ThreadsFill512ThreadCtas) {
+  KernelFacts f;
+  ASSERT_EQ(f.bwd_cta_threads, 256);
+  ASSERT_EQ(f.bwd_mid_row_cta_threads, 512);
+  const int64_t bf16_x_dy = 4;
+  for (const auto& [rows, hidden, threads, groups] :
+       {std::tuple<int64_t, int64_t, int, int>{4096, 1024, 64, 8}, {16384, 1152, 96, 5},
+        {16384, 1536, 96, 5}, {16384, 896, 64, 8}}) {
+    const LaunchConfig c = normkit::cuda::plan_bwd(rows, hidden, 8, f, bf16_x_dy);
+    SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(hidden) + ": " + c.describe());
+    ASSERT_EQ(c.plan, RowPlan::kPipelined);
+    EXPECT_EQ(c.threads_per_row, threads);
+    EXPECT_EQ(c.rows_per_block, groups);
+    expect_covers(c, rows, hidden, normkit::cuda::bwd_items_max(8), true, f);
+  }
+  for (const auto& [rows, hidden, threads] :
+       {std::tuple<int64_t, int64_t, int>{8192, 2048, 128}, {4096, 4096, 256},
+        {16384, 512, 32}, {32768, 128, 8}}) {
+    const LaunchConfig c = normkit::cuda::plan_bwd(rows, hidden, 8, f, bf16_x_dy);
+    SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(hidden) + ": " + c.describe());
+    EXPECT_EQ(c.threads_per_row, threads);
+    EXPECT_LE(c.threads_per_row * c.rows_per_block, 256);
+  }
+  f.bwd_mid_row_cta_threads = 256;
+  const LaunchConfig off = normkit::cuda::plan_bwd(4096, 1024, 8, f, bf16_x_dy);
+  EXPECT_EQ(off.threads_per_row * off.rows_per_block, 256) << off.describe();
 }
 
 TEST(LaunchConfig, EvictFirstReadsUpToTheThresholdWhereTheKernelHonorsThem) {
@@ -2131,4 +2162,19 @@ TEST(LaunchConfig, BackwardPlanCarriesWhoAddsTheRowGroupsSums) {
   EXPECT_TRUE(by_cta.group_sums_by_cta);
   f.bwd_group_sums_by_cta = 0;
   EXPECT_FALSE(normkit::cuda::plan_bwd(32768, 128, 8, f, bf16_x_dy).group_sums_by_cta);
+}
+
+// KernelFacts::bwd_early_dependent: 0 the reduction kernel launches when the main kernel's CTAs
+// exit, 1 at their start, 2 once the pipelined kernel's CTAs have done their rows.
+TEST(LaunchConfig, BackwardPlanCarriesWhenTheReductionMayLaunch) {
+  KernelFacts f;
+  ASSERT_EQ(f.bwd_early_dependent, 0);
+  const int64_t bf16_x_dy = 4;
+  for (int setting : {0, 1, 2}) {
+    f.bwd_early_dependent = setting;
+    const LaunchConfig c = normkit::cuda::plan_bwd(8192, 2048, 8, f, bf16_x_dy);
+    SCOPED_TRACE(setting);
+    EXPECT_EQ(c.early_dependent, setting == 1);
+    EXPECT_EQ(c.dependent_after_rows, setting == 2);
+  }
 }

@@ -344,16 +344,16 @@ for step in "${steps[@]}"; do
     modes)  # A/B over the plain forward and the quantized modes in one run (mode_runs) of
       # AB_MODES under AB_CONFIGS
       mode_runs "${AB_MODES:-plain tensor token block mxfp8 transposed}" "${AB_CONFIGS:-none}" ;;
-    pending)  # the thirty-fourth session's third call: every CUDA test case under the new
-      # default (the backward's rows of 33-127 threads on 512-thread CTAs), the planner and
-      # occupancy tests and the entry of the former plan; then the default against
-      # NK_TUNE_BWD_MID_ROW_CTA_THREADS=256 over the backward of the models set and the sweep,
-      # twice, and with a bias once
+    pending)  # the thirty-fifth session's first call (the thirty-fourth's device time ran out
+      # while it built): the backward's rows of 32-63 vectors on
+      # sub-warp row groups where each group gets 3 rows or more (the new setting 1 of
+      # NK_TUNE_BWD_SUB_WARP_ROWS): the backward and gradient-check CUDA tests and the planner
+      # tests; then the default against setting 2 over the short rows, twice
       run ctest_pending ctest --test-dir "$BUILD" --output-on-failure -j"${CTEST_JOBS:-14}" \
-        -R '/Cuda|bwd_mid_row_cta_threads_256|LaunchConfig|KernelOccupancy'
-      configs="none NK_TUNE_BWD_MID_ROW_CTA_THREADS=256"
-      knob_runs bench_pending 300 "$configs $configs" --bwd-only --shapes models,sweep
-      knob_runs bench_pending_bias 300 "$configs" --bwd-only --bias --shapes models,sweep ;;
+        -R 'Bwd.*Cuda|GradCheck.*Cuda|LaunchConfig|bwd_sub_warp_rows_everywhere'
+      configs="none NK_TUNE_BWD_SUB_WARP_ROWS=2"
+      knob_runs bench_pending 120 "$configs $configs" --bwd-only \
+        --shapes 65536x256,32768x256,16384x256,8192x256,4096x256,2048x128,512x128,131072x128,32768x128,262144x64,16384x512 ;;
     pending_python)  # the torch binding's GPU tests that the thirty-third session's device time
       # did not reach (its final commit's: test_torch_eager.py stopped at 179 passed)
       install_package &&

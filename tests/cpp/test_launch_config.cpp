@@ -737,9 +737,10 @@ TEST(LaunchConfig, PipelinedBackwardPutsSeveralShortRowsInAWarpWhereAsked) {
   EXPECT_EQ(normkit::cuda::plan_bwd(20, 128, 8, f, 4).threads_per_row, 32);
 }
 
-// KernelFacts::fwd_rows_per_group: EXACT plans of 16-byte vectors whose rows fit a warp take 2
-// rows per row group (the default) on half the CTAs, where the rows divide into such CTAs and
-// fill 2 per SM; every other plan keeps one row per group, as every plan does at 1.
+// KernelFacts::fwd_rows_per_group: EXACT plans of 16-byte vectors whose rows have at most
+// fwd_rows_per_group_max_threads threads (256; whole warps past one) take 2 rows per row group
+// (the default) on half the CTAs, where the rows divide into such CTAs and fill 2 per SM; every
+// other plan keeps one row per group, as every plan does at 1.
 // (fwd_short_row_items 0 here: rows of 4 vectors per thread.)
 TEST(LaunchConfig, ForwardShortRowsTakeTwoRowsPerGroupWhereAsked) {
   KernelFacts f;

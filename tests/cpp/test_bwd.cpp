@@ -142,9 +142,11 @@ INSTANTIATE_TEST_SUITE_P(
                                          RowsHidden{600, 5120},
                                          // rows under a warp's 64 vectors (per-head norms;
                                          // several rows per warp under
-                                         // NK_TUNE_BWD_SUB_WARP_ROWS): whole and partial items
+                                         // NK_TUNE_BWD_SUB_WARP_ROWS): whole and partial items;
+                                         // 16384 x 256 on 16-thread rows by default (3 rows or
+                                         // more per row group)
                                          RowsHidden{2048, 256}, RowsHidden{1000, 200},
-                                         RowsHidden{999, 72})),
+                                         RowsHidden{999, 72}, RowsHidden{16384, 256})),
     ShapeTestName());
 
 class BwdLargeSplitRows : public ::testing::TestWithParam<nk_backend> {};

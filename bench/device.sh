@@ -348,12 +348,21 @@ for step in "${steps[@]}"; do
       # while it built): the backward's rows of 32-63 vectors on
       # sub-warp row groups where each group gets 3 rows or more (the new setting 1 of
       # NK_TUNE_BWD_SUB_WARP_ROWS): the backward and gradient-check CUDA tests and the planner
-      # tests; then the default against setting 2 over the short rows, twice
+      # tests; then the default against setting 2 over the short rows, twice; then the forward's
+      # run-order offset
       run ctest_pending ctest --test-dir "$BUILD" --output-on-failure -j"${CTEST_JOBS:-14}" \
         -R 'Bwd.*Cuda|GradCheck.*Cuda|LaunchConfig|bwd_sub_warp_rows_everywhere'
       configs="none NK_TUNE_BWD_SUB_WARP_ROWS=2"
       knob_runs bench_pending 120 "$configs $configs" --bwd-only \
-        --shapes 65536x256,32768x256,16384x256,8192x256,4096x256,2048x128,512x128,131072x128,32768x128,262144x64,16384x512 ;;
+        --shapes 65536x256,32768x256,16384x256,8192x256,4096x256,2048x128,512x128,131072x128,32768x128,262144x64,16384x512
+      # the run-order offset (docs/notes.md, thirty-fourth session): 1x4096's forward alone,
+      # after another shape's forward, after its backward; three times each
+      for rep in a b c; do
+        run "order_alone_$rep" "$BUILD/tools/normkit" bench --fwd-only --shapes 1x4096,4096x1024
+        run "order_after_fwd_$rep" "$BUILD/tools/normkit" bench --fwd-only \
+          --shapes 8192x2048,1x4096,4096x1024
+        run "order_after_bwd_$rep" "$BUILD/tools/normkit" bench --shapes 8192x2048,1x4096,4096x1024
+      done ;;
     pending_python)  # the torch binding's GPU tests that the thirty-third session's device time
       # did not reach (its final commit's: test_torch_eager.py stopped at 179 passed)
       install_package &&

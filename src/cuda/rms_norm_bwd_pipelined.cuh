@@ -308,32 +308,28 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_pipelined(BwdParams p) {
       }
     }
     __syncthreads();
+    // Column c of the CTA's chunk: its groups' sums in group order, into the slot.
+    auto write_column = [&](int c) {
+      float total_w = 0.0f, total_b = 0.0f;
+      for (int g = 0; g < groups; ++g) {
+        total_w += parked[g * cols + c];
+        if constexpr (DBIAS) total_b += parked_b[g * cols + c];
+      }
+      write_slot_sums<WT>(p, slot, col_begin + c, total_w, total_b);
+    };
     if (p.group_sums_by_cta) {
       const int64_t cols_in_row = hidden - col_begin < cols ? hidden - col_begin : cols;
       const int threads = groups * static_cast<int>(blockDim.x);
       for (int c = static_cast<int>(threadIdx.y * blockDim.x + threadIdx.x); c < cols_in_row;
            c += threads) {
-        float total_w = 0.0f, total_b = 0.0f;
-        for (int g = 0; g < groups; ++g) {
-          total_w += parked[g * cols + c];
-          if constexpr (DBIAS) total_b += parked_b[g * cols + c];
-        }
-        write_slot_sums<WT>(p, slot, col_begin + c, total_w, total_b);
+        write_column(c);
       }
     } else if (threadIdx.y == 0) {  // (NK_TUNE_BWD_GROUP_SUMS_BY_CTA=0)
 #pragma unroll
       for (int i = 0; i < IMAX; ++i) {
         if (!active[i]) continue;
 #pragma unroll
-        for (int k = 0; k < VEC; ++k) {
-          const int c = stage_col[i] + k;
-          float total_w = 0.0f, total_b = 0.0f;
-          for (int g = 0; g < groups; ++g) {
-            total_w += parked[g * cols + c];
-            if constexpr (DBIAS) total_b += parked_b[g * cols + c];
-          }
-          write_slot_sums<WT>(p, slot, col[i] + k, total_w, total_b);
-        }
+        for (int k = 0; k < VEC; ++k) write_column(stage_col[i] + k);
       }
     }
   }

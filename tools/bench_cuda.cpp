@@ -12,7 +12,6 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <vector>
 
 #include "cuda/cuda_backend.h"
@@ -23,11 +22,6 @@ namespace {
 
 constexpr double kWarmupUs = 25000;  // warm-up time per timed operation (clocks, caches, TLB)
 constexpr int kCopyReps = 20;
-
-bool env_flag(const char* name) {
-  const char* v = std::getenv(name);
-  return v && std::string(v) == "1";
-}
 
 class CudaRunner final : public BenchRunner {
  public:
@@ -107,33 +101,11 @@ class CudaRunner final : public BenchRunner {
     ShapeResult result;
     result.shape = shape;
 
-    // Every tensor of the shape, carved from one block kept across shapes (arena_).
-    const size_t y_bytes = config_.fwd ? n * nk_dtype_size(y_dtype(config_)) : 0;
-    const bool quant = config_.fwd && config_.quant != NK_QUANT_NONE;
-    DeviceSpan x, weight, rstd, bias, residual, residual_out, y, scale, amax, scales, y_t, dy, dx,
-        dweight, dbias, workspace;
-    const auto when = [](bool wanted, size_t bytes) { return wanted ? bytes : size_t{0}; };
-    arena_.carve(
-        {{&x, tensor_bytes, "x"},
-         {&weight, vector_bytes, "weight"},
-         {&rstd, static_cast<size_t>(shape.rows) * sizeof(float), "rstd"},
-         {&bias, when(config_.bias, vector_bytes), "bias"},
-         {&residual, when(config_.residual, tensor_bytes), "residual"},
-         {&residual_out, when(config_.residual, tensor_bytes), "residual_out"},
-         {&y, y_bytes, "y"},
-         {&scale, when(quant, sizeof(float)), "scale"},
-         {&amax, when(quant, sizeof(float)), "amax"},
-         {&scales, when(quant, static_cast<size_t>(scales_bytes(shape, config_))), "scales"},
-         {&y_t, when(quant && config_.transposed, y_bytes), "y_t"},
-         {&dy, when(config_.bwd, tensor_bytes), "dy"},
-         {&dx, when(config_.bwd, tensor_bytes), "dx"},
-         {&dweight, when(config_.bwd, vector_bytes), "dweight"},
-         {&dbias, when(config_.bwd && config_.bias, vector_bytes), "dbias"},
-         {&workspace, when(config_.bwd, bwd_workspace_bytes(shape, ctx)),
-          "the backward workspace"}},
-        ctx);
-
     BenchPointers p;
+    DeviceBuffer x(tensor_bytes, "x", ctx), y, residual, residual_out, dy, dx, dweight, dbias,
+        bias, workspace;
+    DeviceBuffer weight(vector_bytes, "weight", ctx);
+    DeviceBuffer rstd(static_cast<size_t>(shape.rows) * sizeof(float), "rstd", ctx);
     upload_random(x, n, 0, ctx);
     const std::vector<unsigned char> w = bench_weight(config_, shape.hidden, 7);
     cuda_check(cudaMemcpy(weight.get(), w.data(), w.size(), cudaMemcpyHostToDevice),
@@ -142,36 +114,55 @@ class CudaRunner final : public BenchRunner {
     p.weight = weight.get();
     p.rstd = static_cast<float*>(rstd.get());
     if (config_.bias) {
+      bias = DeviceBuffer(vector_bytes, "bias", ctx);
       const std::vector<unsigned char> b = bench_bias(config_, shape.hidden, 11);
       cuda_check(cudaMemcpy(bias.get(), b.data(), b.size(), cudaMemcpyHostToDevice),
                  "cudaMemcpy bias to device", ctx);
       p.bias = bias.get();
     }
     if (config_.residual) {
+      residual = DeviceBuffer(tensor_bytes, "residual", ctx);
+      residual_out = DeviceBuffer(tensor_bytes, "residual_out", ctx);
       upload_random(residual, n, pool_.elements() / 3, ctx);
       p.residual = residual.get();
       p.residual_out = residual_out.get();
     }
+    DeviceBuffer scale, scales, amax, y_t;
     if (config_.fwd) {
+      const size_t y_bytes = n * nk_dtype_size(y_dtype(config_));
+      y = DeviceBuffer(y_bytes, "y", ctx);
       p.y = y.get();
-      if (quant) {
+      if (config_.quant != NK_QUANT_NONE) {
+        scale = DeviceBuffer(sizeof(float), "scale", ctx);
         const float one = 1.0f;
         cuda_check(cudaMemcpy(scale.get(), &one, sizeof(one), cudaMemcpyHostToDevice),
                    "cudaMemcpy scale to device", ctx);
         p.scale = static_cast<float*>(scale.get());
+        amax = DeviceBuffer(sizeof(float), "amax", ctx);
         p.amax = static_cast<float*>(amax.get());
-        p.scales = scales.get();
-        p.y_t = y_t.get();
+        const size_t sb = static_cast<size_t>(scales_bytes(shape, config_));
+        if (sb) {
+          scales = DeviceBuffer(sb, "scales", ctx);
+          p.scales = scales.get();
+        }
+        if (config_.transposed) {
+          y_t = DeviceBuffer(y_bytes, "y_t", ctx);
+          p.y_t = y_t.get();
+        }
       }
     }
     if (config_.bwd) {
+      dy = DeviceBuffer(tensor_bytes, "dy", ctx);
+      dx = DeviceBuffer(tensor_bytes, "dx", ctx);
+      dweight = DeviceBuffer(vector_bytes, "dweight", ctx);
       upload_random(dy, n, pool_.elements() / 2 + 1, ctx);
       p.dy = dy.get();
       p.dx = dx.get();
       p.dweight = dweight.get();
-      p.dbias = dbias.get();
-      p.workspace = workspace.get();
-      p.workspace_bytes = workspace.size();
+      if (config_.bias) {
+        dbias = DeviceBuffer(vector_bytes, "dbias", ctx);
+        p.dbias = dbias.get();
+      }
     }
 
     if (config_.fwd) {
@@ -206,7 +197,12 @@ class CudaRunner final : public BenchRunner {
       const nk_rms_norm_fwd_args fwd = bench_fwd_args(shape, config_, pre);
       check_bench_status(nk_rms_norm_fwd(&fwd, NK_BACKEND_CUDA, stream_), "nk_rms_norm_fwd", ctx);
 
-      const nk_rms_norm_bwd_args args = bench_bwd_args(shape, config_, p);
+      nk_rms_norm_bwd_args args = bench_bwd_args(shape, config_, p);
+      check_bench_status(nk_rms_norm_bwd_workspace_size(&args, NK_BACKEND_CUDA, &p.workspace_bytes),
+                   "nk_rms_norm_bwd_workspace_size", ctx);
+      workspace = DeviceBuffer(p.workspace_bytes, "the backward workspace", ctx);
+      args.workspace = workspace.get();
+      args.workspace_bytes = p.workspace_bytes;
       result.bwd.us = time_calls([&] { check_bench_status(nk_rms_norm_bwd(&args, NK_BACKEND_CUDA, stream_),
                                                     "nk_rms_norm_bwd", ctx); },
                                  config_.reps, ctx + " backward");
@@ -238,20 +234,7 @@ class CudaRunner final : public BenchRunner {
     }
   }
 
-  // The backward workspace's bytes: they depend only on the shape and on which of dweight and
-  // dbias are requested (nk_rms_norm_bwd_workspace_size), so a stand-in pointer serves.
-  size_t bwd_workspace_bytes(const Shape& shape, const std::string& ctx) const {
-    BenchPointers stand_in;
-    stand_in.dweight = flush_.get();
-    if (config_.bias) stand_in.dbias = flush_.get();
-    const nk_rms_norm_bwd_args args = bench_bwd_args(shape, config_, stand_in);
-    size_t bytes = 0;
-    check_bench_status(nk_rms_norm_bwd_workspace_size(&args, NK_BACKEND_CUDA, &bytes),
-                       "nk_rms_norm_bwd_workspace_size", ctx);
-    return bytes;
-  }
-
-  void upload_random(const DeviceSpan& dst, size_t elements, size_t start,
+  void upload_random(const DeviceBuffer& dst, size_t elements, size_t start,
                      const std::string& ctx) {
     pool_.tile_into(elements, start, [&](size_t offset, const void* src, size_t bytes) {
       cuda_check(cudaMemcpy(dst.bytes() + offset, src, bytes, cudaMemcpyHostToDevice),
@@ -299,9 +282,6 @@ class CudaRunner final : public BenchRunner {
   cudaDeviceProp prop_{};
   cudaStream_t stream_ = nullptr;
   DeviceBuffer flush_;
-  // The shapes' tensors; NK_BENCH_SEPARATE_ALLOCATIONS=1 gives each its own cudaMalloc per shape
-  // instead, as before the thirty-fifth session (an A/B of the run-order offset).
-  DeviceArena arena_{env_flag("NK_BENCH_SEPARATE_ALLOCATIONS")};
   DeviceBuffer copy_src_, copy_dst_;  // time_copy's, kept for the next shape
 };
 

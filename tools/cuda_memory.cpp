@@ -36,29 +36,6 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
   return *this;
 }
 
-void DeviceArena::carve(const std::vector<Request>& requests, const std::string& context) {
-  separate_buffers_.clear();
-  if (separate_) {
-    for (const Request& r : requests) {
-      separate_buffers_.emplace_back(r.bytes, r.label, context);
-      *r.span = DeviceSpan(separate_buffers_.back().get(), r.bytes);
-    }
-    return;
-  }
-  const auto aligned = [](size_t bytes) { return (bytes + kAlignment - 1) / kAlignment * kAlignment; };
-  size_t total = 0;
-  for (const Request& r : requests) total += aligned(r.bytes);
-  if (total > block_.size()) {
-    block_ = DeviceBuffer();  // free the old block first: never both at once
-    block_ = DeviceBuffer(total, "the benchmark's tensors", context);
-  }
-  size_t offset = 0;
-  for (const Request& r : requests) {
-    *r.span = r.bytes ? DeviceSpan(block_.bytes() + offset, r.bytes) : DeviceSpan();
-    offset += aligned(r.bytes);
-  }
-}
-
 CudaEvent::CudaEvent() { cuda_check(cudaEventCreate(&event_), "cudaEventCreate"); }
 
 CudaEvent::~CudaEvent() {

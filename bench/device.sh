@@ -5,7 +5,7 @@
 # Usage: bench/device.sh [steps...]   steps: build sass test check bench quant install python
 # compare models binding narrow pending train dtypes huge columns ncu_quant ncu_quant_source
 # quant_bench exact items fused tickets wide modes bwd_probe probe inductor dram aftermath
-# sanitize profile method ncu_method ring ncu_detail ncu_peer pending_python
+# sanitize profile method ncu_method ring ncu_detail ncu_peer pending_python order_ncu
 # (default: build test check bench)
 # BUILD=dir names the build tree (default build-device). (A tree built on the CPU machine cannot
 # travel instead: its binaries are over 64 MiB each.) `install` links that tree's libnormkit.a.
@@ -344,25 +344,16 @@ for step in "${steps[@]}"; do
     modes)  # A/B over the plain forward and the quantized modes in one run (mode_runs) of
       # AB_MODES under AB_CONFIGS
       mode_runs "${AB_MODES:-plain tensor token block mxfp8 transposed}" "${AB_CONFIGS:-none}" ;;
-    pending)  # the thirty-fifth session's first call (the thirty-fourth's device time ran out
-      # while it built): the backward's rows of 32-63 vectors on
-      # sub-warp row groups where each group gets 3 rows or more (the new setting 1 of
-      # NK_TUNE_BWD_SUB_WARP_ROWS): the backward and gradient-check CUDA tests and the planner
-      # tests; then the default against setting 2 over the short rows, twice; then the forward's
-      # run-order offset
+    pending)  # the thirty-fifth session's last call (03:57), kept to repeat: setting 1 of
+      # NK_TUNE_BWD_SUB_WARP_ROWS takes sub-warp row groups for rows of under 32 vectors from a
+      # third of the SMs of CTAs (1536 x 128, 4096 x 64 on): the backward and gradient-check
+      # CUDA tests and the planner tests, then the default against setting 2 over short rows
+      # (they agree from 1536 x 128 and 4096 x 64; the default keeps a warp per row below)
       run ctest_pending ctest --test-dir "$BUILD" --output-on-failure -j"${CTEST_JOBS:-14}" \
         -R 'Bwd.*Cuda|GradCheck.*Cuda|LaunchConfig|bwd_sub_warp_rows_everywhere'
       configs="none NK_TUNE_BWD_SUB_WARP_ROWS=2"
-      knob_runs bench_pending 120 "$configs $configs" --bwd-only \
-        --shapes 65536x256,32768x256,16384x256,8192x256,4096x256,2048x128,512x128,131072x128,32768x128,262144x64,16384x512
-      # the run-order offset (docs/notes.md, thirty-fourth session): 1x4096's forward alone,
-      # after another shape's forward, after its backward; three times each
-      for rep in a b c; do
-        run "order_alone_$rep" "$BUILD/tools/normkit" bench --fwd-only --shapes 1x4096,4096x1024
-        run "order_after_fwd_$rep" "$BUILD/tools/normkit" bench --fwd-only \
-          --shapes 8192x2048,1x4096,4096x1024
-        run "order_after_bwd_$rep" "$BUILD/tools/normkit" bench --shapes 8192x2048,1x4096,4096x1024
-      done ;;
+      knob_runs bench_pending 120 "$configs" --bwd-only \
+        --shapes 512x128,1024x128,1536x128,2048x128,4096x128,8192x128,32768x128,2048x64,4096x64,16384x64,16384x256 ;;
     pending_python)  # the torch binding's GPU tests that the thirty-third session's device time
       # did not reach (its final commit's: test_torch_eager.py stopped at 179 passed)
       install_package &&
@@ -385,6 +376,19 @@ for step in "${steps[@]}"; do
       knob_runs bench_probe 600 "${PROBE_CONFIGS:-none}" ${PROBE_ARGS:-} "${shape_args[@]}" ;;
     inductor)  # the Triton code torch.compile generates for the peer composite
       run inductor env PYTHONUNBUFFERED=1 python3 bench/inductor_code.py --out "$LOGS/inductor" ;;
+    order_ncu)  # the forward's run-order offset (docs/notes.md, thirty-fourth and thirty-fifth
+      # sessions): the kernels' own durations, with the bench's L2 state and the card's clocks,
+      # of 1x4096's and 4096x1024's forward alone and after 8192x2048's backward. If they
+      # differ, the kernel itself is slower after a backward; if not, the time goes between
+      # the events and the kernel (launch, queue). Twice each, alternating.
+      for rep in a b; do
+        run "ncu_order_alone_$rep" ncu --cache-control none --clock-control none --csv \
+          --kernel-name regex:'rms_norm' --metrics gpu__time_duration.sum,dram__bytes_read.sum \
+          "$BUILD/tools/normkit" bench --reps 20 --fwd-only --shapes 1x4096,4096x1024
+        run "ncu_order_after_bwd_$rep" ncu --cache-control none --clock-control none --csv \
+          --kernel-name regex:'rms_norm' --metrics gpu__time_duration.sum,dram__bytes_read.sum \
+          "$BUILD/tools/normkit" bench --reps 20 --shapes 8192x2048,1x4096,4096x1024
+      done ;;
     dram)  # DRAM bytes per kernel with the bench's own L2 state (no ncu cache flush, card's
       # clocks) at DRAM_SHAPES; then the pipelined backward's SASS-level stall profile at
       # 4096x1024 (Nsight Compute source page, as CSV)

@@ -259,17 +259,15 @@ LaunchConfig plan_pipelined(int64_t rows, int64_t hidden, int vec, const KernelF
   const int64_t nvec_cta = ceil_div(nvec, cluster);
   // sub_warp_rows (KernelFacts::bwd_sub_warp_rows): rows of fewer than 32 x items_target
   // vectors get a power of two threads under a warp (several rows per warp); at 1 rows that
-  // leave lanes of a warp idle (under 32 vectors) where they fill 2 CTAs of 256 threads per
-  // SM, and longer ones where they give each row group of 2 such CTAs per SM 3 rows or more;
-  // at 2 every such row where the rows fill one 256-thread CTA.
+  // leave lanes of a warp idle (under 32 vectors) where they give a third of the SMs or more a
+  // CTA of 256 threads, and longer ones where they give each row group of 2 such CTAs per SM
+  // 3 rows or more; at 2 every such row where the rows fill one 256-thread CTA.
   const int64_t per_row = ceil_div(nvec_cta, items_target);
   const int64_t rows_per_cta = 256 / next_pow2(per_row);
-  const int64_t rows_per_group_wanted = nvec_cta < 32 ? 1 : 3;
-  const bool sub_warp =
-      sub_warp_rows > 0 && cluster == 1 && per_row < 32 &&
-      (sub_warp_rows == 1
-           ? rows >= rows_per_group_wanted * 2 * f.sm_count * rows_per_cta
-           : rows >= rows_per_cta);
+  const int64_t setting_1_min_rows = nvec_cta < 32 ? ceil_div(f.sm_count, 3) * rows_per_cta
+                                                   : 3 * 2 * f.sm_count * rows_per_cta;
+  const bool sub_warp = sub_warp_rows > 0 && cluster == 1 && per_row < 32 &&
+                        rows >= (sub_warp_rows == 1 ? setting_1_min_rows : rows_per_cta);
   const int threads =
       sub_warp ? next_pow2(per_row)
                : static_cast<int>(std::min<int64_t>(32 * ceil_div(per_row, 32), kPipelineMaxThreads));

@@ -52,16 +52,19 @@ struct KernelFacts {
   // The pipelined backward's rows of fewer than 32 x 2 vectors (bf16 rows under 512 columns:
   // per-head QK norms of 64-256) on a power of two threads under a warp, several rows per warp
   // (NK_TUNE_BWD_SUB_WARP_ROWS): 1 (the default) rows of under 32 vectors (a warp per row
-  // leaves lanes idle) where the rows fill 2 256-thread CTAs per SM, and rows of 32 to 63
-  // vectors where they give each row group 3 rows or more (2 CTAs per SM); 2 wherever the rows
-  // fill one such CTA; 0 a warp per row. Measured (thirty-third session, 22:52, H100, bf16,
+  // leaves lanes idle) where the rows fill 256-thread CTAs on a third of the SMs, and rows of
+  // 32 to 63 vectors where they give each row group 3 rows or more (2 CTAs per SM); 2 wherever
+  // the rows fill one such CTA; 0 a warp per row. Measured (thirty-third session, 22:52, H100, bf16,
   // twice in one call, settings 0/1/2): 262144 x 64 106.8 -> 53.4 us, 131072 x 128 62.9 ->
   // 48.9, 32768 x 128 0.97x, the rest level under 1. Setting 2 then lost where it left SMs idle
   // or lanes were not idle (2048 x 128 1.3x, 16384 x 256 1.07x); after the group sums moved
   // to the whole CTA (thirty-fourth session, 02:29, twice) it gained at 32 vectors with many
   // rows (65536 x 256 49.1 -> 44.3 us, 32768 x 256 0.92x, 16384 x 256 0.96-0.97x) and lost
   // with few (8192 x 256 1.05-1.08x, 4096 x 256 1.01-1.03x, 512 x 128 1.06-1.10x): the rows
-  // of 32-63 vectors under setting 1.
+  // of 32-63 vectors under setting 1. Rows of under 32 vectors (thirty-fifth session, 03:49,
+  // twice): setting 2 gained from 48 CTAs of rows (1536-8192 x 128 0.89-1.00x, 2048-16384 x 64
+  // 0.76-0.97x) and lost on 16-32 (512-1024 x 128 1.02-1.07x, 1024 x 64 1.05x): from a third
+  // of the SMs under setting 1.
   int bwd_sub_warp_rows = 1;
   // Pipelined backward of unsplit rows: threads per CTA that its row groups fill (256 or 512;
   // NK_TUNE_BWD_CTA_THREADS). 512 keeps the threads per SM (two CTAs of 256 at ~101

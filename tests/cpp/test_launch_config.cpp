@@ -701,9 +701,10 @@ TEST(LaunchConfig, PipelinedBackwardAimsForItsOwnCtasPerSm) {
 
 // KernelFacts::bwd_sub_warp_rows: rows of fewer than 64 vectors take a power of two threads
 // under a warp, several rows per warp: at 1 (the default) rows of under 32 vectors (idle lanes
-// in a warp per row) with rows for 2 256-thread CTAs per SM and rows of 32-63 vectors with 3
-// rows per row group of those CTAs (65536 and 16384 x 256, not 8192 x 256), at 2 wherever the
-// rows fill one such CTA; a warp per row otherwise, and at 0.
+// in a warp per row) with rows for 256-thread CTAs on a third of the SMs (2048 x 128, not
+// 1024 x 128) and rows of 32-63 vectors with 3 rows per row group of 2 such CTAs per SM (65536
+// and 16384 x 256, not 8192 x 256), at 2 wherever the rows fill one such CTA; a warp per row
+// otherwise, and at 0.
 TEST(LaunchConfig, PipelinedBackwardPutsSeveralShortRowsInAWarpWhereAsked) {
   KernelFacts f;
   ASSERT_EQ(f.bwd_sub_warp_rows, 1);
@@ -721,7 +722,9 @@ TEST(LaunchConfig, PipelinedBackwardPutsSeveralShortRowsInAWarpWhereAsked) {
                         Case{2, 16384, 512, 32, 2}, Case{1, 131072, 128, 8, 2},
                         Case{1, 262144, 64, 4, 2}, Case{1, 65536, 256, 16, 2},
                         Case{1, 16384, 256, 16, 2}, Case{1, 8192, 256, 32, 1},
-                        Case{1, 2048, 128, 32, 1}, Case{1, 9000, 72, 8, 2}}) {
+                        Case{1, 2048, 128, 8, 2}, Case{1, 1024, 128, 32, 1},
+                        Case{1, 4096, 64, 4, 2}, Case{1, 2048, 64, 32, 1},
+                        Case{1, 9000, 72, 8, 2}}) {
     f.bwd_sub_warp_rows = k.setting;
     const LaunchConfig c = normkit::cuda::plan_bwd(k.rows, k.hidden, 8, f, 4);
     SCOPED_TRACE(std::to_string(k.rows) + "x" + std::to_string(k.hidden) + " setting " +

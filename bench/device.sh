@@ -5,7 +5,7 @@
 # Usage: bench/device.sh [steps...]   steps: build sass test check bench quant install python
 # compare models binding narrow pending train dtypes huge columns ncu_quant ncu_quant_source
 # quant_bench exact items fused tickets wide modes bwd_probe probe inductor dram aftermath
-# sanitize profile method ncu_method ring ncu_detail ncu_peer pending_python order_ncu
+# sanitize profile method ncu_method ring ncu_detail ncu_peer pending_python order_ncu carveout
 # (default: build test check bench)
 # BUILD=dir names the build tree (default build-device). (A tree built on the CPU machine cannot
 # travel instead: its binaries are over 64 MiB each.) `install` links that tree's libnormkit.a.
@@ -388,6 +388,23 @@ for step in "${steps[@]}"; do
         run "ncu_order_after_bwd_$rep" ncu --cache-control none --clock-control none --csv \
           --kernel-name regex:'rms_norm' --metrics gpu__time_duration.sum,dram__bytes_read.sum \
           "$BUILD/tools/normkit" bench --reps 20 --shapes 8192x2048,1x4096,4096x1024
+      done ;;
+    carveout)  # the run-order offset against the shared-memory carveout that every normkit
+      # kernel prefers (NK_TUNE_SMEM_CARVEOUT: the driver's choice, 0, 100 percent): the CUDA
+      # forward and backward tests at 100, then 1x4096's and 4096x1024's forward alone and after
+      # 8192x2048's backward under each, three times. If the offset is an L1/shared-memory
+      # reconfiguration between the backward's kernels and the forward's, one fixed carveout
+      # removes it (docs/notes.md, thirty-fifth session, Next 1)
+      run ctest_carveout ctest --test-dir "$BUILD" --output-on-failure -R smem_carveout_max_shared
+      for rep in a b c; do
+        for cfg in none NK_TUNE_SMEM_CARVEOUT=0 NK_TUNE_SMEM_CARVEOUT=100; do
+          knobs=()
+          [ "$cfg" != none ] && knobs=("$cfg")
+          run "carveout_${cfg//[^A-Za-z0-9_]/_}_alone_$rep" env "${knobs[@]}" \
+            "$BUILD/tools/normkit" bench --fwd-only --shapes 1x4096,4096x1024
+          run "carveout_${cfg//[^A-Za-z0-9_]/_}_after_bwd_$rep" env "${knobs[@]}" \
+            "$BUILD/tools/normkit" bench --shapes 8192x2048,1x4096,4096x1024
+        done
       done ;;
     dram)  # DRAM bytes per kernel with the bench's own L2 state (no ncu cache flush, card's
       # clocks) at DRAM_SHAPES; then the pipelined backward's SASS-level stall profile at

@@ -7,6 +7,7 @@
 
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -15,6 +16,7 @@
 #include "cuda/cuda_check.h"
 #include "cuda/kernel_params.h"
 #include "cuda/launch_config.h"
+#include "cuda/vector_width.h"
 
 namespace normkit::cuda {
 
@@ -84,6 +86,23 @@ void allow_dynamic_smem(Kernel kernel, size_t bytes, const char* what) {
                                   static_cast<int>(bytes)),
              "cudaFuncSetAttribute(MaxDynamicSharedMemorySize)", what);
   current = bytes;
+}
+
+// Asks for KernelFacts::smem_carveout (NK_TUNE_SMEM_CARVEOUT) as `kernel`'s preferred shared-
+// memory carveout on the current device, once per kernel and device; nothing at -1 (the
+// default: the driver's choice).
+template <typename Kernel>
+void prefer_smem_carveout(Kernel kernel, const char* what) {
+  const int carveout = tuned_defaults().smem_carveout;
+  if (carveout < 0) return;
+  static std::mutex mutex;
+  static std::set<std::pair<const void*, int>> done;
+  int device = 0;
+  check_cuda(cudaGetDevice(&device), "cudaGetDevice", what);
+  std::lock_guard<std::mutex> lock(mutex);
+  if (!done.insert({reinterpret_cast<const void*>(kernel), device}).second) return;
+  check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, carveout),
+             "cudaFuncSetAttribute(PreferredSharedMemoryCarveout)", what);
 }
 
 // A value computed once per kernel, device and launch shape (block, dynamic shared memory,
@@ -247,6 +266,7 @@ cudaError_t launch_status(void (*kernel)(KernelArgs...), dim3 grid, dim3 block,
   config.stream = stream;
   config.dynamicSmemBytes = dynamic_smem;
   allow_dynamic_smem(kernel, dynamic_smem, what);
+  prefer_smem_carveout(kernel, what);
   cudaLaunchAttribute attribute[3];
   if (cluster > 1) {
     if (cluster > 8) {

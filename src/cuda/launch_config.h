@@ -118,6 +118,14 @@ struct KernelFacts {
   // 1.01-1.03x slower (16384 x 512, 2048 x 128, 4096 x 1024 1.05x once).
   int bwd_reduce_kernel = 0;
   int bwd_early_dependent = 0;
+  // The shared-memory carveout every normkit kernel asks for, in percent of the most shared
+  // memory an SM offers (NK_TUNE_SMEM_CARVEOUT; cudaFuncAttributePreferredSharedMemoryCarveout):
+  // -1 leaves the driver's choice. For the run-order offset (docs/notes.md, thirty-fifth
+  // session): a forward timed after a backward is 0.5-0.8 us slower by its events although its
+  // kernel is not (ncu), and the backward runs with 48-98 KB of shared memory per CTA, the
+  // forward of 4096 x 1024 with none: if the SMs' L1/shared split changes between them, a
+  // fixed carveout shows it. Not yet measured.
+  int smem_carveout = -1;
   // How the pipelined backward's CTAs of several row groups add their groups' dweight/dbias
   // sums before writing their slot (NK_TUNE_BWD_GROUP_SUMS_BY_CTA): 1 every thread of the CTA
   // takes whole columns; 0 the first row group alone (its threads' own columns: at 128 columns

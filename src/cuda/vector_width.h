@@ -77,6 +77,7 @@ inline const KernelFacts& tuned_defaults() {
     k.bwd_reduce_kernel = tuning_knob("NK_TUNE_BWD_REDUCE_KERNEL", k.bwd_reduce_kernel, 0, 1);
     k.bwd_early_dependent =
         tuning_knob("NK_TUNE_BWD_EARLY_DEPENDENT", k.bwd_early_dependent, 0, 2);
+    k.smem_carveout = tuning_knob("NK_TUNE_SMEM_CARVEOUT", k.smem_carveout, -1, 100);
     k.bwd_group_sums_by_cta =
         tuning_knob("NK_TUNE_BWD_GROUP_SUMS_BY_CTA", k.bwd_group_sums_by_cta, 0, 1);
     k.bwd_pending_in_registers =

@@ -101,8 +101,9 @@ void prefer_smem_carveout(Kernel kernel, const char* what) {
   check_cuda(cudaGetDevice(&device), "cudaGetDevice", what);
   std::lock_guard<std::mutex> lock(mutex);
   if (!done.insert({reinterpret_cast<const void*>(kernel), device}).second) return;
-  check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, carveout),
-             "cudaFuncSetAttribute(PreferredSharedMemoryCarveout)", what);
+  check_cuda(
+      cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, carveout),
+      "cudaFuncSetAttribute(PreferredSharedMemoryCarveout)", what);
 }
 
 // A value computed once per kernel, device and launch shape (block, dynamic shared memory,

@@ -54,8 +54,8 @@ struct KernelFacts {
   // (NK_TUNE_BWD_SUB_WARP_ROWS): 1 (the default) rows of under 32 vectors (a warp per row
   // leaves lanes idle) where the rows fill 256-thread CTAs on a third of the SMs, and rows of
   // 32 to 63 vectors where they give each row group 3 rows or more (2 CTAs per SM); 2 wherever
-  // the rows fill one such CTA; 0 a warp per row. Measured (thirty-third session, 22:52, H100, bf16,
-  // twice in one call, settings 0/1/2): 262144 x 64 106.8 -> 53.4 us, 131072 x 128 62.9 ->
+  // the rows fill one such CTA; 0 a warp per row. Measured (thirty-third session, 22:52, H100,
+  // bf16, twice in one call, settings 0/1/2): 262144 x 64 106.8 -> 53.4 us, 131072 x 128 62.9 ->
   // 48.9, 32768 x 128 0.97x, the rest level under 1. Setting 2 then lost where it left SMs idle
   // or lanes were not idle (2048 x 128 1.3x, 16384 x 256 1.07x); after the group sums moved
   // to the whole CTA (thirty-fourth session, 02:29, twice) it gained at 32 vectors with many

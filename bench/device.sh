@@ -6,6 +6,7 @@
 # compare models binding narrow pending train dtypes huge columns ncu_quant ncu_quant_source
 # quant_bench exact items fused tickets wide modes bwd_probe probe inductor dram aftermath
 # sanitize profile method ncu_method ring ncu_detail ncu_peer pending_python order_ncu carveout
+# after_gemm
 # (default: build test check bench)
 # BUILD=dir names the build tree (default build-device). (A tree built on the CPU machine cannot
 # travel instead: its binaries are over 64 MiB each.) `install` links that tree's libnormkit.a.
@@ -420,6 +421,15 @@ for step in "${steps[@]}"; do
       run ncu_source_page ncu -i "$LOGS/bwd_4096x1024.ncu-rep" --page source --csv \
         --print-source sass
       run ncu_details ncu -i "$LOGS/bwd_4096x1024.ncu-rep" --page details ;;
+    after_gemm)  # the norm's forward right after a GEMM, normkit against torch eager and
+      # torch.compile (bench/norm_after_gemm.py; needs `install`), under the driver's carveout
+      # and NK_TUNE_SMEM_CARVEOUT 0 and 100
+      for cfg in none NK_TUNE_SMEM_CARVEOUT=0 NK_TUNE_SMEM_CARVEOUT=100; do
+        knobs=()
+        [ "$cfg" != none ] && knobs=("$cfg")
+        run "after_gemm_${cfg//[^A-Za-z0-9_]/_}" env PYTHONUNBUFFERED=1 "${knobs[@]}" python3 \
+          bench/norm_after_gemm.py --json "$OUT/after_gemm_${cfg//[^A-Za-z0-9_]/_}.json"
+      done ;;
     aftermath)  # the GEMM after the norm, with normkit's evict-last reads and without
       # (bench/l2_aftermath.py; needs `install`)
       run aftermath env PYTHONUNBUFFERED=1 python3 bench/l2_aftermath.py --json "$OUT/aftermath.json"

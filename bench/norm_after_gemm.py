@@ -1,0 +1,113 @@
+#!/usr/bin/env python3
+"""What a norm's forward costs right after a GEMM, as a transformer layer runs it.
+
+`normkit bench` and bench/compare.py time the norm right after an L2 flush, as PEERS.md does.
+In a model the norm follows a GEMM (the attention output or the MLP's down projection): a
+kernel that holds most of each SM's shared memory. Per shape and implementation this times,
+with CUDA events around the norm alone, the norm after
+  flush  an L2 flush (256 MiB zeroed), as the sweep does;
+  gemm   the flush, then a GEMM on other tensors (the norm's x still in HBM only);
+  into   the flush, then a GEMM that writes the norm's x (part of x then in L2, as in a model).
+If normkit's `gemm` column exceeds its `flush` column by more than the peers' do, following a
+GEMM costs normkit something the peers do not pay: an SM's switch between shared memory and L1
+is one candidate (NK_TUNE_SMEM_CARVEOUT; docs/notes.md, thirty-fifth session). Each timing: 10
+warm-up samples, then the median of --reps, every sample enqueued before one synchronize.
+
+Usage: python bench/norm_after_gemm.py [--json out.json] [--reps 100] [--shapes 1x4096,...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+
+import torch
+
+from compare import hf_composite, parse_shapes
+
+DEFAULT_SHAPES = "1x4096,128x4096,4096x1024,8192x2048,4096x4096,8192x4096"
+IMPLS = ["normkit", "torch_eager", "torch_compile"]
+SETTINGS = ["flush", "gemm", "into"]
+EPS = 1e-6
+WARMUP = 10
+
+
+def norm_fn(name: str, hidden: int):
+    """The forward of implementation `name` as f(x, w) -> y."""
+    if name == "normkit":
+        import normkit.torch as nk
+
+        return lambda x, w: nk.rms_norm(x, w, EPS)
+    if name == "torch_eager":
+        return lambda x, w: torch.nn.functional.rms_norm(x, (hidden,), w, EPS)
+    if name == "torch_compile":
+        torch._dynamo.reset()  # a kernel specialized to each shape, as bench/compare.py does
+        return torch.compile(hf_composite(EPS), dynamic=False)
+    raise ValueError(name)
+
+
+def time_after(norm, x, w, before, flush, reps: int) -> float:
+    """Median µs of norm(x, w) between CUDA events, each sample after flush and before()."""
+    events = []
+    for _ in range(WARMUP + reps):
+        flush.zero_()
+        before()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        norm(x, w)
+        end.record()
+        events.append((start, end))
+    torch.cuda.synchronize()
+    return statistics.median(s.elapsed_time(e) * 1e3 for s, e in events[WARMUP:])
+
+
+def measure_shape(rows: int, hidden: int, reps: int, flush) -> dict:
+    """{impl: {setting: µs}} for one shape; the GEMMs are (rows, hidden) @ (hidden, hidden)."""
+    dev = flush.device
+    g = torch.Generator(device=dev).manual_seed(rows * 65537 + hidden)
+    x = torch.randn(rows, hidden, device=dev, dtype=torch.bfloat16, generator=g)
+    w = 1 + 0.1 * torch.randn(hidden, device=dev, dtype=torch.bfloat16, generator=g)
+    a = torch.randn(rows, hidden, device=dev, dtype=torch.bfloat16, generator=g)
+    b = torch.randn(hidden, hidden, device=dev, dtype=torch.bfloat16, generator=g) / hidden**0.5
+    other = torch.empty_like(x)
+    before = {
+        "flush": lambda: None,
+        "gemm": lambda: torch.matmul(a, b, out=other),
+        "into": lambda: torch.matmul(a, b, out=x),
+    }
+    result = {}
+    for impl in IMPLS:
+        norm = norm_fn(impl, hidden)
+        norm(x, w)  # (torch.compile compiles here)
+        result[impl] = {s: time_after(norm, x, w, before[s], flush, reps) for s in SETTINGS}
+    return result
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--json", help="write the results here")
+    p.add_argument("--reps", type=int, default=100)
+    p.add_argument("--shapes", default=DEFAULT_SHAPES, help="ROWSxHIDDEN items or shape sets")
+    args = p.parse_args()
+    flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+    carveout = os.environ.get("NK_TUNE_SMEM_CARVEOUT", "default")
+    print(f"GPU {torch.cuda.get_device_name()}; NK_TUNE_SMEM_CARVEOUT={carveout}; "
+          f"median of {args.reps}; µs of the norm after: flush / flush+GEMM / flush+GEMM into x")
+    print("| rows × hidden | " + " | ".join(IMPLS) + " |")
+    print("|---|" + "---|" * len(IMPLS))
+    rows_out = []
+    for rows, hidden in parse_shapes(args.shapes):
+        r = measure_shape(rows, hidden, args.reps, flush)
+        rows_out.append({"rows": rows, "hidden": hidden, "us": r})
+        cells = [" / ".join(f"{r[i][s]:.2f}" for s in SETTINGS) for i in IMPLS]
+        print(f"| {rows}×{hidden} | " + " | ".join(cells) + " |", flush=True)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"gpu": torch.cuda.get_device_name(), "smem_carveout": carveout,
+                       "reps": args.reps, "settings": SETTINGS, "shapes": rows_out}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -233,15 +233,12 @@ NK_LANES_INLINE Lanes mx_multipliers(LaneInts e) {
   return reinterpret_cast<Lanes>(k >= -126 ? normal : LaneInts{} + 0x00400000);
 }
 
-// One group's codes: block k's 32 elements times lane k of `multipliers`, 16 codes per step.
+// One group's codes: block k's `block` elements times lane k of `multipliers`, by encode.
 template <typename Code>
-NK_LANES_INLINE void encode_group(uint8_t* y, const float* v, Lanes multipliers, Code code) {
+NK_LANES_INLINE void encode_group(uint8_t* y, const float* v, int64_t block, Lanes multipliers,
+                                  Code code) {
   for (int k = 0; k < kGroupBlocks; ++k) {
-    for (int half = 0; half < 2; ++half) {
-      const int at = k * kMxfp8Block + half * kLanes;
-      const LaneBytes codes = code(load_lanes(v + at) * multipliers[k]);
-      std::memcpy(y + at, &codes, sizeof(codes));
-    }
+    encode(y + k * block, v + k * block, block, multipliers[k], code);
   }
 }
 
@@ -260,10 +257,9 @@ NK_LANES_INLINE float mx_blocks(uint8_t* y, uint8_t* scales, const float* v, int
     const LaneInts e = mx_exponents(maxima, emax);
     const LaneBytes bytes = __builtin_convertvector(e + 127, LaneBytes);  // mx_scale_byte
     std::memcpy(scales + g * kGroupBlocks, &bytes, sizeof(bytes));
-    encode_group(y + first, v + first, mx_multipliers(e), code);
+    encode_group(y + first, v + first, kMxfp8Block, mx_multipliers(e), code);
   }
-  float row_max = 0.0f;
-  for (int k = 0; k < kLanes; ++k) row_max = fold_abs_max(row_max, row_lanes[k]);
+  float row_max = lanes_max(row_lanes);
   for (int64_t b = groups * kGroupBlocks; b < n / kMxfp8Block; ++b) {
     const float* vb = v + b * kMxfp8Block;
     const float m = lanes_abs_max(vb, kMxfp8Block);
@@ -307,12 +303,9 @@ NK_LANES_INLINE float scaled_blocks(uint8_t* y, float* scales, const float* v, i
     const Lanes group_scales = dynamic_scales(maxima, qmax, scale_ub);
     std::memcpy(scales + g * kGroupBlocks, &group_scales, sizeof(group_scales));
     const Lanes multipliers = 1.0f / group_scales;  // dynamic_multiplier
-    for (int k = 0; k < kGroupBlocks; ++k) {
-      encode(y + first + k * block, v + first + k * block, block, multipliers[k], code);
-    }
+    encode_group(y + first, v + first, block, multipliers, code);
   }
-  float row_max = 0.0f;
-  for (int k = 0; k < kLanes; ++k) row_max = fold_abs_max(row_max, row_lanes[k]);
+  float row_max = lanes_max(row_lanes);
   for (int64_t b = groups * kGroupBlocks; b < n / block; ++b) {
     const float* vb = v + b * block;
     const float m = lanes_abs_max(vb, block);

@@ -2154,8 +2154,6 @@ TEST(LaunchConfig, BackwardOfFewRowsTakesOneColumnOwningCluster) {
   EXPECT_EQ(normkit::cuda::plan_bwd_columns(1, 4096, 8, off, bf16, 1).grid, 0);
 }
 
-}  // namespace
-
 // KernelFacts::bwd_group_sums_by_cta reaches the backward plan (the pipelined kernel's row
 // groups' sums added by the whole CTA, 1, or by the first row group alone, 0).
 TEST(LaunchConfig, BackwardPlanCarriesWhoAddsTheRowGroupsSums) {
@@ -2184,3 +2182,5 @@ TEST(LaunchConfig, BackwardPlanCarriesWhenTheReductionMayLaunch) {
     EXPECT_EQ(c.dependent_after_rows, setting == 2);
   }
 }
+
+}  // namespace

@@ -6,7 +6,7 @@
 # compare models binding narrow pending train dtypes huge columns ncu_quant ncu_quant_source
 # quant_bench exact items fused tickets wide modes bwd_probe probe inductor dram aftermath
 # sanitize profile method ncu_method ring ncu_detail ncu_peer pending_python order_ncu carveout
-# after_gemm
+# after_gemm compile_gap
 # (default: build test check bench)
 # BUILD=dir names the build tree (default build-device). (A tree built on the CPU machine cannot
 # travel instead: its binaries are over 64 MiB each.) `install` links that tree's libnormkit.a.
@@ -430,6 +430,26 @@ for step in "${steps[@]}"; do
         run "after_gemm_${cfg//[^A-Za-z0-9_]/_}" env PYTHONUNBUFFERED=1 "${knobs[@]}" python3 \
           bench/norm_after_gemm.py --json "$OUT/after_gemm_${cfg//[^A-Za-z0-9_]/_}.json"
       done ;;
+    compile_gap)  # torch.compile's Triton forward against normkit's where it came out faster
+      # (1x4096, 128x4096, 4096x1024 at 05:02 on 2026-11-27; docs/notes.md, thirty-sixth session):
+      # both timed with events in one process over GAP_SHAPES; then each kernel's own duration,
+      # grid, block and registers under ncu with the events' L2 state and clocks
+      # (bench/kernel_gap.py), the full section set of one launch each at 128x4096 and
+      # 4096x1024, and normkit's forward under the forward knobs (`normkit bench`)
+      run gap_events env PYTHONUNBUFFERED=1 python3 bench/norm_after_gemm.py --settings flush \
+        --impls normkit,torch_compile --json "$OUT/gap_events.json" \
+        --shapes "${GAP_SHAPES:-1x4096,32x4096,128x4096,512x4096,1024x1024,4096x1024,16384x1024,2048x2048}"
+      run gap_ncu timeout 150 ncu --profile-from-start off --cache-control none --clock-control none \
+        --csv --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,launch__grid_size,launch__block_size,launch__registers_per_thread,launch__shared_mem_per_block_dynamic,launch__occupancy_limit_registers \
+        python3 bench/kernel_gap.py --reps 20
+      run gap_ncu_full timeout 150 ncu --profile-from-start off --set full --import-source no \
+        --kernel-name regex:'rms_norm|triton' --launch-count 4 -o "$LOGS/gap_full" \
+        python3 bench/kernel_gap.py --reps 1 --shapes 128x4096,4096x1024 &&
+        run gap_ncu_full_details ncu -i "$LOGS/gap_full.ncu-rep" --page details
+      knob_runs gap_knobs 30 "none NK_TUNE_EVICT_LAST_MIN_MIB=0 NK_TUNE_FWD_ROWS_PER_GROUP=1 \
+NK_TUNE_FWD_ITEMS=2 NK_TUNE_FWD_CTA_THREADS=128 NK_TUNE_FWD_CTA_THREADS=512 \
+NK_TUNE_FWD_PIPELINE_MAX_ROWS=8192 NK_TUNE_FWD_EXACT=0 NK_TUNE_FWD_CTAS_PER_SM=4 none" \
+        --fwd-only --shapes 1x4096,128x4096,4096x1024 ;;
     aftermath)  # the GEMM after the norm, with normkit's evict-last reads and without
       # (bench/l2_aftermath.py; needs `install`)
       run aftermath env PYTHONUNBUFFERED=1 python3 bench/l2_aftermath.py --json "$OUT/aftermath.json"

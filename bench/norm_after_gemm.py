@@ -63,7 +63,8 @@ def time_after(norm, x, w, before, flush, reps: int) -> float:
     return statistics.median(s.elapsed_time(e) * 1e3 for s, e in events[WARMUP:])
 
 
-def measure_shape(rows: int, hidden: int, reps: int, flush) -> dict:
+def measure_shape(rows: int, hidden: int, reps: int, flush, impls=IMPLS,
+                  settings=SETTINGS) -> dict:
     """{impl: {setting: µs}} for one shape; the GEMMs are (rows, hidden) @ (hidden, hidden)."""
     dev = flush.device
     g = torch.Generator(device=dev).manual_seed(rows * 65537 + hidden)
@@ -78,10 +79,10 @@ def measure_shape(rows: int, hidden: int, reps: int, flush) -> dict:
         "into": lambda: torch.matmul(a, b, out=x),
     }
     result = {}
-    for impl in IMPLS:
+    for impl in impls:
         norm = norm_fn(impl, hidden)
         norm(x, w)  # (torch.compile compiles here)
-        result[impl] = {s: time_after(norm, x, w, before[s], flush, reps) for s in SETTINGS}
+        result[impl] = {s: time_after(norm, x, w, before[s], flush, reps) for s in settings}
     return result
 
 
@@ -90,23 +91,28 @@ def main() -> None:
     p.add_argument("--json", help="write the results here")
     p.add_argument("--reps", type=int, default=100)
     p.add_argument("--shapes", default=DEFAULT_SHAPES, help="ROWSxHIDDEN items or shape sets")
+    p.add_argument("--impls", default=",".join(IMPLS), help="of " + ",".join(IMPLS))
+    p.add_argument("--settings", default=",".join(SETTINGS), help="of " + ",".join(SETTINGS))
     args = p.parse_args()
+    impls, settings = args.impls.split(","), args.settings.split(",")
+    tuned = " ".join(f"{k}={v}" for k, v in sorted(os.environ.items()) if k.startswith("NK_TUNE_"))
     flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
     carveout = os.environ.get("NK_TUNE_SMEM_CARVEOUT", "default")
-    print(f"GPU {torch.cuda.get_device_name()}; NK_TUNE_SMEM_CARVEOUT={carveout}; "
-          f"median of {args.reps}; µs of the norm after: flush / flush+GEMM / flush+GEMM into x")
-    print("| rows × hidden | " + " | ".join(IMPLS) + " |")
-    print("|---|" + "---|" * len(IMPLS))
+    print(f"GPU {torch.cuda.get_device_name()}; tuning: {tuned or 'defaults'}; "
+          f"median of {args.reps}; µs of the norm after: {' / '.join(settings)}")
+    print("| rows × hidden | " + " | ".join(impls) + " |")
+    print("|---|" + "---|" * len(impls))
     rows_out = []
     for rows, hidden in parse_shapes(args.shapes):
-        r = measure_shape(rows, hidden, args.reps, flush)
+        r = measure_shape(rows, hidden, args.reps, flush, impls, settings)
         rows_out.append({"rows": rows, "hidden": hidden, "us": r})
-        cells = [" / ".join(f"{r[i][s]:.2f}" for s in SETTINGS) for i in IMPLS]
+        cells = [" / ".join(f"{r[i][s]:.2f}" for s in settings) for i in impls]
         print(f"| {rows}×{hidden} | " + " | ".join(cells) + " |", flush=True)
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"gpu": torch.cuda.get_device_name(), "smem_carveout": carveout,
-                       "reps": args.reps, "settings": SETTINGS, "shapes": rows_out}, f, indent=1)
+                       "tuning": tuned, "reps": args.reps, "settings": settings,
+                       "shapes": rows_out}, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@
 # compare models binding narrow pending train dtypes huge columns ncu_quant ncu_quant_source
 # quant_bench exact items fused tickets wide modes bwd_probe probe inductor dram aftermath
 # sanitize profile method ncu_method ring ncu_detail ncu_peer pending_python order_ncu carveout
-# after_gemm compile_gap
+# after_gemm compile_gap weight_first
 # (default: build test check bench)
 # BUILD=dir names the build tree (default build-device). (A tree built on the CPU machine cannot
 # travel instead: its binaries are over 64 MiB each.) `install` links that tree's libnormkit.a.
@@ -450,6 +450,26 @@ for step in "${steps[@]}"; do
 NK_TUNE_FWD_ITEMS=2 NK_TUNE_FWD_CTA_THREADS=128 NK_TUNE_FWD_CTA_THREADS=512 \
 NK_TUNE_FWD_PIPELINE_MAX_ROWS=8192 NK_TUNE_FWD_EXACT=0 NK_TUNE_FWD_CTAS_PER_SM=4 none" \
         --fwd-only --shapes 1x4096,128x4096,4096x1024 ;;
+    weight_first)  # the forward of few rows on registers CTAs that load the weight with x
+      # (NK_TUNE_FWD_WEIGHT_FIRST, thirty-sixth session): A/B against the default (pipelined)
+      # plans, twice; its CUDA forward tests; the kernels' own durations under ncu
+      local_shapes=1x4096,32x4096,128x4096,256x4096,64x8192,132x2048,1x8192,128x1024,512x4096
+      first=NK_TUNE_FWD_PIPELINE_MAX_ROWS=0,NK_TUNE_FWD_WEIGHT_FIRST=2
+      for rep in a b; do
+        knob_runs "wf_$rep" 30 "none NK_TUNE_FWD_PIPELINE_MAX_ROWS=0 $first $first,NK_TUNE_FWD_ITEMS=2 \
+$first,NK_TUNE_FWD_ITEMS=1 NK_TUNE_FWD_PIPELINE_MAX_ROWS=0,NK_TUNE_FWD_WEIGHT_FIRST=4" \
+          --fwd-only --shapes "$local_shapes"
+      done
+      run ctest_weight_first ctest --test-dir "$BUILD" --output-on-failure -j8 \
+        -R 'fwd_weight_first|LaunchConfig'
+      for cfg in none "$first,NK_TUNE_FWD_ITEMS=2" "$first,NK_TUNE_FWD_ITEMS=1"; do
+        knobs=()
+        [ "$cfg" != none ] && IFS=, read -ra knobs <<< "$cfg"
+        run "wf_ncu_${cfg//[^A-Za-z0-9_]/_}" timeout 60 env "${knobs[@]}" ncu --cache-control none \
+          --clock-control none --csv --kernel-name regex:'rms_norm' \
+          --metrics gpu__time_duration.sum,launch__registers_per_thread,smsp__inst_executed.sum \
+          "$BUILD/tools/normkit" bench --reps 20 --fwd-only --shapes 1x4096,128x4096
+      done ;;
     aftermath)  # the GEMM after the norm, with normkit's evict-last reads and without
       # (bench/l2_aftermath.py; needs `install`)
       run aftermath env PYTHONUNBUFFERED=1 python3 bench/l2_aftermath.py --json "$OUT/aftermath.json"

@@ -324,6 +324,7 @@ std::string LaunchConfig::describe() const {
   if (realigned) s += realigned_slots ? " realigned-slots" : " realigned";
   if (rows_per_group > 1) s += " rows/group=" + std::to_string(rows_per_group);
   if (register_bound) s += " registers<=" + std::to_string(register_bound);
+  if (weight_first) s += " weight-with-x";
   if (exact) s += " exact";
   if (pinned_registers) s += " pinned";
   if (full_items) s += " full-items";
@@ -470,6 +471,10 @@ LaunchConfig plan_fwd(int64_t rows, int64_t hidden, int vec, const KernelFacts& 
       c.rows_per_group == 1 && c.plan == RowPlan::kRegisters) {
     c.register_bound = facts.fwd_tiny_registers == 1 ? 40 : 32;
   }
+  c.weight_first = facts.fwd_weight_first > 0 && c.exact && c.plan == RowPlan::kRegisters &&
+                   c.cluster_size == 1 && c.rows_per_group == 1 && c.register_bound == 0 &&
+                   c.items <= kSmallItems &&
+                   c.grid <= int64_t(facts.fwd_weight_first) * facts.sm_count;
   return c;
 }
 

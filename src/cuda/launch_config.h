@@ -576,6 +576,14 @@ struct KernelFacts {
   // alone the 2 vectors ran on the 56-register kernels (thirty-second session: 0.98x at
   // 131072 x 128, 1.03-1.15x slower at 32768 x 128, 16384 x 512, 16384 x 256).
   int fwd_tiny_registers = 0;
+  // EXACT plain forward registers plans of 16-bit types, one row per group, on at most this many
+  // CTAs per SM (NK_TUNE_FWD_WEIGHT_FIRST; 0 never): the weight loaded with x, before the row
+  // reduction, rather than prefetched to L2 and read after it. Why: ncu (thirty-sixth session)
+  // had torch.compile's forward at 128 x 4096 on CTAs that each read one row and the weight at
+  // once, 2488 active cycles per SM against our pipelined kernel's 4088: with one wave of CTAs
+  // nothing hides a second round trip or a long instruction stream, where on many rows the
+  // weight's registers would cost CTAs per SM.
+  int fwd_weight_first = 0;
   // Forward registers plans (plain and quantized): the vectors per thread that the thread
   // count aims for (NK_TUNE_FWD_ITEMS, 1-4). Measured (eighth session, H100): 2 and 1 slower
   // than 4 nearly everywhere (8192 x 8192 96.5 -> 111 us), 4096 x 12288 unchanged.
@@ -649,6 +657,9 @@ struct LaunchConfig {
   // kernels (KernelFacts::fwd_tiny_registers; 0: the usual kernels). 16-bit x, weight and y
   // only (plan_fwd_with_reads).
   int register_bound = 0;
+  // Plain forward, EXACT registers plans of 16-bit types: the weight loaded with x
+  // (KernelFacts::fwd_weight_first; rms_norm_fwd_registers_weight_first).
+  bool weight_first = false;
   int cluster_size = 1;      // CTAs per row
   int64_t cols_per_cta = 0;  // columns each CTA of a cluster covers (multiple of vec)
   int64_t grid = 1;          // CTAs

@@ -179,13 +179,17 @@ void launch_fwd(const nk_rms_norm_fwd_args& a, const LaunchConfig& cfg, cudaStre
             if (cfg.rows_per_group > 1) {
               kernel = fwd_rows_kernel<XT, WT, YT, VEC, IMAX_SMALL>(cfg, extras);
             }
+            if (cfg.weight_first && cfg.items <= IMAX_SMALL) {
+              kernel = rms_norm_fwd_registers_weight_first<XT, WT, YT, VEC, IMAX_SMALL>;
+            }
           }
         }
       }
-      if ((cfg.rows_per_group > 1 || cfg.register_bound != 0) &&
+      if ((cfg.rows_per_group > 1 || cfg.register_bound != 0 || cfg.weight_first) &&
           !(sizeof(XT) == 2 && sizeof(WT) == 2 && sizeof(YT) == 2 && cfg.exact)) {
-        throw Error(NK_ERROR_INTERNAL, "rms_norm_fwd: rows per group or a register bound without "
-                                       "their kernels (16-bit x, weight and y, EXACT plans)");
+        throw Error(NK_ERROR_INTERNAL,
+                    "rms_norm_fwd: rows per group, a register bound or the weight with x "
+                    "without their kernels (16-bit x, weight and y, EXACT plans)");
       }
       launch(kernel, cfg.grid, dim3(cfg.threads_per_row, cfg.rows_per_block), {cfg.cluster_size},
              stream, "rms_norm_fwd (registers)", 0, p);

@@ -313,10 +313,11 @@ __device__ __forceinline__ float sum_of_squares(const Lanes<XT, VEC> (&s)[IMAX])
 // shape.cluster_size consecutive CTAs shares one row, each covering cols_per_cta columns.
 // Weight and bias go through the read-only path, which may run ahead of the residual_out
 // stores. EXACT: no per-item range checks (RowChunk), where the plan says so. EXTRAS false: the
-// launcher knows that p.weight_extras() is false (no zero-centered add, no bias). The kernels
-// below are its entry points.
+// launcher knows that p.weight_extras() is false (no zero-centered add, no bias). WEIGHT_FIRST:
+// the weight loaded with x, before the reduction (kWeightWithX, or the plan's weight_first),
+// rather than prefetched to L2 and read after it. The kernels below are its entry points.
 template <typename XT, typename WT, typename YT, int VEC, int IMAX, bool EXACT,
-          bool EXTRAS = true>
+          bool EXTRAS = true, bool WEIGHT_FIRST = kWeightWithX<XT, VEC, IMAX>>
 __device__ __forceinline__ void fwd_registers_row(const FwdParams& p) {
   __shared__ float scratch[kMaxWarps];
   __shared__ ClusterPush cluster_push;  // with clusters
@@ -327,7 +328,7 @@ __device__ __forceinline__ void fwd_registers_row(const FwdParams& p) {
   if (shape.cluster_size > 1) cluster_push_init(cluster_push);
   Lanes<XT, VEC> s[IMAX];
   load_x_lanes(p, c, s);
-  constexpr bool kWeightFirst = kWeightWithX<XT, VEC, IMAX>;
+  constexpr bool kWeightFirst = WEIGHT_FIRST;
   [[maybe_unused]] Lanes<WT, VEC> w[kWeightFirst ? IMAX : 1];
   if constexpr (kWeightFirst) {
     load_weight_lanes(p, c, w);
@@ -375,6 +376,14 @@ template <typename XT, typename WT, typename YT, int VEC, int IMAX, bool EXTRAS>
 __global__ void __maxnreg__(56) rms_norm_fwd_registers_exact_small(FwdParams p) {
   static_assert(IMAX <= kSmallItems && sizeof(XT) == 2, "16-bit x at the small budget");
   fwd_registers_row<XT, WT, YT, VEC, IMAX, true, EXTRAS>(p);
+}
+
+// The EXACT plans of 16-bit types on few CTAs per SM with the weight loaded with x
+// (LaunchConfig::weight_first): one wave of CTAs, each with a row's single round trip.
+template <typename XT, typename WT, typename YT, int VEC, int IMAX>
+__global__ void __launch_bounds__(512) rms_norm_fwd_registers_weight_first(FwdParams p) {
+  static_assert(IMAX <= kSmallItems && sizeof(XT) == 2, "16-bit x at the small budget");
+  fwd_registers_row<XT, WT, YT, VEC, IMAX, true, true, true>(p);
 }
 
 // The EXACT plans of 16-bit x at up to 2 vectors per thread, held to fewer registers than

@@ -855,6 +855,38 @@ TEST(LaunchConfig, ForwardOfTwoVectorsPerThreadNamesItsRegisterBoundWhereAsked) 
   EXPECT_EQ(normkit::cuda::plan_fwd(131072, 128, 8, f).register_bound, 0);
 }
 
+// KernelFacts::fwd_weight_first: EXACT registers plans of one row per group, without clusters,
+// on at most that many CTAs per SM load the weight with x; the pipelined, split-row, misaligned
+// and larger plans do not, nor does any plan at 0 (the default).
+TEST(LaunchConfig, ForwardLoadsTheWeightWithXOnFewCtasWhereAsked) {
+  KernelFacts f;
+  ASSERT_EQ(f.fwd_weight_first, 0);
+  f.fwd_pipeline_max_rows = 0;
+  EXPECT_FALSE(normkit::cuda::plan_fwd(128, 4096, 8, f).weight_first);
+  f.fwd_weight_first = 1;
+  for (const auto& [rows, hidden] : {std::pair<int64_t, int64_t>{1, 4096}, {128, 4096},
+                                     {132, 2048}}) {
+    const LaunchConfig c = normkit::cuda::plan_fwd(rows, hidden, 8, f);
+    SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(hidden) + ": " + c.describe());
+    EXPECT_EQ(c.plan, RowPlan::kRegisters);
+    EXPECT_TRUE(c.exact);
+    EXPECT_LE(c.grid, f.sm_count);
+    EXPECT_TRUE(c.weight_first);
+    EXPECT_NE(c.describe().find("weight-with-x"), std::string::npos);
+  }
+  // More CTAs than SMs, misaligned rows (not EXACT), rows split over a cluster: no.
+  EXPECT_FALSE(normkit::cuda::plan_fwd(4096, 4096, 8, f).weight_first);
+  EXPECT_FALSE(normkit::cuda::plan_fwd(128, 4095, 1, f).weight_first);
+  const LaunchConfig split = normkit::cuda::plan_fwd(1, 65536, 8, f);
+  EXPECT_GT(split.cluster_size, 1);
+  EXPECT_FALSE(split.weight_first);
+  // The pipelined plan of few rows (the default fwd_pipeline_max_rows) keeps its own loads.
+  f.fwd_pipeline_max_rows = KernelFacts{}.fwd_pipeline_max_rows;
+  const LaunchConfig pipelined = normkit::cuda::plan_fwd(128, 4096, 8, f, 2);
+  EXPECT_EQ(pipelined.plan, RowPlan::kPipelined);
+  EXPECT_FALSE(pipelined.weight_first);
+}
+
 // KernelFacts::fwd_whole_warps: one-row CTAs of a power of two threads that leave vectors of
 // the row empty become the whole warps that cover it exactly (EXACT kernels), at the most
 // vectors per thread from kSmallItems down to 3 (setting 1, the default) or the fewest from 2

@@ -576,14 +576,15 @@ struct KernelFacts {
   // alone the 2 vectors ran on the 56-register kernels (thirty-second session: 0.98x at
   // 131072 x 128, 1.03-1.15x slower at 32768 x 128, 16384 x 512, 16384 x 256).
   int fwd_tiny_registers = 0;
-  // EXACT plain forward registers plans of 16-bit types, one row per group, on at most this many
-  // CTAs per SM (NK_TUNE_FWD_WEIGHT_FIRST; 0 never): the weight loaded with x, before the row
-  // reduction, rather than prefetched to L2 and read after it. Why: ncu (thirty-sixth session)
-  // had torch.compile's forward at 128 x 4096 on CTAs that each read one row and the weight at
-  // once, 2488 active cycles per SM against our pipelined kernel's 4088: with one wave of CTAs
-  // nothing hides a second round trip or a long instruction stream, where on many rows the
-  // weight's registers would cost CTAs per SM.
-  int fwd_weight_first = 0;
+  // EXACT plain forward registers plans of 16-bit types, one row per CTA (and per group), on at
+  // most this many CTAs per SM (NK_TUNE_FWD_WEIGHT_FIRST; 0 never): the weight loaded with x,
+  // before the row reduction, rather than prefetched to L2 and read after it. On one wave of
+  // CTAs nothing hides that second round trip; on many rows the weight's registers would cost
+  // CTAs per SM. Measured (thirty-sixth session, H100, twice in one call): 512 x 4096 (512 CTAs
+  // of 128 threads) 8.86-9.09 -> 7.01-7.12 us; on the registers plans of 1-256 rows 0.88-0.91x
+  // (1 x 4096 6.18-6.24 -> 5.38-5.50), which leaves them level with the pipelined plans there
+  // (within 0.2 us either way over 8 shapes), so those stay pipelined (fwd_pipeline_max_rows).
+  int fwd_weight_first = 4;
   // Forward registers plans (plain and quantized): the vectors per thread that the thread
   // count aims for (NK_TUNE_FWD_ITEMS, 1-4). Measured (eighth session, H100): 2 and 1 slower
   // than 4 nearly everywhere (8192 x 8192 96.5 -> 111 us), 4096 x 12288 unchanged.
@@ -657,8 +658,8 @@ struct LaunchConfig {
   // kernels (KernelFacts::fwd_tiny_registers; 0: the usual kernels). 16-bit x, weight and y
   // only (plan_fwd_with_reads).
   int register_bound = 0;
-  // Plain forward, EXACT registers plans of 16-bit types: the weight loaded with x
-  // (KernelFacts::fwd_weight_first; rms_norm_fwd_registers_weight_first).
+  // Plain forward, EXACT registers plans of 16-bit types, one row per CTA: the weight loaded
+  // with x (KernelFacts::fwd_weight_first; rms_norm_fwd_registers_weight_first).
   bool weight_first = false;
   int cluster_size = 1;      // CTAs per row
   int64_t cols_per_cta = 0;  // columns each CTA of a cluster covers (multiple of vec)

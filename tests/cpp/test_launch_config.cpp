@@ -855,36 +855,44 @@ TEST(LaunchConfig, ForwardOfTwoVectorsPerThreadNamesItsRegisterBoundWhereAsked) 
   EXPECT_EQ(normkit::cuda::plan_fwd(131072, 128, 8, f).register_bound, 0);
 }
 
-// KernelFacts::fwd_weight_first: EXACT registers plans of one row per group, without clusters,
-// on at most that many CTAs per SM load the weight with x; the pipelined, split-row, misaligned
-// and larger plans do not, nor does any plan at 0 (the default).
-TEST(LaunchConfig, ForwardLoadsTheWeightWithXOnFewCtasWhereAsked) {
+// KernelFacts::fwd_weight_first: EXACT registers plans of one row per CTA (and per group),
+// without clusters, on at most that many CTAs per SM (4 by default) load the weight with x;
+// plans of several rows per CTA, more CTAs, misaligned or split rows, and the pipelined plans of
+// few rows do not, nor does any plan at 0.
+TEST(LaunchConfig, ForwardLoadsTheWeightWithXOnFewCtas) {
   KernelFacts f;
-  ASSERT_EQ(f.fwd_weight_first, 0);
-  f.fwd_pipeline_max_rows = 0;
-  EXPECT_FALSE(normkit::cuda::plan_fwd(128, 4096, 8, f).weight_first);
-  f.fwd_weight_first = 1;
-  for (const auto& [rows, hidden] : {std::pair<int64_t, int64_t>{1, 4096}, {128, 4096},
-                                     {132, 2048}}) {
-    const LaunchConfig c = normkit::cuda::plan_fwd(rows, hidden, 8, f);
+  ASSERT_EQ(f.fwd_weight_first, 4);
+  for (const auto& [rows, hidden] : {std::pair<int64_t, int64_t>{512, 4096}, {300, 8192},
+                                     {520, 2048}}) {
+    const LaunchConfig c = normkit::cuda::plan_fwd(rows, hidden, 8, f, 2);
     SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(hidden) + ": " + c.describe());
     EXPECT_EQ(c.plan, RowPlan::kRegisters);
     EXPECT_TRUE(c.exact);
-    EXPECT_LE(c.grid, f.sm_count);
+    EXPECT_EQ(c.rows_per_block, 1);
+    EXPECT_LE(c.grid, 4 * f.sm_count);
     EXPECT_TRUE(c.weight_first);
     EXPECT_NE(c.describe().find("weight-with-x"), std::string::npos);
   }
-  // More CTAs than SMs, misaligned rows (not EXACT), rows split over a cluster: no.
-  EXPECT_FALSE(normkit::cuda::plan_fwd(4096, 4096, 8, f).weight_first);
-  EXPECT_FALSE(normkit::cuda::plan_fwd(128, 4095, 1, f).weight_first);
-  const LaunchConfig split = normkit::cuda::plan_fwd(1, 65536, 8, f);
+  // Several rows per CTA (4096 x 1024: 8), more CTAs, misaligned rows (not EXACT), rows split
+  // over a cluster, the pipelined plans of few rows: no.
+  const LaunchConfig several = normkit::cuda::plan_fwd(4096, 1024, 8, f, 2);
+  EXPECT_GT(several.rows_per_block, 1);
+  EXPECT_FALSE(several.weight_first);
+  EXPECT_FALSE(normkit::cuda::plan_fwd(4096, 4096, 8, f, 2).weight_first);
+  EXPECT_FALSE(normkit::cuda::plan_fwd(512, 4095, 1, f, 2).weight_first);
+  const LaunchConfig split = normkit::cuda::plan_fwd(512, 65536, 8, f, 2);
   EXPECT_GT(split.cluster_size, 1);
   EXPECT_FALSE(split.weight_first);
-  // The pipelined plan of few rows (the default fwd_pipeline_max_rows) keeps its own loads.
-  f.fwd_pipeline_max_rows = KernelFacts{}.fwd_pipeline_max_rows;
   const LaunchConfig pipelined = normkit::cuda::plan_fwd(128, 4096, 8, f, 2);
   EXPECT_EQ(pipelined.plan, RowPlan::kPipelined);
   EXPECT_FALSE(pipelined.weight_first);
+  // Those rows on the registers kernel take it; at 0, nothing does.
+  f.fwd_pipeline_max_rows = 0;
+  EXPECT_TRUE(normkit::cuda::plan_fwd(128, 4096, 8, f, 2).weight_first);
+  EXPECT_TRUE(normkit::cuda::plan_fwd(1, 4096, 8, f, 2).weight_first);
+  f.fwd_weight_first = 0;
+  EXPECT_FALSE(normkit::cuda::plan_fwd(512, 4096, 8, f, 2).weight_first);
+  EXPECT_FALSE(normkit::cuda::plan_fwd(128, 4096, 8, f, 2).weight_first);
 }
 
 // KernelFacts::fwd_whole_warps: one-row CTAs of a power of two threads that leave vectors of

@@ -345,16 +345,21 @@ for step in "${steps[@]}"; do
     modes)  # A/B over the plain forward and the quantized modes in one run (mode_runs) of
       # AB_MODES under AB_CONFIGS
       mode_runs "${AB_MODES:-plain tensor token block mxfp8 transposed}" "${AB_CONFIGS:-none}" ;;
-    pending)  # the thirty-fifth session's last call (03:57), kept to repeat: setting 1 of
-      # NK_TUNE_BWD_SUB_WARP_ROWS takes sub-warp row groups for rows of under 32 vectors from a
-      # third of the SMs of CTAs (1536 x 128, 4096 x 64 on): the backward and gradient-check
-      # CUDA tests and the planner tests, then the default against setting 2 over short rows
-      # (they agree from 1536 x 128 and 4096 x 64; the default keeps a warp per row below)
+    pending)  # the thirty-sixth session's default, not yet run on a GPU: the forward loads the
+      # weight with x on EXACT registers plans of one row per CTA of up to 256 threads on up
+      # to 4 CTAs per SM (NK_TUNE_FWD_WEIGHT_FIRST=4; measured there at 512 x 4096 only, as a
+      # knob): the CUDA forward tests and the planner tests, then the default against 0 over
+      # the plans it changes (512 x 4096, 512 x 8192, 512 x 2048, 300 x 1024, 512 x 5120) and
+      # two it must not (512 x 16384: CTAs of 512 threads; 1024 x 4096: 7.8 CTAs per SM),
+      # twice each; then the sweep, whose plans it does not change
       run ctest_pending ctest --test-dir "$BUILD" --output-on-failure -j"${CTEST_JOBS:-14}" \
-        -R 'Bwd.*Cuda|GradCheck.*Cuda|LaunchConfig|bwd_sub_warp_rows_everywhere'
-      configs="none NK_TUNE_BWD_SUB_WARP_ROWS=2"
-      knob_runs bench_pending 120 "$configs" --bwd-only \
-        --shapes 512x128,1024x128,1536x128,2048x128,4096x128,8192x128,32768x128,2048x64,4096x64,16384x64,16384x256 ;;
+        -R 'Fwd.*Cuda|LaunchConfig|fwd_weight'
+      for rep in a b; do
+        knob_runs "bench_pending_$rep" 60 "none NK_TUNE_FWD_WEIGHT_FIRST=0" --fwd-only \
+          --shapes 512x4096,512x8192,512x2048,300x1024,512x5120,512x16384,1024x4096
+      done
+      run bench_pending_sweep "$BUILD/tools/normkit" bench --explain \
+        --json "$LOGS/bench_pending_sweep.json" ;;
     pending_python)  # the torch binding's GPU tests that the thirty-third session's device time
       # did not reach (its final commit's: test_torch_eager.py stopped at 179 passed)
       install_package &&

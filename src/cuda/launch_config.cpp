@@ -473,7 +473,8 @@ LaunchConfig plan_fwd(int64_t rows, int64_t hidden, int vec, const KernelFacts& 
   }
   c.weight_first = facts.fwd_weight_first > 0 && c.exact && c.plan == RowPlan::kRegisters &&
                    c.cluster_size == 1 && c.rows_per_block == 1 && c.rows_per_group == 1 &&
-                   c.register_bound == 0 && c.items <= kSmallItems &&
+                   c.threads_per_row <= kFwdWeightFirstMaxThreads && c.register_bound == 0 &&
+                   c.items <= kSmallItems &&
                    c.grid <= int64_t(facts.fwd_weight_first) * facts.sm_count;
   return c;
 }

@@ -746,6 +746,10 @@ constexpr int kFwdElemsPerThread = 64;
 constexpr int kBwdElemsPerThread = 32;
 constexpr int kFwdMaxThreadsPerRow = 512;
 constexpr int kBwdMaxThreadsPerRow = 256;
+// The largest CTA of the forward that loads the weight with x (LaunchConfig::weight_first):
+// its kernel is bound to 4 such CTAs per SM (64 registers a thread), so that the 4 CTAs per SM
+// of KernelFacts::fwd_weight_first's default run in one wave.
+constexpr int kFwdWeightFirstMaxThreads = 256;
 constexpr int kStreamingThreads = 512;
 // Vectors per thread past which the forward prefers the pipelined clusters to one CTA per row
 // (plan_fwd).

@@ -179,7 +179,11 @@ void launch_fwd(const nk_rms_norm_fwd_args& a, const LaunchConfig& cfg, cudaStre
             if (cfg.rows_per_group > 1) {
               kernel = fwd_rows_kernel<XT, WT, YT, VEC, IMAX_SMALL>(cfg, extras);
             }
-            if (cfg.weight_first && cfg.items <= IMAX_SMALL) {
+            if (cfg.weight_first) {
+              if (cfg.items > IMAX_SMALL ||
+                  cfg.threads_per_row * cfg.rows_per_block > kFwdWeightFirstMaxThreads) {
+                throw Error(NK_ERROR_INTERNAL, "rms_norm_fwd: weight-with-x plan outside its kernel");
+              }
               kernel = rms_norm_fwd_registers_weight_first<XT, WT, YT, VEC, IMAX_SMALL>;
             }
           }

@@ -379,9 +379,12 @@ __global__ void __maxnreg__(56) rms_norm_fwd_registers_exact_small(FwdParams p) 
 }
 
 // The EXACT plans of 16-bit types on few CTAs per SM with the weight loaded with x
-// (LaunchConfig::weight_first): one wave of CTAs, each with a row's single round trip.
+// (LaunchConfig::weight_first): one wave of CTAs, each with a row's single round trip. Bound
+// to 4 CTAs of kFwdWeightFirstMaxThreads per SM (64 registers; ptxas took 64 under a bound of
+// 512 threads as well, thirty-sixth session).
 template <typename XT, typename WT, typename YT, int VEC, int IMAX>
-__global__ void __launch_bounds__(512) rms_norm_fwd_registers_weight_first(FwdParams p) {
+__global__ void __launch_bounds__(kFwdWeightFirstMaxThreads, 4)
+    rms_norm_fwd_registers_weight_first(FwdParams p) {
   static_assert(IMAX <= kSmallItems && sizeof(XT) == 2, "16-bit x at the small budget");
   fwd_registers_row<XT, WT, YT, VEC, IMAX, true, true, true>(p);
 }

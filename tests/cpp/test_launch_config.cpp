@@ -855,10 +855,10 @@ TEST(LaunchConfig, ForwardOfTwoVectorsPerThreadNamesItsRegisterBoundWhereAsked) 
   EXPECT_EQ(normkit::cuda::plan_fwd(131072, 128, 8, f).register_bound, 0);
 }
 
-// KernelFacts::fwd_weight_first: EXACT registers plans of one row per CTA (and per group),
-// without clusters, on at most that many CTAs per SM (4 by default) load the weight with x;
-// plans of several rows per CTA, more CTAs, misaligned or split rows, and the pipelined plans of
-// few rows do not, nor does any plan at 0.
+// KernelFacts::fwd_weight_first: EXACT registers plans of one row per CTA (and per group) of
+// up to kFwdWeightFirstMaxThreads, without clusters, on at most that many CTAs per SM (4 by
+// default) load the weight with x; plans of several rows per CTA, larger CTAs, more CTAs,
+// misaligned or split rows, and the pipelined plans of few rows do not, nor does any plan at 0.
 TEST(LaunchConfig, ForwardLoadsTheWeightWithXOnFewCtas) {
   KernelFacts f;
   ASSERT_EQ(f.fwd_weight_first, 4);
@@ -886,6 +886,10 @@ TEST(LaunchConfig, ForwardLoadsTheWeightWithXOnFewCtas) {
   const LaunchConfig pipelined = normkit::cuda::plan_fwd(128, 4096, 8, f, 2);
   EXPECT_EQ(pipelined.plan, RowPlan::kPipelined);
   EXPECT_FALSE(pipelined.weight_first);
+  // CTAs of more than kFwdWeightFirstMaxThreads (its kernel's bound): no.
+  const LaunchConfig wide = normkit::cuda::plan_fwd(512, 16384, 8, f, 2);
+  EXPECT_GT(wide.threads_per_row, normkit::cuda::kFwdWeightFirstMaxThreads);
+  EXPECT_FALSE(wide.weight_first);
   // Those rows on the registers kernel take it; at 0, nothing does.
   f.fwd_pipeline_max_rows = 0;
   EXPECT_TRUE(normkit::cuda::plan_fwd(128, 4096, 8, f, 2).weight_first);

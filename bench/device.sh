@@ -436,14 +436,19 @@ for step in "${steps[@]}"; do
           bench/norm_after_gemm.py --json "$OUT/after_gemm_${cfg//[^A-Za-z0-9_]/_}.json"
       done ;;
     compile_gap)  # torch.compile's Triton forward against normkit's where it came out faster
-      # (1x4096, 128x4096, 4096x1024 at 05:02 on 2026-11-27; docs/notes.md, thirty-sixth session):
-      # both timed with events in one process over GAP_SHAPES; then each kernel's own duration,
+      # (1x4096, 128x4096, 4096x1024 at 05:07 on 2026-11-27; docs/notes.md, thirty-sixth session):
+      # both timed with events in one process over GAP_SHAPES, as the sweep times (gap_events),
+      # and with the GPU held 300 us behind the host after each flush (gap_events_lead:
+      # torch.compile's host time per call can exceed the flush's); then each kernel's own duration,
       # grid, block and registers under ncu with the events' L2 state and clocks
       # (bench/kernel_gap.py), the full section set of one launch each at 128x4096 and
       # 4096x1024, and normkit's forward under the forward knobs (`normkit bench`)
       run gap_events env PYTHONUNBUFFERED=1 python3 bench/norm_after_gemm.py --settings flush \
         --impls normkit,torch_compile --json "$OUT/gap_events.json" \
-        --shapes "${GAP_SHAPES:-1x4096,32x4096,128x4096,512x4096,1024x1024,4096x1024,16384x1024,2048x2048}"
+        --shapes "${GAP_SHAPES:-1x4096,32x4096,128x4096,512x4096,1024x4096,1024x1024,4096x1024,16384x1024,2048x2048}"
+      run gap_events_lead env PYTHONUNBUFFERED=1 python3 bench/norm_after_gemm.py --settings flush \
+        --impls normkit,torch_compile --lead-us 300 --json "$OUT/gap_events_lead.json" \
+        --shapes "${GAP_SHAPES:-1x4096,32x4096,128x4096,512x4096,1024x4096,1024x1024,4096x1024,16384x1024,2048x2048}"
       run gap_ncu timeout 150 ncu --profile-from-start off --cache-control none --clock-control none \
         --csv --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,launch__grid_size,launch__block_size,launch__registers_per_thread,launch__shared_mem_per_block_dynamic,launch__occupancy_limit_registers \
         python3 bench/kernel_gap.py --reps 20

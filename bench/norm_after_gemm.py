@@ -14,6 +14,7 @@ is one candidate (NK_TUNE_SMEM_CARVEOUT; docs/notes.md, thirty-fifth session). E
 warm-up samples, then the median of --reps, every sample enqueued before one synchronize.
 
 Usage: python bench/norm_after_gemm.py [--json out.json] [--reps 100] [--shapes 1x4096,...]
+           [--impls normkit,torch_compile] [--settings flush] [--lead-us 300]
 """
 
 from __future__ import annotations
@@ -48,11 +49,19 @@ def norm_fn(name: str, hidden: int):
     raise ValueError(name)
 
 
-def time_after(norm, x, w, before, flush, reps: int) -> float:
-    """Median µs of norm(x, w) between CUDA events, each sample after flush and before()."""
+def time_after(norm, x, w, before, flush, reps: int, lead_cycles: int = 0) -> float:
+    """Median µs of norm(x, w) between CUDA events, each sample after flush and before().
+
+    lead_cycles > 0 queues a GPU spin of that many cycles after the flush, so that the GPU
+    stays behind the host even where one call's host time (torch.compile's guards and
+    launcher) exceeds the flush's GPU time: otherwise the start event fires while the host is
+    still launching, and the events time the host.
+    """
     events = []
     for _ in range(WARMUP + reps):
         flush.zero_()
+        if lead_cycles:
+            torch.cuda._sleep(lead_cycles)
         before()
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
@@ -64,7 +73,7 @@ def time_after(norm, x, w, before, flush, reps: int) -> float:
 
 
 def measure_shape(rows: int, hidden: int, reps: int, flush, impls=IMPLS,
-                  settings=SETTINGS) -> dict:
+                  settings=SETTINGS, lead_cycles: int = 0) -> dict:
     """{impl: {setting: µs}} for one shape; the GEMMs are (rows, hidden) @ (hidden, hidden)."""
     dev = flush.device
     g = torch.Generator(device=dev).manual_seed(rows * 65537 + hidden)
@@ -82,7 +91,8 @@ def measure_shape(rows: int, hidden: int, reps: int, flush, impls=IMPLS,
     for impl in impls:
         norm = norm_fn(impl, hidden)
         norm(x, w)  # (torch.compile compiles here)
-        result[impl] = {s: time_after(norm, x, w, before[s], flush, reps) for s in settings}
+        result[impl] = {s: time_after(norm, x, w, before[s], flush, reps, lead_cycles)
+                        for s in settings}
     return result
 
 
@@ -93,18 +103,22 @@ def main() -> None:
     p.add_argument("--shapes", default=DEFAULT_SHAPES, help="ROWSxHIDDEN items or shape sets")
     p.add_argument("--impls", default=",".join(IMPLS), help="of " + ",".join(IMPLS))
     p.add_argument("--settings", default=",".join(SETTINGS), help="of " + ",".join(SETTINGS))
+    p.add_argument("--lead-us", type=float, default=0.0,
+                   help="GPU spin after each flush, µs at 1.98 GHz (0: none; see time_after)")
     args = p.parse_args()
     impls, settings = args.impls.split(","), args.settings.split(",")
     tuned = " ".join(f"{k}={v}" for k, v in sorted(os.environ.items()) if k.startswith("NK_TUNE_"))
     flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
     carveout = os.environ.get("NK_TUNE_SMEM_CARVEOUT", "default")
     print(f"GPU {torch.cuda.get_device_name()}; tuning: {tuned or 'defaults'}; "
-          f"median of {args.reps}; µs of the norm after: {' / '.join(settings)}")
+          f"median of {args.reps}; GPU lead {args.lead_us:g} µs; "
+          f"µs of the norm after: {' / '.join(settings)}")
     print("| rows × hidden | " + " | ".join(impls) + " |")
     print("|---|" + "---|" * len(impls))
     rows_out = []
     for rows, hidden in parse_shapes(args.shapes):
-        r = measure_shape(rows, hidden, args.reps, flush, impls, settings)
+        r = measure_shape(rows, hidden, args.reps, flush, impls, settings,
+                          int(args.lead_us * 1980))
         rows_out.append({"rows": rows, "hidden": hidden, "us": r})
         cells = [" / ".join(f"{r[i][s]:.2f}" for s in settings) for i in impls]
         print(f"| {rows}×{hidden} | " + " | ".join(cells) + " |", flush=True)
@@ -112,6 +126,7 @@ def main() -> None:
         with open(args.json, "w") as f:
             json.dump({"gpu": torch.cuda.get_device_name(), "smem_carveout": carveout,
                        "tuning": tuned, "reps": args.reps, "settings": settings,
+                       "lead_us": args.lead_us,
                        "shapes": rows_out}, f, indent=1)
 
 

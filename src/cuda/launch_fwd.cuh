@@ -182,7 +182,8 @@ void launch_fwd(const nk_rms_norm_fwd_args& a, const LaunchConfig& cfg, cudaStre
             if (cfg.weight_first) {
               if (cfg.items > IMAX_SMALL ||
                   cfg.threads_per_row * cfg.rows_per_block > kFwdWeightFirstMaxThreads) {
-                throw Error(NK_ERROR_INTERNAL, "rms_norm_fwd: weight-with-x plan outside its kernel");
+                throw Error(NK_ERROR_INTERNAL,
+                            "rms_norm_fwd: weight-with-x plan outside its kernel");
               }
               kernel = rms_norm_fwd_registers_weight_first<XT, WT, YT, VEC, IMAX_SMALL>;
             }

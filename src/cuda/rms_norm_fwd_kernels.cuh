@@ -4,7 +4,7 @@
 
 #include "cuda/element.cuh"
 #include "cuda/kernel_params.h"
-#include "cuda/launch_config.h"  // kSmallItems
+#include "cuda/launch_config.h"  // kSmallItems, kFwdWeightFirstMaxThreads
 #include "cuda/reduce.cuh"
 
 namespace normkit::cuda {

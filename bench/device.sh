@@ -6,7 +6,7 @@
 # compare models binding narrow pending train dtypes huge columns ncu_quant ncu_quant_source
 # quant_bench exact items fused tickets wide modes bwd_probe probe inductor dram aftermath
 # sanitize profile method ncu_method ring ncu_detail ncu_peer pending_python order_ncu carveout
-# after_gemm compile_gap weight_first
+# after_gemm compile_gap weight_first fwd_sass_counts
 # (default: build test check bench)
 # BUILD=dir names the build tree (default build-device). (A tree built on the CPU machine cannot
 # travel instead: its binaries are over 64 MiB each.) `install` links that tree's libnormkit.a.
@@ -479,6 +479,24 @@ $first,NK_TUNE_FWD_ITEMS=1 NK_TUNE_FWD_PIPELINE_MAX_ROWS=0,NK_TUNE_FWD_WEIGHT_FI
           --clock-control none --csv --kernel-name regex:'rms_norm' \
           --metrics gpu__time_duration.sum,launch__registers_per_thread,smsp__inst_executed.sum \
           "$BUILD/tools/normkit" bench --reps 20 --fwd-only --shapes 1x4096,128x4096
+      done ;;
+    fwd_sass_counts)  # where the forward's instructions go (docs/notes.md, thirty-sixth session,
+      # Next 1: 400-490 per warp against Triton's 139 at 128x4096): each SASS instruction's
+      # executed count (ncu source page) of one launch of the pipelined kernel at 128x4096 (the
+      # default), the registers kernel with the weight loaded with x there, and the registers
+      # kernel at 4096x1024
+      for cfg in "pipelined_128x4096 none 128x4096" \
+        "weight_first_128x4096 NK_TUNE_FWD_PIPELINE_MAX_ROWS=0 128x4096" \
+        "registers_4096x1024 none 4096x1024"; do
+        read -r name knob shape <<< "$cfg"
+        knobs=()
+        [ "$knob" != none ] && knobs=("$knob")
+        run "sass_$name" env "${knobs[@]}" ncu --set full \
+          --import-source no --kernel-name regex:'rms_norm_fwd' --launch-skip 4 --launch-count 1 \
+          -o "$LOGS/sass_$name" "$BUILD/tools/normkit" bench --reps 3 --fwd-only --shapes "$shape" &&
+          run "sass_${name}_source" ncu -i "$LOGS/sass_$name.ncu-rep" --page source --csv \
+            --print-source sass
+        rm -f "$LOGS/sass_$name.ncu-rep"
       done ;;
     aftermath)  # the GEMM after the norm, with normkit's evict-last reads and without
       # (bench/l2_aftermath.py; needs `install`)

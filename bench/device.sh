@@ -345,18 +345,22 @@ for step in "${steps[@]}"; do
     modes)  # A/B over the plain forward and the quantized modes in one run (mode_runs) of
       # AB_MODES under AB_CONFIGS
       mode_runs "${AB_MODES:-plain tensor token block mxfp8 transposed}" "${AB_CONFIGS:-none}" ;;
-    pending)  # the thirty-sixth session's default, not yet run on a GPU: the forward loads the
-      # weight with x on EXACT registers plans of one row per CTA of up to 256 threads on up
-      # to 4 CTAs per SM (NK_TUNE_FWD_WEIGHT_FIRST=4; measured there at 512 x 4096 only, as a
-      # knob): the CUDA forward tests and the planner tests, then the default against 0 over
-      # the plans it changes (512 x 4096, 512 x 8192, 512 x 2048, 300 x 1024, 512 x 5120) and
-      # two it must not (512 x 16384: CTAs of 512 threads; 1024 x 4096: 7.8 CTAs per SM),
-      # twice each; then the sweep, whose plans it does not change
+    pending)  # the thirty-sixth session's last changes, not yet run on a GPU: (1) the default
+      # forward loads the weight with x on EXACT registers plans of one row per CTA of up to 256
+      # threads on up to 4 CTAs per SM (NK_TUNE_FWD_WEIGHT_FIRST=4; measured there at
+      # 512 x 4096 only, as a knob); (2) rms_norm_fwd_lean (NK_TUNE_FWD_LEAN=1, off by default)
+      # for those plans' common calls. The CUDA forward and planner tests (the lean kernel's
+      # entries included), then the default against NK_TUNE_FWD_WEIGHT_FIRST=0 and against the
+      # lean kernel (also on the rows of up to 264 that the pipelined kernel keeps by default),
+      # twice, over the plans (1) changes (512 x 4096, 512 x 8192, 512 x 2048, 300 x 1024,
+      # 512 x 5120), two it must not (512 x 16384: 512-thread CTAs; 1024 x 4096: 7.8 CTAs per
+      # SM) and few-row shapes; then the sweep, whose plans (1) does not change
       run ctest_pending ctest --test-dir "$BUILD" --output-on-failure -j"${CTEST_JOBS:-14}" \
-        -R 'Fwd.*Cuda|LaunchConfig|fwd_weight'
+        -R 'Fwd.*Cuda|LaunchConfig|fwd_weight|fwd_lean'
       for rep in a b; do
-        knob_runs "bench_pending_$rep" 60 "none NK_TUNE_FWD_WEIGHT_FIRST=0" --fwd-only \
-          --shapes 512x4096,512x8192,512x2048,300x1024,512x5120,512x16384,1024x4096
+        knob_runs "bench_pending_$rep" 60 "none NK_TUNE_FWD_WEIGHT_FIRST=0 NK_TUNE_FWD_LEAN=1 \
+NK_TUNE_FWD_LEAN=1,NK_TUNE_FWD_PIPELINE_MAX_ROWS=0" --fwd-only \
+          --shapes 512x4096,512x8192,512x2048,300x1024,512x5120,512x16384,1024x4096,1x4096,128x4096,256x4096,1x8192,132x2048
       done
       run bench_pending_sweep "$BUILD/tools/normkit" bench --explain \
         --json "$LOGS/bench_pending_sweep.json" ;;
@@ -483,14 +487,15 @@ $first,NK_TUNE_FWD_ITEMS=1 NK_TUNE_FWD_PIPELINE_MAX_ROWS=0,NK_TUNE_FWD_WEIGHT_FI
     fwd_sass_counts)  # where the forward's instructions go (docs/notes.md, thirty-sixth session,
       # Next 1: 400-490 per warp against Triton's 139 at 128x4096): each SASS instruction's
       # executed count (ncu source page) of one launch of the pipelined kernel at 128x4096 (the
-      # default), the registers kernel with the weight loaded with x there, and the registers
-      # kernel at 4096x1024
+      # default), the registers kernel with the weight loaded with x there, the lean kernel
+      # there, and the registers kernel at 4096x1024
       for cfg in "pipelined_128x4096 none 128x4096" \
         "weight_first_128x4096 NK_TUNE_FWD_PIPELINE_MAX_ROWS=0 128x4096" \
+        "lean_128x4096 NK_TUNE_FWD_PIPELINE_MAX_ROWS=0,NK_TUNE_FWD_LEAN=1 128x4096" \
         "registers_4096x1024 none 4096x1024"; do
         read -r name knob shape <<< "$cfg"
         knobs=()
-        [ "$knob" != none ] && knobs=("$knob")
+        [ "$knob" != none ] && IFS=, read -ra knobs <<< "$knob"
         run "sass_$name" env "${knobs[@]}" ncu --set full \
           --import-source no --kernel-name regex:'rms_norm_fwd' --launch-skip 4 --launch-count 1 \
           -o "$LOGS/sass_$name" "$BUILD/tools/normkit" bench --reps 3 --fwd-only --shapes "$shape" &&

@@ -157,15 +157,17 @@ LaunchConfig plan_fwd_with_reads(int64_t rows, int64_t hidden, int vec, nk_dtype
   const bool all_16_bit =
       nk_dtype_size(x) == 2 && nk_dtype_size(w) == 2 && nk_dtype_size(y) == 2;
   if (!all_16_bit || (with_residual && c.items > 2)) {
-    // The kernels of several rows per group and of the small register bounds exist for 16-bit
-    // x, weight and y only (float32 x spilled at 64 registers; fewer instantiations). With a
-    // residual, rows of more than 2 vectors per thread measured slower at 2 rows per group
-    // (KernelFacts::fwd_rows_per_group).
+    // The kernels of several rows per group, of the small register bounds and of the weight
+    // loaded with x exist for 16-bit x, weight and y only (float32 x spilled at 64 registers;
+    // fewer instantiations). With a residual, rows of more than 2 vectors per thread measured
+    // slower at 2 rows per group (KernelFacts::fwd_rows_per_group), and would hold x, weight
+    // and residual at once in the weight-with-x kernel's 64 registers (not measured).
     c.grid *= c.rows_per_group;
     c.rows_per_group = 1;
     c.register_bound = 0;
     c.weight_first = false;
   }
+  c.lean = c.lean && c.weight_first && !with_residual;  // (rms_norm_fwd_lean: no residual)
   apply_read_policy(c, fwd_read_once_bytes(rows, hidden, nk_dtype_size(x), with_residual), false,
                     facts);
   apply_fwd_cluster_streaming(c, rows, hidden, facts);

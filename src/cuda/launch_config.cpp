@@ -324,7 +324,7 @@ std::string LaunchConfig::describe() const {
   if (realigned) s += realigned_slots ? " realigned-slots" : " realigned";
   if (rows_per_group > 1) s += " rows/group=" + std::to_string(rows_per_group);
   if (register_bound) s += " registers<=" + std::to_string(register_bound);
-  if (weight_first) s += " weight-with-x";
+  if (weight_first) s += lean ? " weight-with-x lean" : " weight-with-x";
   if (exact) s += " exact";
   if (pinned_registers) s += " pinned";
   if (full_items) s += " full-items";
@@ -476,6 +476,7 @@ LaunchConfig plan_fwd(int64_t rows, int64_t hidden, int vec, const KernelFacts& 
                    c.threads_per_row <= kFwdWeightFirstMaxThreads && c.register_bound == 0 &&
                    c.items <= kSmallItems &&
                    c.grid <= int64_t(facts.fwd_weight_first) * facts.sm_count;
+  c.lean = c.weight_first && facts.fwd_lean != 0;
   return c;
 }
 

@@ -585,6 +585,11 @@ struct KernelFacts {
   // (1 x 4096 6.18-6.24 -> 5.38-5.50), which leaves them level with the pipelined plans there
   // (within 0.2 us either way over 8 shapes), so those stay pipelined (fwd_pipeline_max_rows).
   int fwd_weight_first = 4;
+  // Those plans (LaunchConfig::weight_first) on rms_norm_fwd_lean where the call is the common
+  // one: a plain weight, no bias, no residual (NK_TUNE_FWD_LEAN; 0 never). Not yet measured:
+  // prepared in the thirty-sixth session against the general kernels' 400-490 instructions
+  // per warp at 128 x 4096 (torch.compile's Triton kernel: 139).
+  int fwd_lean = 0;
   // Forward registers plans (plain and quantized): the vectors per thread that the thread
   // count aims for (NK_TUNE_FWD_ITEMS, 1-4). Measured (eighth session, H100): 2 and 1 slower
   // than 4 nearly everywhere (8192 x 8192 96.5 -> 111 us), 4096 x 12288 unchanged.
@@ -661,6 +666,9 @@ struct LaunchConfig {
   // Plain forward, EXACT registers plans of 16-bit types, one row per CTA: the weight loaded
   // with x (KernelFacts::fwd_weight_first; rms_norm_fwd_registers_weight_first).
   bool weight_first = false;
+  // ... and on rms_norm_fwd_lean where the call has a plain weight, no bias and no residual
+  // (KernelFacts::fwd_lean).
+  bool lean = false;
   int cluster_size = 1;      // CTAs per row
   int64_t cols_per_cta = 0;  // columns each CTA of a cluster covers (multiple of vec)
   int64_t grid = 1;          // CTAs

@@ -5,6 +5,7 @@
 #include "cuda/launchers.h"
 #include "cuda/rms_norm_fwd_cluster_streaming.cuh"
 #include "cuda/rms_norm_fwd_kernels.cuh"
+#include "cuda/rms_norm_fwd_lean.cuh"
 #include "cuda/rms_norm_fwd_pipelined.cuh"
 #include "cuda/rms_norm_fwd_realigned.cuh"
 #include "cuda/rms_norm_fwd_realigned_slots.cuh"
@@ -67,6 +68,19 @@ auto fwd_rows_kernel(const LaunchConfig& cfg, bool extras) {
   }
   return extras ? rms_norm_fwd_registers_rows<XT, WT, YT, VEC, IMAX_SMALL, 2, true>
                 : rms_norm_fwd_registers_rows<XT, WT, YT, VEC, IMAX_SMALL, 2, false>;
+}
+
+// The rms_norm_fwd_lean instance of a plan's vectors per thread (1-4: kSmallItems).
+template <typename XT, typename WT, typename YT>
+auto fwd_lean_kernel(int items) {
+  static_assert(kSmallItems == 4, "an instance per item count up to kSmallItems");
+  switch (items) {
+    case 1: return rms_norm_fwd_lean<XT, WT, YT, 1>;
+    case 2: return rms_norm_fwd_lean<XT, WT, YT, 2>;
+    case 3: return rms_norm_fwd_lean<XT, WT, YT, 3>;
+    case 4: return rms_norm_fwd_lean<XT, WT, YT, 4>;
+  }
+  throw Error(NK_ERROR_INTERNAL, "rms_norm_fwd: lean plan outside 1-4 vectors per thread");
 }
 
 template <typename XT, typename WT, typename YT>
@@ -186,6 +200,10 @@ void launch_fwd(const nk_rms_norm_fwd_args& a, const LaunchConfig& cfg, cudaStre
                             "rms_norm_fwd: weight-with-x plan outside its kernel");
               }
               kernel = rms_norm_fwd_registers_weight_first<XT, WT, YT, VEC, IMAX_SMALL>;
+              // The common call (a plain weight, no bias, no residual) on its own kernel.
+              if (cfg.lean && p.weight && !p.weight_extras() && !p.residual) {
+                kernel = fwd_lean_kernel<XT, WT, YT>(cfg.items);
+              }
             }
           }
         }

@@ -151,6 +151,7 @@ inline const KernelFacts& tuned_defaults() {
     k.fwd_tiny_registers =
         tuning_knob("NK_TUNE_FWD_TINY_REGISTERS", k.fwd_tiny_registers, 0, 2);
     k.fwd_weight_first = tuning_knob("NK_TUNE_FWD_WEIGHT_FIRST", k.fwd_weight_first, 0, 64);
+    k.fwd_lean = tuning_knob("NK_TUNE_FWD_LEAN", k.fwd_lean, 0, 1);
     k.quant_amax_per_warp =
         tuning_knob("NK_TUNE_QUANT_AMAX_PER_WARP", k.quant_amax_per_warp, 0, 1);
     k.quant_full_items = tuning_knob("NK_TUNE_QUANT_FULL_ITEMS", k.quant_full_items, 0, 1);

@@ -899,6 +899,24 @@ TEST(LaunchConfig, ForwardLoadsTheWeightWithXOnFewCtas) {
   EXPECT_FALSE(normkit::cuda::plan_fwd(128, 4096, 8, f, 2).weight_first);
 }
 
+// KernelFacts::fwd_lean: the plans that load the weight with x, and only those, are marked for
+// rms_norm_fwd_lean (the launcher takes it where the call has a plain weight, no bias and no
+// residual); none by default.
+TEST(LaunchConfig, ForwardMarksTheWeightWithXPlansLeanWhereAsked) {
+  KernelFacts f;
+  ASSERT_EQ(f.fwd_lean, 0);
+  EXPECT_FALSE(normkit::cuda::plan_fwd(512, 4096, 8, f, 2).lean);
+  f.fwd_lean = 1;
+  for (const auto& [rows, hidden] : {std::pair<int64_t, int64_t>{512, 4096}, {300, 8192},
+                                     {4096, 1024}, {4096, 4096}, {128, 4096}}) {
+    const LaunchConfig c = normkit::cuda::plan_fwd(rows, hidden, 8, f, 2);
+    SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(hidden) + ": " + c.describe());
+    EXPECT_EQ(c.lean, c.weight_first);
+    EXPECT_EQ(c.describe().find("lean") != std::string::npos, c.lean);
+  }
+  EXPECT_TRUE(normkit::cuda::plan_fwd(512, 4096, 8, f, 2).lean);
+}
+
 // KernelFacts::fwd_whole_warps: one-row CTAs of a power of two threads that leave vectors of
 // the row empty become the whole warps that cover it exactly (EXACT kernels), at the most
 // vectors per thread from kSmallItems down to 3 (setting 1, the default) or the fewest from 2

@@ -57,6 +57,11 @@ knob_runs() {  # knob_runs PREFIX SECONDS CONFIGS ARGS...: `normkit bench --expl
       --json "$LOGS/$name.json"
   done
 }
+knob_array() {  # knob_array CFG: the array `knobs` of CFG's knobs (joined by commas; "none":
+  # the defaults), for `env "${knobs[@]}" CMD`
+  knobs=()
+  if [ "$1" != none ]; then IFS=, read -ra knobs <<< "$1"; fi
+}
 mode_runs() {  # mode_runs MODES CONFIGS: `normkit bench --fwd-only` of each of MODES (plain,
   # tensor, token, block, mxfp8, transposed) under each of CONFIGS (words joined by commas:
   # NK_TUNE_* knobs or bench options such as --zero-centered; "none": the defaults), the whole
@@ -408,8 +413,7 @@ NK_TUNE_FWD_LEAN=1,NK_TUNE_FWD_PIPELINE_MAX_ROWS=0" --fwd-only \
       run ctest_carveout ctest --test-dir "$BUILD" --output-on-failure -R smem_carveout_max_shared
       for rep in a b c; do
         for cfg in none NK_TUNE_SMEM_CARVEOUT=0 NK_TUNE_SMEM_CARVEOUT=100; do
-          knobs=()
-          [ "$cfg" != none ] && knobs=("$cfg")
+          knob_array "$cfg"
           run "carveout_${cfg//[^A-Za-z0-9_]/_}_alone_$rep" env "${knobs[@]}" \
             "$BUILD/tools/normkit" bench --fwd-only --shapes 1x4096,4096x1024
           run "carveout_${cfg//[^A-Za-z0-9_]/_}_after_bwd_$rep" env "${knobs[@]}" \
@@ -434,8 +438,7 @@ NK_TUNE_FWD_LEAN=1,NK_TUNE_FWD_PIPELINE_MAX_ROWS=0" --fwd-only \
       # torch.compile (bench/norm_after_gemm.py; needs `install`), under the driver's carveout
       # and NK_TUNE_SMEM_CARVEOUT 0 and 100
       for cfg in none NK_TUNE_SMEM_CARVEOUT=0 NK_TUNE_SMEM_CARVEOUT=100; do
-        knobs=()
-        [ "$cfg" != none ] && knobs=("$cfg")
+        knob_array "$cfg"
         run "after_gemm_${cfg//[^A-Za-z0-9_]/_}" env PYTHONUNBUFFERED=1 "${knobs[@]}" python3 \
           bench/norm_after_gemm.py --json "$OUT/after_gemm_${cfg//[^A-Za-z0-9_]/_}.json"
       done ;;
@@ -477,8 +480,7 @@ $first,NK_TUNE_FWD_ITEMS=1 NK_TUNE_FWD_PIPELINE_MAX_ROWS=0,NK_TUNE_FWD_WEIGHT_FI
       run ctest_weight_first ctest --test-dir "$BUILD" --output-on-failure -j8 \
         -R 'fwd_weight_first|LaunchConfig'
       for cfg in none "$first,NK_TUNE_FWD_ITEMS=2" "$first,NK_TUNE_FWD_ITEMS=1"; do
-        knobs=()
-        [ "$cfg" != none ] && IFS=, read -ra knobs <<< "$cfg"
+        knob_array "$cfg"
         run "wf_ncu_${cfg//[^A-Za-z0-9_]/_}" timeout 60 env "${knobs[@]}" ncu --cache-control none \
           --clock-control none --csv --kernel-name regex:'rms_norm' \
           --metrics gpu__time_duration.sum,launch__registers_per_thread,smsp__inst_executed.sum \
@@ -494,8 +496,7 @@ $first,NK_TUNE_FWD_ITEMS=1 NK_TUNE_FWD_PIPELINE_MAX_ROWS=0,NK_TUNE_FWD_WEIGHT_FI
         "lean_128x4096 NK_TUNE_FWD_PIPELINE_MAX_ROWS=0,NK_TUNE_FWD_LEAN=1 128x4096" \
         "registers_4096x1024 none 4096x1024"; do
         read -r name knob shape <<< "$cfg"
-        knobs=()
-        [ "$knob" != none ] && IFS=, read -ra knobs <<< "$knob"
+        knob_array "$knob"
         run "sass_$name" env "${knobs[@]}" ncu --set full \
           --import-source no --kernel-name regex:'rms_norm_fwd' --launch-skip 4 --launch-count 1 \
           -o "$LOGS/sass_$name" "$BUILD/tools/normkit" bench --reps 3 --fwd-only --shapes "$shape" &&

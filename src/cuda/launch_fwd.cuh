@@ -177,8 +177,8 @@ void launch_fwd(const nk_rms_norm_fwd_args& a, const LaunchConfig& cfg, cudaStre
           }();
           kernel = cfg.items <= IMAX_SMALL ? small_kernel
                                            : rms_norm_fwd_registers<XT, WT, YT, VEC, IMAX, true>;
-          // The kernels of KernelFacts::fwd_tiny_registers and fwd_rows_per_group (16-bit
-          // types only: plan_fwd_with_reads).
+          // The kernels of KernelFacts::fwd_tiny_registers, fwd_rows_per_group,
+          // fwd_weight_first and fwd_lean (16-bit types only: plan_fwd_with_reads).
           if constexpr (sizeof(XT) == 2 && sizeof(WT) == 2 && sizeof(YT) == 2) {
             const bool extras = p.weight_extras();
             if (cfg.register_bound != 0 && cfg.items <= 2) {
@@ -201,7 +201,7 @@ void launch_fwd(const nk_rms_norm_fwd_args& a, const LaunchConfig& cfg, cudaStre
               }
               kernel = rms_norm_fwd_registers_weight_first<XT, WT, YT, VEC, IMAX_SMALL>;
               // The common call (a plain weight, no bias, no residual) on its own kernel.
-              if (cfg.lean && p.weight && !p.weight_extras() && !p.residual) {
+              if (cfg.lean && p.weight && !extras && !p.residual) {
                 kernel = fwd_lean_kernel<XT, WT, YT>(cfg.items);
               }
             }

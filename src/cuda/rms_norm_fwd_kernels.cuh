@@ -66,6 +66,19 @@ __device__ __forceinline__ float cta_row_sum(float v, float* scratch) {
   return blockDim.x <= 32 ? group_sum(v, blockDim.x) : block_sum(v, scratch);
 }
 
+// cta_row_sum (bit for bit) for a kernel of one row per CTA that sums once: block_reduce's
+// leading barrier, which guards scratch for a next call, is left out. `warp_sums` holds
+// blockDim.x / 32 floats.
+__device__ __forceinline__ float cta_row_sum_once(float v, float* warp_sums) {
+  if (blockDim.x <= 32) return group_sum(v, blockDim.x);
+  v = group_sum(v, 32);
+  if (threadIdx.x % 32 == 0) warp_sums[threadIdx.x / 32] = v;
+  __syncthreads();
+  float total = SumOp::kIdentity;
+  for (unsigned w = 0; w < blockDim.x / 32; ++w) total += warp_sums[w];
+  return total;
+}
+
 // Sum over the threads (and CTAs) that share a row.
 __device__ __forceinline__ float row_sum(float v, const RowShape& shape, float* scratch,
                                          float* cluster_slot) {

@@ -16,20 +16,9 @@
 #include "cuda/launch_config.h"  // kFwdWeightFirstMaxThreads
 #include "cuda/read_policy.cuh"
 #include "cuda/reduce.cuh"
-#include "cuda/rms_norm_fwd_kernels.cuh"  // sum_of_squares
+#include "cuda/rms_norm_fwd_kernels.cuh"  // sum_of_squares, cta_row_sum_once
 
 namespace normkit::cuda {
-
-// block_reduce's sum (bit for bit) for a kernel that calls it once: no leading barrier.
-__device__ __forceinline__ float one_shot_block_sum(float v, float* warp_sums) {
-  if (blockDim.x <= 32) return group_sum(v, blockDim.x);  // (cta_row_sum's case)
-  v = group_sum(v, 32);
-  if (threadIdx.x % 32 == 0) warp_sums[threadIdx.x / 32] = v;
-  __syncthreads();
-  float total = SumOp::kIdentity;
-  for (unsigned w = 0; w < blockDim.x / 32; ++w) total += warp_sums[w];
-  return total;
-}
 
 template <typename XT, typename WT, typename YT, int ITEMS>
 __global__ void __launch_bounds__(kFwdWeightFirstMaxThreads, 4) rms_norm_fwd_lean(FwdParams p) {
@@ -49,7 +38,7 @@ __global__ void __launch_bounds__(kFwdWeightFirstMaxThreads, 4) rms_norm_fwd_lea
     w[i].load_readonly(weight + col + i * step);
   }
 
-  const float sum_sq = one_shot_block_sum(sum_of_squares(s), warp_sums);
+  const float sum_sq = cta_row_sum_once(sum_of_squares(s), warp_sums);
   const float rstd = 1.0f / sqrtf(sum_sq * p.shape.inv_hidden + p.eps);
   if (p.rstd && threadIdx.x == 0) p.rstd[row] = rstd;
   YT* y = static_cast<YT*>(p.y) + static_cast<int64_t>(row) * p.y_stride;

@@ -3,10 +3,10 @@
 # `normkit check`, `normkit bench`, the Python tests and benchmarks; logs (as logs.tar.gz) and
 # the JSON results go to $OUT (or ./device-out).
 # Usage: bench/device.sh [steps...]   steps: build sass test check bench quant install python
-# compare models binding narrow pending train dtypes huge columns ncu_quant ncu_quant_source
+# compare models binding narrow train dtypes huge columns ncu_quant ncu_quant_source
 # quant_bench exact items fused tickets wide modes bwd_probe probe inductor dram aftermath
 # sanitize profile method ncu_method ring ncu_detail ncu_peer pending_python order_ncu carveout
-# after_gemm compile_gap weight_first fwd_sass_counts
+# after_gemm compile_gap weight_first fwd_sass_counts lean
 # (default: build test check bench)
 # BUILD=dir names the build tree (default build-device). (A tree built on the CPU machine cannot
 # travel instead: its binaries are over 64 MiB each.) `install` links that tree's libnormkit.a.
@@ -350,25 +350,29 @@ for step in "${steps[@]}"; do
     modes)  # A/B over the plain forward and the quantized modes in one run (mode_runs) of
       # AB_MODES under AB_CONFIGS
       mode_runs "${AB_MODES:-plain tensor token block mxfp8 transposed}" "${AB_CONFIGS:-none}" ;;
-    pending)  # the thirty-sixth session's last changes, not yet run on a GPU: (1) the default
-      # forward loads the weight with x on EXACT registers plans of one row per CTA of up to 256
-      # threads on up to 4 CTAs per SM (NK_TUNE_FWD_WEIGHT_FIRST=4; measured there at
-      # 512 x 4096 only, as a knob); (2) rms_norm_fwd_lean (NK_TUNE_FWD_LEAN=1, off by default)
-      # for those plans' common calls. The CUDA forward and planner tests (the lean kernel's
-      # entries included), then the default against NK_TUNE_FWD_WEIGHT_FIRST=0 and against the
-      # lean kernel (also on the rows of up to 264 that the pipelined kernel keeps by default),
-      # twice, over the plans (1) changes (512 x 4096, 512 x 8192, 512 x 2048, 300 x 1024,
-      # 512 x 5120), two it must not (512 x 16384: 512-thread CTAs; 1024 x 4096: 7.8 CTAs per
-      # SM) and few-row shapes; then the sweep, whose plans (1) does not change
-      run ctest_pending ctest --test-dir "$BUILD" --output-on-failure -j"${CTEST_JOBS:-14}" \
+    lean)  # the thirty-seventh session's default: the lean forward kernel for the common call
+      # (NK_TUNE_FWD_LEAN=1), also on the few rows the pipelined kernel had
+      # (NK_TUNE_FWD_LEAN_PIPELINE_MAX_ROWS=0). The CUDA forward and planner tests; the default
+      # against each knob's old value, twice; then the lean kernel on many rows, one row per CTA
+      # (rows of 1024, 2048, 4096 columns on CTAs of 32, 64, 128 threads, weight with x on every
+      # CTA count), against the default plans; then the sweep
+      run ctest_lean ctest --test-dir "$BUILD" --output-on-failure -j"${CTEST_JOBS:-14}" \
         -R 'Fwd.*Cuda|LaunchConfig|fwd_weight|fwd_lean'
       for rep in a b; do
-        knob_runs "bench_pending_$rep" 60 "none NK_TUNE_FWD_WEIGHT_FIRST=0 NK_TUNE_FWD_LEAN=1 \
-NK_TUNE_FWD_LEAN=1,NK_TUNE_FWD_PIPELINE_MAX_ROWS=0" --fwd-only \
-          --shapes 512x4096,512x8192,512x2048,300x1024,512x5120,512x16384,1024x4096,1x4096,128x4096,256x4096,1x8192,132x2048
+        knob_runs "bench_lean_$rep" 60 "none NK_TUNE_FWD_LEAN=0 NK_TUNE_FWD_LEAN_PIPELINE_MAX_ROWS=264" \
+          --fwd-only --shapes 512x4096,512x2048,300x1024,512x5120,1x4096,128x4096,256x4096,1x8192,132x2048,32x4096,1x2048,64x1024,512x16384
       done
-      run bench_pending_sweep "$BUILD/tools/normkit" bench --explain \
-        --json "$LOGS/bench_pending_sweep.json" ;;
+      for cfg in "32 4096x1024,16384x1024,1024x1024" "64 2048x2048,8192x2048" \
+        "128 1024x4096,4096x4096"; do
+        read -r threads shapes <<< "$cfg"
+        many=NK_TUNE_FWD_CTA_THREADS=$threads,NK_TUNE_FWD_ROWS_PER_GROUP=1
+        for rep in a b; do
+          knob_runs "bench_many_${threads}_$rep" 60 "none $many $many,NK_TUNE_FWD_WEIGHT_FIRST=1048576" \
+            --fwd-only --shapes "$shapes"
+        done
+      done
+      run bench_lean_sweep "$BUILD/tools/normkit" bench --explain \
+        --json "$LOGS/bench_lean_sweep.json" ;;
     pending_python)  # the torch binding's GPU tests that the thirty-third session's device time
       # did not reach (its final commit's: test_torch_eager.py stopped at 179 passed)
       install_package &&

@@ -150,12 +150,15 @@ int64_t bwd_staged_bytes(int vec, nk_dtype x, nk_dtype dy, bool with_dresidual) 
 // plan_fwd / plan_bwd with the L2 policy of the inputs they read once (x and residual; x, dy
 // and dresidual_out), weighed by those inputs' bytes, and their cluster-streaming steps (the
 // backward's also its split-row extras; weight_bytes 0 without a weight): what the launches and
-// --explain share.
+// --explain share. common_call: a plain weight, no bias (rms_norm_fwd_lean's calls, with no
+// residual and 16-bit types).
 LaunchConfig plan_fwd_with_reads(int64_t rows, int64_t hidden, int vec, nk_dtype x, nk_dtype w,
-                                 nk_dtype y, bool with_residual, const KernelFacts& facts) {
-  LaunchConfig c = plan_fwd(rows, hidden, vec, facts, fwd_staged_bytes(vec, x, with_residual));
+                                 nk_dtype y, bool with_residual, bool common_call,
+                                 const KernelFacts& facts) {
   const bool all_16_bit =
       nk_dtype_size(x) == 2 && nk_dtype_size(w) == 2 && nk_dtype_size(y) == 2;
+  LaunchConfig c = plan_fwd(rows, hidden, vec, facts, fwd_staged_bytes(vec, x, with_residual),
+                            common_call && !with_residual && all_16_bit);
   if (!all_16_bit || (with_residual && c.items > 2)) {
     // The kernels of several rows per group, of the small register bounds and of the weight
     // loaded with x exist for 16-bit x, weight and y only (float32 x spilled at 64 registers;
@@ -167,7 +170,7 @@ LaunchConfig plan_fwd_with_reads(int64_t rows, int64_t hidden, int vec, nk_dtype
     c.register_bound = 0;
     c.weight_first = false;
   }
-  c.lean = c.lean && c.weight_first && !with_residual;  // (rms_norm_fwd_lean: no residual)
+  c.lean = c.lean && c.weight_first;
   apply_read_policy(c, fwd_read_once_bytes(rows, hidden, nk_dtype_size(x), with_residual), false,
                     facts);
   apply_fwd_cluster_streaming(c, rows, hidden, facts);
@@ -196,8 +199,9 @@ LaunchConfig plan_fwd_for(const nk_rms_norm_fwd_args& a, const KernelFacts& fact
     const LaunchConfig realigned = plan_fwd_realigned_rows(a.rows, a.hidden, facts);
     if (realigned.grid > 0) return realigned;
   }
+  const bool common_call = a.weight && !a.zero_centered && !a.bias;
   return plan_fwd_with_reads(a.rows, a.hidden, vec, a.x_dtype, a.weight_dtype, a.y_dtype,
-                             a.residual != nullptr, facts);
+                             a.residual != nullptr, common_call, facts);
 }
 
 // The column-owning backward where it applies (few rows), else plan_bwd. That kernel stages x,
@@ -312,7 +316,8 @@ void note_bwd_launch(const LaunchConfig& planned, const LaunchConfig& launched) 
 
 std::string last_bwd_launch_note() { return bwd_launch_note; }
 
-std::string explain_fwd(int64_t rows, int64_t hidden, nk_dtype x, nk_dtype w, nk_dtype y) {
+std::string explain_fwd(int64_t rows, int64_t hidden, nk_dtype x, nk_dtype w, nk_dtype y,
+                        bool with_residual, bool weight_extras) {
   // Contiguous operands from aligned allocations, as `normkit bench` passes them.
   const int nat = natural_vec(x, w, y);
   const int vec = hidden % nat == 0 ? nat : 1;
@@ -322,7 +327,8 @@ std::string explain_fwd(int64_t rows, int64_t hidden, nk_dtype x, nk_dtype w, nk
     const LaunchConfig realigned = plan_fwd_realigned_rows(rows, hidden, facts);
     if (realigned.grid > 0) return realigned.describe();
   }
-  return plan_fwd_with_reads(rows, hidden, vec, x, w, y, false, facts).describe();
+  return plan_fwd_with_reads(rows, hidden, vec, x, w, y, with_residual, !weight_extras, facts)
+      .describe();
 }
 
 std::string explain_bwd(int64_t rows, int64_t hidden, nk_dtype x, nk_dtype w, nk_dtype dy,

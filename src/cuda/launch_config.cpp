@@ -436,7 +436,16 @@ void halve_wide_cluster_ctas(LaunchConfig& c, int64_t hidden, int vec, int wide_
 }  // namespace
 
 LaunchConfig plan_fwd(int64_t rows, int64_t hidden, int vec, const KernelFacts& facts,
-                      int64_t staged_bytes_per_col) {
+                      int64_t staged_bytes_per_col, bool lean_call) {
+  // The lean kernel beats the pipelined one on few rows
+  // (KernelFacts::fwd_lean_pipeline_max_rows): its plan there where it is lean.
+  if (lean_call && facts.fwd_lean != 0 && rows > facts.fwd_lean_pipeline_max_rows &&
+      rows <= facts.fwd_pipeline_max_rows) {
+    KernelFacts lean_facts = facts;
+    lean_facts.fwd_pipeline_max_rows = facts.fwd_lean_pipeline_max_rows;
+    const LaunchConfig lean = plan_fwd(rows, hidden, vec, lean_facts, staged_bytes_per_col, true);
+    if (lean.lean) return lean;
+  }
   // Measured (docs/notes.md, v10): the pipelined forward wins on few rows (its weight load
   // overlaps x's) and loses 3-5% to the registers kernel on many rows that fit one CTA. Rows
   // the registers kernel splits over a cluster stay there unless fwd_pipeline_clusters (v12).
@@ -476,7 +485,7 @@ LaunchConfig plan_fwd(int64_t rows, int64_t hidden, int vec, const KernelFacts& 
                    c.threads_per_row <= kFwdWeightFirstMaxThreads && c.register_bound == 0 &&
                    c.items <= kSmallItems &&
                    c.grid <= int64_t(facts.fwd_weight_first) * facts.sm_count;
-  c.lean = c.weight_first && facts.fwd_lean != 0;
+  c.lean = c.weight_first && facts.fwd_lean != 0 && lean_call;
   return c;
 }
 

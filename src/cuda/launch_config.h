@@ -586,10 +586,19 @@ struct KernelFacts {
   // (within 0.2 us either way over 8 shapes), so those stay pipelined (fwd_pipeline_max_rows).
   int fwd_weight_first = 4;
   // Those plans (LaunchConfig::weight_first) on rms_norm_fwd_lean where the call is the common
-  // one: a plain weight, no bias, no residual (NK_TUNE_FWD_LEAN; 0 never). Not yet measured:
-  // prepared in the thirty-sixth session against the general kernels' 400-490 instructions
-  // per warp at 128 x 4096 (torch.compile's Triton kernel: 139).
-  int fwd_lean = 0;
+  // one: a plain weight, no bias, no residual (NK_TUNE_FWD_LEAN; 0 never): compile-time vectors
+  // per thread, 32-bit offsets, one barrier. Measured (thirty-seventh session, H100, twice in
+  // one call, against the weight-with-x kernel): 0.86-0.93x on the plans it takes (512 x 4096
+  // 7.07-7.09 -> 6.40-6.62 us, 512 x 2048 6.21-6.24 -> 5.31-5.52, 300 x 1024 5.41-5.55 ->
+  // 4.90-5.04), the same bits.
+  int fwd_lean = 1;
+  // The common call's forward takes the pipelined kernel for at most this many rows, rather
+  // than fwd_pipeline_max_rows, where the lean plan applies (plan_fwd_with_reads;
+  // NK_TUNE_FWD_LEAN_PIPELINE_MAX_ROWS). Measured (thirty-seventh session, H100, twice, lean
+  // kernel against pipelined): 1 x 4096 5.38-5.44 -> 4.77-5.02 us, 128 x 4096 6.02-6.54 ->
+  // 5.06-5.25, 256 x 4096 6.50-6.59 -> 5.79-5.97, 1 x 8192 5.76-5.81 -> 4.98-5.25, 132 x 2048
+  // 5.82-6.27 -> 5.44-5.57.
+  int fwd_lean_pipeline_max_rows = 0;
   // Forward registers plans (plain and quantized): the vectors per thread that the thread
   // count aims for (NK_TUNE_FWD_ITEMS, 1-4). Measured (eighth session, H100): 2 and 1 slower
   // than 4 nearly everywhere (8192 x 8192 96.5 -> 111 us), 4096 x 12288 unchanged.
@@ -838,9 +847,10 @@ inline int64_t fwd_read_once_bytes(int64_t rows, int64_t hidden, int64_t x_bytes
 // staged_bytes_per_col: bytes per column of one row that the pipelined forward copies into
 // shared memory (x, and residual when there is one), 0 when cp.async cannot be used (accesses
 // under 4 bytes). Without it (or where it does not apply), the registers/cluster/streaming
-// plans of plan_fwd_registers.
+// plans of plan_fwd_registers. lean_call: 16-bit x, weight and y, a plain weight, no bias, no
+// residual (the calls of rms_norm_fwd_lean, LaunchConfig::lean; KernelFacts::fwd_lean).
 LaunchConfig plan_fwd(int64_t rows, int64_t hidden, int vec, const KernelFacts& facts,
-                      int64_t staged_bytes_per_col = 0);
+                      int64_t staged_bytes_per_col = 0, bool lean_call = false);
 LaunchConfig plan_fwd_registers(int64_t rows, int64_t hidden, int vec, const KernelFacts& facts);
 // Rows of 16-bit elements misaligned for 16-byte vectors whose x and y share the misalignment
 // (the launcher checks the pointers; no residual): plan_fwd_registers at 8-element vectors,

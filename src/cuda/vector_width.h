@@ -150,8 +150,10 @@ inline const KernelFacts& tuned_defaults() {
         tuning_knob("NK_TUNE_FWD_SHORT_ROW_ITEMS", k.fwd_short_row_items, 0, 4);
     k.fwd_tiny_registers =
         tuning_knob("NK_TUNE_FWD_TINY_REGISTERS", k.fwd_tiny_registers, 0, 2);
-    k.fwd_weight_first = tuning_knob("NK_TUNE_FWD_WEIGHT_FIRST", k.fwd_weight_first, 0, 64);
+    k.fwd_weight_first = tuning_knob("NK_TUNE_FWD_WEIGHT_FIRST", k.fwd_weight_first, 0, 1 << 20);
     k.fwd_lean = tuning_knob("NK_TUNE_FWD_LEAN", k.fwd_lean, 0, 1);
+    k.fwd_lean_pipeline_max_rows = tuning_knob("NK_TUNE_FWD_LEAN_PIPELINE_MAX_ROWS",
+                                               k.fwd_lean_pipeline_max_rows, 0, 1 << 30);
     k.quant_amax_per_warp =
         tuning_knob("NK_TUNE_QUANT_AMAX_PER_WARP", k.quant_amax_per_warp, 0, 1);
     k.quant_full_items = tuning_knob("NK_TUNE_QUANT_FULL_ITEMS", k.quant_full_items, 0, 1);

@@ -899,22 +899,55 @@ TEST(LaunchConfig, ForwardLoadsTheWeightWithXOnFewCtas) {
   EXPECT_FALSE(normkit::cuda::plan_fwd(128, 4096, 8, f, 2).weight_first);
 }
 
-// KernelFacts::fwd_lean: the plans that load the weight with x, and only those, are marked for
-// rms_norm_fwd_lean (the launcher takes it where the call has a plain weight, no bias and no
-// residual); none by default.
-TEST(LaunchConfig, ForwardMarksTheWeightWithXPlansLeanWhereAsked) {
+// KernelFacts::fwd_lean: of the lean calls (16-bit types, a plain weight, no bias, no
+// residual), the plans that load the weight with x, and only those, are marked for
+// rms_norm_fwd_lean; other calls' plans never are, nor any plan at 0.
+TEST(LaunchConfig, ForwardMarksTheWeightWithXPlansOfLeanCallsLean) {
   KernelFacts f;
-  ASSERT_EQ(f.fwd_lean, 0);
-  EXPECT_FALSE(normkit::cuda::plan_fwd(512, 4096, 8, f, 2).lean);
-  f.fwd_lean = 1;
+  ASSERT_EQ(f.fwd_lean, 1);
   for (const auto& [rows, hidden] : {std::pair<int64_t, int64_t>{512, 4096}, {300, 8192},
-                                     {4096, 1024}, {4096, 4096}, {128, 4096}}) {
-    const LaunchConfig c = normkit::cuda::plan_fwd(rows, hidden, 8, f, 2);
+                                     {4096, 1024}, {4096, 4096}, {1024, 4096}, {512, 16384}}) {
+    const LaunchConfig c = normkit::cuda::plan_fwd(rows, hidden, 8, f, 2, true);
     SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(hidden) + ": " + c.describe());
     EXPECT_EQ(c.lean, c.weight_first);
     EXPECT_EQ(c.describe().find("lean") != std::string::npos, c.lean);
+    EXPECT_FALSE(normkit::cuda::plan_fwd(rows, hidden, 8, f, 2, false).lean);
   }
-  EXPECT_TRUE(normkit::cuda::plan_fwd(512, 4096, 8, f, 2).lean);
+  EXPECT_TRUE(normkit::cuda::plan_fwd(512, 4096, 8, f, 2, true).lean);
+  f.fwd_lean = 0;
+  EXPECT_FALSE(normkit::cuda::plan_fwd(512, 4096, 8, f, 2, true).lean);
+}
+
+// KernelFacts::fwd_lean_pipeline_max_rows: the lean calls of few rows take the lean plan where
+// there is one (0 rows pipelined by default), the other calls the pipelined plan up to
+// fwd_pipeline_max_rows; few rows that no lean plan takes (CTAs of more than
+// kFwdWeightFirstMaxThreads) keep the other calls' plan.
+TEST(LaunchConfig, ForwardLeanCallsOfFewRowsTakeTheLeanPlan) {
+  KernelFacts f;
+  ASSERT_EQ(f.fwd_lean_pipeline_max_rows, 0);
+  for (const auto& [rows, hidden] : {std::pair<int64_t, int64_t>{1, 4096}, {128, 4096},
+                                     {256, 4096}, {1, 8192}, {132, 2048}, {264, 1024}}) {
+    SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(hidden));
+    ASSERT_LE(rows, f.fwd_pipeline_max_rows);
+    const LaunchConfig lean = normkit::cuda::plan_fwd(rows, hidden, 8, f, 2, true);
+    EXPECT_EQ(lean.plan, RowPlan::kRegisters) << lean.describe();
+    EXPECT_TRUE(lean.lean) << lean.describe();
+    EXPECT_EQ(lean.grid, rows);
+    const LaunchConfig other = normkit::cuda::plan_fwd(rows, hidden, 8, f, 2, false);
+    EXPECT_EQ(other.plan, RowPlan::kPipelined) << other.describe();
+  }
+  for (const int64_t hidden : {12288, 16384}) {
+    const LaunchConfig wide = normkit::cuda::plan_fwd(128, hidden, 8, f, 2, true);
+    EXPECT_FALSE(wide.lean);
+    EXPECT_EQ(wide.describe(), normkit::cuda::plan_fwd(128, hidden, 8, f, 2, false).describe());
+  }
+  // Up to the setting, the lean calls stay pipelined too; at fwd_lean 0, all do.
+  f.fwd_lean_pipeline_max_rows = 128;
+  EXPECT_EQ(normkit::cuda::plan_fwd(128, 4096, 8, f, 2, true).plan, RowPlan::kPipelined);
+  EXPECT_TRUE(normkit::cuda::plan_fwd(129, 4096, 8, f, 2, true).lean);
+  f.fwd_lean_pipeline_max_rows = 0;
+  f.fwd_lean = 0;
+  EXPECT_EQ(normkit::cuda::plan_fwd(128, 4096, 8, f, 2, true).plan, RowPlan::kPipelined);
 }
 
 // KernelFacts::fwd_whole_warps: one-row CTAs of a power of two threads that leave vectors of

@@ -6,7 +6,7 @@
 # compare models binding narrow train dtypes huge columns ncu_quant ncu_quant_source
 # quant_bench exact items fused tickets wide modes bwd_probe probe inductor dram aftermath
 # sanitize profile method ncu_method ring ncu_detail ncu_peer pending_python order_ncu carveout
-# after_gemm compile_gap weight_first fwd_sass_counts lean
+# after_gemm compile_gap weight_first fwd_sass_counts lean lean_waves
 # (default: build test check bench)
 # BUILD=dir names the build tree (default build-device). (A tree built on the CPU machine cannot
 # travel instead: its binaries are over 64 MiB each.) `install` links that tree's libnormkit.a.
@@ -373,6 +373,18 @@ for step in "${steps[@]}"; do
       done
       run bench_lean_sweep "$BUILD/tools/normkit" bench --explain \
         --json "$LOGS/bench_lean_sweep.json" ;;
+    lean_waves)  # the lean forward's one row per CTA on lean calls whose rows fill one wave
+      # (NK_TUNE_FWD_LEAN_WAVES=1, thirty-seventh session): the CUDA forward and planner tests;
+      # the default against 0, 2 and 4 waves, twice, over one-, two- and four-wave shapes; the sweep
+      run ctest_lean_waves ctest --test-dir "$BUILD" --output-on-failure -j"${CTEST_JOBS:-14}" \
+        -R 'Fwd.*Cuda|LaunchConfig|fwd_weight|fwd_lean'
+      for rep in a b; do
+        knob_runs "bench_waves_$rep" 60 "none NK_TUNE_FWD_LEAN_WAVES=0 NK_TUNE_FWD_LEAN_WAVES=2 \
+NK_TUNE_FWD_LEAN_WAVES=4" --fwd-only --shapes \
+          1024x1024,4096x1024,2048x2048,1024x4096,8192x1024,4096x2048,2048x4096,3072x4096,16384x1024,8192x2048,4096x4096,512x4096
+      done
+      run bench_waves_sweep "$BUILD/tools/normkit" bench --explain \
+        --json "$LOGS/bench_waves_sweep.json" ;;
     pending_python)  # the torch binding's GPU tests that the thirty-third session's device time
       # did not reach (its final commit's: test_torch_eager.py stopped at 179 passed)
       install_package &&

@@ -433,6 +433,31 @@ void halve_wide_cluster_ctas(LaunchConfig& c, int64_t hidden, int vec, int wide_
   }
 }
 
+// KernelFacts::fwd_lean_waves: a lean call's EXACT registers plan of whole warps per row (up
+// to kFwdWeightFirstMaxThreads, no cluster, at most kSmallItems vectors per thread) becomes one
+// row per CTA (and per group), the weight loaded with x on rms_norm_fwd_lean, where its rows
+// fill at most that many waves of those CTAs (kFwdLeanThreadsPerSm threads, at most
+// kMaxCtasPerSm CTAs, per SM).
+void lean_rows_per_cta(LaunchConfig& c, int64_t rows, int64_t hidden, const KernelFacts& f) {
+  if (f.fwd_lean_waves == 0 || f.fwd_weight_first == 0 || !c.exact ||
+      c.plan != RowPlan::kRegisters || c.cluster_size != 1 || c.threads_per_row % 32 != 0 ||
+      c.threads_per_row > kFwdWeightFirstMaxThreads || c.items > kSmallItems ||
+      c.register_bound != 0) {
+    return;
+  }
+  const int64_t ctas_per_sm =
+      std::min<int64_t>(kMaxCtasPerSm, kFwdLeanThreadsPerSm / c.threads_per_row);
+  if (rows > int64_t(f.fwd_lean_waves) * f.sm_count * ctas_per_sm) return;
+  LaunchConfig one_row = c;
+  one_row.rows_per_block = 1;
+  one_row.rows_per_group = 1;
+  one_row.grid = rows;
+  if (!chunks_exact(one_row, rows, hidden)) return;
+  one_row.weight_first = true;
+  one_row.lean = true;
+  c = one_row;
+}
+
 }  // namespace
 
 LaunchConfig plan_fwd(int64_t rows, int64_t hidden, int vec, const KernelFacts& facts,
@@ -486,6 +511,7 @@ LaunchConfig plan_fwd(int64_t rows, int64_t hidden, int vec, const KernelFacts& 
                    c.items <= kSmallItems &&
                    c.grid <= int64_t(facts.fwd_weight_first) * facts.sm_count;
   c.lean = c.weight_first && facts.fwd_lean != 0 && lean_call;
+  if (lean_call && facts.fwd_lean != 0 && !c.lean) lean_rows_per_cta(c, rows, hidden, facts);
   return c;
 }
 

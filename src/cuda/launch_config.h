@@ -599,6 +599,15 @@ struct KernelFacts {
   // 5.06-5.25, 256 x 4096 6.50-6.59 -> 5.79-5.97, 1 x 8192 5.76-5.81 -> 4.98-5.25, 132 x 2048
   // 5.82-6.27 -> 5.44-5.57.
   int fwd_lean_pipeline_max_rows = 0;
+  // The lean calls' EXACT registers plans of whole warps per row (up to 256 threads) become one
+  // row per CTA on rms_norm_fwd_lean where their rows fill at most this many waves of those
+  // CTAs (lean_rows_per_cta; NK_TUNE_FWD_LEAN_WAVES, 0 never). Measured (thirty-seventh
+  // session, H100, twice, against the default plans of several rows per CTA): one wave
+  // 1024 x 1024 7.62-7.65 -> 5.82-5.86 us, 4096 x 1024 9.09 -> 8.45-8.58, 2048 x 2048
+  // 9.31-9.42 -> 8.30-8.51, 1024 x 4096 9.87-10.05 -> 8.24-8.35; four waves level or slower
+  // (16384 x 1024 27.10-27.15 -> 27.50-27.55, 8192 x 2048 level, 4096 x 4096 27.42-27.46 ->
+  // 27.57-27.90).
+  int fwd_lean_waves = 1;
   // Forward registers plans (plain and quantized): the vectors per thread that the thread
   // count aims for (NK_TUNE_FWD_ITEMS, 1-4). Measured (eighth session, H100): 2 and 1 slower
   // than 4 nearly everywhere (8192 x 8192 96.5 -> 111 us), 4096 x 12288 unchanged.
@@ -767,6 +776,10 @@ constexpr int kBwdMaxThreadsPerRow = 256;
 // its kernel is bound to 4 such CTAs per SM (64 registers a thread), so that the 4 CTAs per SM
 // of KernelFacts::fwd_weight_first's default run in one wave.
 constexpr int kFwdWeightFirstMaxThreads = 256;
+// The threads per SM of rms_norm_fwd_lean (its 64 registers a thread: 65536 / 64), and the most
+// CTAs of any size an SM holds (Hopper): one wave of its CTAs (KernelFacts::fwd_lean_waves).
+constexpr int kFwdLeanThreadsPerSm = 1024;
+constexpr int kMaxCtasPerSm = 32;
 constexpr int kStreamingThreads = 512;
 // Vectors per thread past which the forward prefers the pipelined clusters to one CTA per row
 // (plan_fwd).

@@ -950,6 +950,52 @@ TEST(LaunchConfig, ForwardLeanCallsOfFewRowsTakeTheLeanPlan) {
   EXPECT_EQ(normkit::cuda::plan_fwd(128, 4096, 8, f, 2, true).plan, RowPlan::kPipelined);
 }
 
+// KernelFacts::fwd_lean_waves: a lean call's registers plan of several rows per CTA (whole warps
+// per row) becomes one row per CTA on the lean kernel where the rows fill one wave of those CTAs
+// (32 per SM up to 32 threads, 1024 threads per SM past that); more rows, rows of under a warp,
+// other calls and setting 0 keep their plan.
+TEST(LaunchConfig, ForwardLeanCallsOfOneWaveTakeOneRowPerCta) {
+  KernelFacts f;
+  ASSERT_EQ(f.fwd_lean_waves, 1);
+  struct Case {
+    int64_t rows, hidden;
+    int threads;
+    int64_t past;  // the next whole CTA of rows (of the other calls' plan) past one wave
+  };
+  for (const Case& k : {Case{1024, 1024, 32, 4232}, Case{4224, 1024, 32, 4232},
+                        Case{2048, 2048, 64, 2116}, Case{1056, 4096, 128, 1058}}) {
+    SCOPED_TRACE(std::to_string(k.rows) + "x" + std::to_string(k.hidden));
+    const LaunchConfig c = normkit::cuda::plan_fwd(k.rows, k.hidden, 8, f, 2, true);
+    EXPECT_EQ(c.threads_per_row, k.threads) << c.describe();
+    EXPECT_EQ(c.rows_per_block, 1) << c.describe();
+    EXPECT_EQ(c.rows_per_group, 1);
+    EXPECT_EQ(c.grid, k.rows);
+    EXPECT_TRUE(c.exact);
+    EXPECT_TRUE(c.weight_first);
+    EXPECT_TRUE(c.lean);
+    const LaunchConfig other = normkit::cuda::plan_fwd(k.rows, k.hidden, 8, f, 2, false);
+    EXPECT_GT(other.rows_per_block, 1) << other.describe();
+    EXPECT_FALSE(other.lean);
+    // Past one wave, or at 0: the plan of the other calls.
+    const LaunchConfig past = normkit::cuda::plan_fwd(k.past, k.hidden, 8, f, 2, true);
+    EXPECT_FALSE(past.lean) << past.describe();
+    EXPECT_TRUE(past.exact) << past.describe();
+    EXPECT_EQ(past.describe(),
+              normkit::cuda::plan_fwd(k.past, k.hidden, 8, f, 2, false).describe());
+    KernelFacts off = f;
+    off.fwd_lean_waves = 0;
+    EXPECT_EQ(normkit::cuda::plan_fwd(k.rows, k.hidden, 8, off, 2, true).describe(),
+              other.describe());
+  }
+  // Rows of under a warp (4096 x 512: 16 threads) keep several rows per CTA.
+  const LaunchConfig narrow = normkit::cuda::plan_fwd(4096, 512, 8, f, 2, true);
+  EXPECT_GT(narrow.rows_per_block, 1) << narrow.describe();
+  EXPECT_FALSE(narrow.lean);
+  // Two waves at setting 2.
+  f.fwd_lean_waves = 2;
+  EXPECT_TRUE(normkit::cuda::plan_fwd(2112, 4096, 8, f, 2, true).lean);
+}
+
 // KernelFacts::fwd_whole_warps: one-row CTAs of a power of two threads that leave vectors of
 // the row empty become the whole warps that cover it exactly (EXACT kernels), at the most
 // vectors per thread from kSmallItems down to 3 (setting 1, the default) or the fewest from 2

@@ -583,7 +583,8 @@ struct KernelFacts {
   // CTAs per SM. Measured (thirty-sixth session, H100, twice in one call): 512 x 4096 (512 CTAs
   // of 128 threads) 8.86-9.09 -> 7.01-7.12 us; on the registers plans of 1-256 rows 0.88-0.91x
   // (1 x 4096 6.18-6.24 -> 5.38-5.50), which leaves them level with the pipelined plans there
-  // (within 0.2 us either way over 8 shapes), so those stay pipelined (fwd_pipeline_max_rows).
+  // (within 0.2 us either way over 8 shapes), so those stay pipelined (fwd_pipeline_max_rows)
+  // but for the lean calls (fwd_lean_pipeline_max_rows).
   int fwd_weight_first = 4;
   // Those plans (LaunchConfig::weight_first) on rms_norm_fwd_lean where the call is the common
   // one: a plain weight, no bias, no residual (NK_TUNE_FWD_LEAN; 0 never): compile-time vectors

@@ -150,8 +150,8 @@ int64_t bwd_staged_bytes(int vec, nk_dtype x, nk_dtype dy, bool with_dresidual) 
 // plan_fwd / plan_bwd with the L2 policy of the inputs they read once (x and residual; x, dy
 // and dresidual_out), weighed by those inputs' bytes, and their cluster-streaming steps (the
 // backward's also its split-row extras; weight_bytes 0 without a weight): what the launches and
-// --explain share. common_call: a plain weight, no bias (rms_norm_fwd_lean's calls, with no
-// residual and 16-bit types).
+// --explain share. common_call: a weight, not zero-centered, and no bias (with 16-bit types
+// and no residual, the calls of rms_norm_fwd_lean).
 LaunchConfig plan_fwd_with_reads(int64_t rows, int64_t hidden, int vec, nk_dtype x, nk_dtype w,
                                  nk_dtype y, bool with_residual, bool common_call,
                                  const KernelFacts& facts) {

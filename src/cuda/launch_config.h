@@ -587,14 +587,15 @@ struct KernelFacts {
   // but for the lean calls (fwd_lean_pipeline_max_rows).
   int fwd_weight_first = 4;
   // Those plans (LaunchConfig::weight_first) on rms_norm_fwd_lean where the call is the common
-  // one: a plain weight, no bias, no residual (NK_TUNE_FWD_LEAN; 0 never): compile-time vectors
+  // one: 16-bit types, a weight not zero-centered, no bias, no residual (NK_TUNE_FWD_LEAN; 0
+  // never): compile-time vectors
   // per thread, 32-bit offsets, one barrier. Measured (thirty-seventh session, H100, twice in
   // one call, against the weight-with-x kernel): 0.86-0.93x on the plans it takes (512 x 4096
   // 7.07-7.09 -> 6.40-6.62 us, 512 x 2048 6.21-6.24 -> 5.31-5.52, 300 x 1024 5.41-5.55 ->
   // 4.90-5.04), the same bits.
   int fwd_lean = 1;
   // The common call's forward takes the pipelined kernel for at most this many rows, rather
-  // than fwd_pipeline_max_rows, where the lean plan applies (plan_fwd_with_reads;
+  // than fwd_pipeline_max_rows, where the lean plan applies (plan_fwd;
   // NK_TUNE_FWD_LEAN_PIPELINE_MAX_ROWS). Measured (thirty-seventh session, H100, twice, lean
   // kernel against pipelined): 1 x 4096 5.38-5.44 -> 4.77-5.02 us, 128 x 4096 6.02-6.54 ->
   // 5.06-5.25, 256 x 4096 6.50-6.59 -> 5.79-5.97, 1 x 8192 5.76-5.81 -> 4.98-5.25, 132 x 2048

@@ -6,7 +6,7 @@
 # compare models binding narrow train dtypes huge columns ncu_quant ncu_quant_source
 # quant_bench exact items fused tickets wide modes bwd_probe probe inductor dram aftermath
 # sanitize profile method ncu_method ring ncu_detail ncu_peer pending_python order_ncu carveout
-# after_gemm compile_gap weight_first fwd_sass_counts lean lean_waves
+# after_gemm compile_gap weight_first fwd_sass_counts lean lean_waves launch
 # (default: build test check bench)
 # BUILD=dir names the build tree (default build-device). (A tree built on the CPU machine cannot
 # travel instead: its binaries are over 64 MiB each.) `install` links that tree's libnormkit.a.
@@ -176,6 +176,10 @@ for step in "${steps[@]}"; do
       run profile_columns env NK_TUNE_BWD_COLUMNS_MAX_ELEMENTS=1048576 ncu \
         --kernel-name regex:'rms_norm_bwd' --csv --metrics gpu__time_duration.sum \
         "$BUILD/tools/normkit" bench --reps 2 --bwd-only --shapes 1x4096,128x4096,29x17389,256x2048 ;;
+    launch)  # whether the way a small forward is launched shows in its event time
+      # (bench/launch_probe.cu): a plain RMSNorm kernel and an empty one, launched with small
+      # parameters, with 256 bytes, and through cudaLaunchKernelEx; events and spans
+      run_probe launch_probe ;;
     method)  # what the timing method gives kernels that only move bytes (bench/method_probe.cu):
       # memcpy, a copy kernel with and without evict-last loads, an empty kernel; after the
       # bench's memset flush and after a read flush; ~1 minute, no normkit build needed

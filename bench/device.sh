@@ -6,7 +6,7 @@
 # compare models binding narrow train dtypes huge columns ncu_quant ncu_quant_source
 # quant_bench exact items fused tickets wide modes bwd_probe probe inductor dram aftermath
 # sanitize profile method ncu_method ring ncu_detail ncu_peer pending_python order_ncu carveout
-# after_gemm compile_gap weight_first fwd_sass_counts lean lean_waves launch
+# after_gemm compile_gap weight_first fwd_sass_counts lean lean_waves launch rows
 # (default: build test check bench)
 # BUILD=dir names the build tree (default build-device). (A tree built on the CPU machine cannot
 # travel instead: its binaries are over 64 MiB each.) `install` links that tree's libnormkit.a.
@@ -180,6 +180,9 @@ for step in "${steps[@]}"; do
       # (bench/launch_probe.cu): a plain RMSNorm kernel and an empty one, launched with small
       # parameters, with 256 bytes, and through cudaLaunchKernelEx; events and spans
       run_probe launch_probe ;;
+    rows)  # a plain RMSNorm forward of many rows by CTA shape and L2 hints (bench/rows_probe.cu):
+      # what torch.compile's one-warp programs reach at 16384x1024 that normkit does not
+      run_probe rows_probe ;;
     method)  # what the timing method gives kernels that only move bytes (bench/method_probe.cu):
       # memcpy, a copy kernel with and without evict-last loads, an empty kernel; after the
       # bench's memset flush and after a read flush; ~1 minute, no normkit build needed

@@ -5,7 +5,7 @@
 # Usage: bench/device.sh [steps...]   steps: build sass test check bench quant install python
 # compare models binding narrow train dtypes huge columns ncu_quant ncu_quant_source
 # quant_bench exact items fused tickets wide modes bwd_probe probe inductor dram aftermath
-# sanitize profile method ncu_method ring ncu_detail ncu_peer pending_python order_ncu carveout
+# sanitize profile method ncu_method ring ncu_detail ncu_peer pending pending_python order_ncu carveout
 # after_gemm compile_gap weight_first fwd_sass_counts lean lean_waves launch rows
 # (default: build test check bench)
 # BUILD=dir names the build tree (default build-device). (A tree built on the CPU machine cannot
@@ -357,6 +357,21 @@ for step in "${steps[@]}"; do
     modes)  # A/B over the plain forward and the quantized modes in one run (mode_runs) of
       # AB_MODES under AB_CONFIGS
       mode_runs "${AB_MODES:-plain tensor token block mxfp8 transposed}" "${AB_CONFIGS:-none}" ;;
+    pending)  # the thirty-seventh session's prepared runs (docs/notes.md, its Next 0-1): the
+      # CUDA forward and planner tests (fwd_lean_small_params new); the lean kernel on 64 bytes
+      # of parameters (NK_TUNE_FWD_LEAN_PARAMS=1) against FwdParams, twice over small shapes;
+      # x's loads without evict-last at the 32 MB shapes where torch.compile is 3 us ahead
+      # (NK_TUNE_EVICT_LAST_MIN_MIB=0), twice; the plain-kernel probes (rows, launch)
+      run ctest_pending ctest --test-dir "$BUILD" --output-on-failure -j"${CTEST_JOBS:-14}" \
+        -R 'Fwd.*Cuda|LaunchConfig|fwd_weight|fwd_lean'
+      for rep in a b; do
+        knob_runs "bench_params_$rep" 60 "none NK_TUNE_FWD_LEAN_PARAMS=1" --fwd-only --shapes \
+          1x4096,32x4096,128x4096,256x4096,512x4096,1x8192,132x2048,64x1024,1024x1024,1024x4096,4096x1024
+        knob_runs "bench_evict_$rep" 60 "none NK_TUNE_EVICT_LAST_MIN_MIB=0" --fwd-only --shapes \
+          16384x1024,8192x1024,8192x2048,4096x4096,4096x1024,2048x4096
+      done
+      run_probe rows_probe
+      run_probe launch_probe ;;
     lean)  # the thirty-seventh session's default: the lean forward kernel for the common call
       # (NK_TUNE_FWD_LEAN=1), also on the few rows the pipelined kernel had
       # (NK_TUNE_FWD_LEAN_PIPELINE_MAX_ROWS=0). The CUDA forward and planner tests; the default

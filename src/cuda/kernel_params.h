@@ -65,6 +65,41 @@ struct FwdParams {
   __host__ __device__ bool weight_extras() const { return (weight && zero_centered) || bias; }
 };
 
+// What rms_norm_fwd_lean reads of FwdParams, alone: 64 bytes against FwdParams' 230 or so.
+// The launch copies a kernel's parameters; 256 bytes measured 0.06-0.23 us slower than 24 at
+// one to 1024 rows (bench/results/2026-11-27T0703-h100-launch-probe).
+struct LeanFwdParams {
+  const void* x;
+  const void* weight;
+  void* y;
+  float* rstd;  // may be null
+  int64_t x_stride;
+  int64_t y_stride;
+  float inv_hidden;
+  float eps;
+  bool evict_first_reads;
+  bool evict_last_reads;
+};
+
+inline LeanFwdParams lean_fwd_params(const FwdParams& p) {
+  LeanFwdParams lean;
+  lean.x = p.x;
+  lean.weight = p.weight;
+  lean.y = p.y;
+  lean.rstd = p.rstd;
+  lean.x_stride = p.x_stride;
+  lean.y_stride = p.y_stride;
+  lean.inv_hidden = p.shape.inv_hidden;
+  lean.eps = p.eps;
+  lean.evict_first_reads = p.evict_first_reads;
+  lean.evict_last_reads = p.evict_last_reads;
+  return lean;
+}
+
+// 1 / hidden, as each parameter block holds it.
+__host__ __device__ inline float inv_hidden_of(const FwdParams& p) { return p.shape.inv_hidden; }
+__host__ __device__ inline float inv_hidden_of(const LeanFwdParams& p) { return p.inv_hidden; }
+
 struct BwdParams {
   RowShape shape;
   const void* dy;

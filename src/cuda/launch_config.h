@@ -610,6 +610,11 @@ struct KernelFacts {
   // (16384 x 1024 27.10-27.15 -> 27.50-27.55, 8192 x 2048 level, 4096 x 4096 27.42-27.46 ->
   // 27.57-27.90).
   int fwd_lean_waves = 1;
+  // rms_norm_fwd_lean's parameters: 0 the launchers' FwdParams (about 230 bytes), 1 the 64
+  // bytes of LeanFwdParams (NK_TUNE_FWD_LEAN_PARAMS). Why: 256 bytes of parameters measured
+  // 0.06-0.23 us slower than 24 in a plain RMSNorm kernel at 1-1024 rows of 4096 columns
+  // (thirty-seventh session, bench/launch_probe.cu). Not yet measured on the lean kernel.
+  int fwd_lean_params = 0;
   // Forward registers plans (plain and quantized): the vectors per thread that the thread
   // count aims for (NK_TUNE_FWD_ITEMS, 1-4). Measured (eighth session, H100): 2 and 1 slower
   // than 4 nearly everywhere (8192 x 8192 96.5 -> 111 us), 4096 x 12288 unchanged.

@@ -70,15 +70,16 @@ auto fwd_rows_kernel(const LaunchConfig& cfg, bool extras) {
                 : rms_norm_fwd_registers_rows<XT, WT, YT, VEC, IMAX_SMALL, 2, false>;
 }
 
-// The rms_norm_fwd_lean instance of a plan's vectors per thread (1-4: kSmallItems).
-template <typename XT, typename WT, typename YT>
+// The rms_norm_fwd_lean instance of a plan's vectors per thread (1-4: kSmallItems) and of the
+// parameter block P.
+template <typename XT, typename WT, typename YT, typename P>
 auto fwd_lean_kernel(int items) {
   static_assert(kSmallItems == 4, "an instance per item count up to kSmallItems");
   switch (items) {
-    case 1: return rms_norm_fwd_lean<XT, WT, YT, 1>;
-    case 2: return rms_norm_fwd_lean<XT, WT, YT, 2>;
-    case 3: return rms_norm_fwd_lean<XT, WT, YT, 3>;
-    case 4: return rms_norm_fwd_lean<XT, WT, YT, 4>;
+    case 1: return rms_norm_fwd_lean<XT, WT, YT, 1, P>;
+    case 2: return rms_norm_fwd_lean<XT, WT, YT, 2, P>;
+    case 3: return rms_norm_fwd_lean<XT, WT, YT, 3, P>;
+    case 4: return rms_norm_fwd_lean<XT, WT, YT, 4, P>;
   }
   throw Error(NK_ERROR_INTERNAL, "rms_norm_fwd: lean plan outside 1-4 vectors per thread");
 }
@@ -200,9 +201,16 @@ void launch_fwd(const nk_rms_norm_fwd_args& a, const LaunchConfig& cfg, cudaStre
                             "rms_norm_fwd: weight-with-x plan outside its kernel");
               }
               kernel = rms_norm_fwd_registers_weight_first<XT, WT, YT, VEC, IMAX_SMALL>;
-              // The common call (a plain weight, no bias, no residual) on its own kernel.
+              // The common call (a plain weight, no bias, no residual) on its own kernel,
+              // with its own parameter block where KernelFacts::fwd_lean_params asks.
               if (cfg.lean && p.weight && !extras && !p.residual) {
-                kernel = fwd_lean_kernel<XT, WT, YT>(cfg.items);
+                if (tuned_defaults().fwd_lean_params != 0) {
+                  launch(fwd_lean_kernel<XT, WT, YT, LeanFwdParams>(cfg.items), cfg.grid,
+                         dim3(cfg.threads_per_row, cfg.rows_per_block), {cfg.cluster_size},
+                         stream, "rms_norm_fwd (lean)", 0, lean_fwd_params(p));
+                  return;
+                }
+                kernel = fwd_lean_kernel<XT, WT, YT, FwdParams>(cfg.items);
               }
             }
           }

@@ -20,12 +20,13 @@
 
 namespace normkit::cuda {
 
-template <typename XT, typename WT, typename YT, int ITEMS>
-__global__ void __launch_bounds__(kFwdWeightFirstMaxThreads, 4) rms_norm_fwd_lean(FwdParams p) {
+// P: FwdParams, or the 64 bytes of LeanFwdParams (KernelFacts::fwd_lean_params).
+template <typename XT, typename WT, typename YT, int ITEMS, typename P = FwdParams>
+__global__ void __launch_bounds__(kFwdWeightFirstMaxThreads, 4) rms_norm_fwd_lean(P p) {
   static_assert(sizeof(XT) == 2 && sizeof(WT) == 2 && sizeof(YT) == 2, "16-bit types");
   constexpr int VEC = 8;  // 16 bytes
   __shared__ float warp_sums[kFwdWeightFirstMaxThreads / 32];
-  const unsigned row = blockIdx.x;  // one row per CTA, one wave (grid <= 4 x SMs)
+  const unsigned row = blockIdx.x;  // one row per CTA (at most one wave of them)
   const XT* x = static_cast<const XT*>(p.x) + static_cast<int64_t>(row) * p.x_stride;
   const WT* weight = static_cast<const WT*>(p.weight);
   const ReadPolicy read_policy(p.evict_first_reads, p.evict_last_reads);
@@ -39,7 +40,7 @@ __global__ void __launch_bounds__(kFwdWeightFirstMaxThreads, 4) rms_norm_fwd_lea
   }
 
   const float sum_sq = cta_row_sum_once(sum_of_squares(s), warp_sums);
-  const float rstd = 1.0f / sqrtf(sum_sq * p.shape.inv_hidden + p.eps);
+  const float rstd = 1.0f / sqrtf(sum_sq * inv_hidden_of(p) + p.eps);
   if (p.rstd && threadIdx.x == 0) p.rstd[row] = rstd;
   YT* y = static_cast<YT*>(p.y) + static_cast<int64_t>(row) * p.y_stride;
 #pragma unroll

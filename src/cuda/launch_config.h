@@ -588,10 +588,10 @@ struct KernelFacts {
   int fwd_weight_first = 4;
   // Those plans (LaunchConfig::weight_first) on rms_norm_fwd_lean where the call is the common
   // one: 16-bit types, a weight not zero-centered, no bias, no residual (NK_TUNE_FWD_LEAN; 0
-  // never): compile-time vectors per thread, 32-bit offsets, one barrier. Measured (thirty-seventh session, H100, twice in
-  // one call, against the weight-with-x kernel): 0.86-0.93x on the plans it takes (512 x 4096
-  // 7.07-7.09 -> 6.40-6.62 us, 512 x 2048 6.21-6.24 -> 5.31-5.52, 300 x 1024 5.41-5.55 ->
-  // 4.90-5.04), the same bits.
+  // never): compile-time vectors per thread, 32-bit offsets, one barrier. Measured
+  // (thirty-seventh session, H100, twice in one call, against the weight-with-x kernel):
+  // 0.86-0.93x on the plans it takes (512 x 4096 7.07-7.09 -> 6.40-6.62 us, 512 x 2048
+  // 6.21-6.24 -> 5.31-5.52, 300 x 1024 5.41-5.55 -> 4.90-5.04), the same bits.
   int fwd_lean = 1;
   // The common call's forward takes the pipelined kernel for at most this many rows, rather
   // than fwd_pipeline_max_rows, where the lean plan applies (plan_fwd;

@@ -361,7 +361,9 @@ for step in "${steps[@]}"; do
       # CUDA forward and planner tests (fwd_lean_small_params new); the lean kernel on 64 bytes
       # of parameters (NK_TUNE_FWD_LEAN_PARAMS=1) against FwdParams, twice over small shapes;
       # x's loads without evict-last at the 32 MB shapes where torch.compile is 3 us ahead
-      # (NK_TUNE_EVICT_LAST_MIN_MIB=0), twice; the plain-kernel probes (rows, launch)
+      # (NK_TUNE_EVICT_LAST_MIN_MIB=0), twice; the lean kernel's sub-warp CTAs on few rows of
+      # 128-1024 columns (taken by default since 06:46, not timed) against the pipelined kernel,
+      # twice; the plain-kernel probes (rows, launch)
       run ctest_pending ctest --test-dir "$BUILD" --output-on-failure -j"${CTEST_JOBS:-14}" \
         -R 'Fwd.*Cuda|LaunchConfig|fwd_weight|fwd_lean'
       for rep in a b; do
@@ -369,9 +371,13 @@ for step in "${steps[@]}"; do
           1x4096,32x4096,128x4096,256x4096,512x4096,1x8192,132x2048,64x1024,1024x1024,1024x4096,4096x1024
         knob_runs "bench_evict_$rep" 60 "none NK_TUNE_EVICT_LAST_MIN_MIB=0" --fwd-only --shapes \
           16384x1024,8192x1024,8192x2048,4096x4096,4096x1024,2048x4096
+        knob_runs "bench_subwarp_$rep" 60 "none NK_TUNE_FWD_LEAN_PIPELINE_MAX_ROWS=264" \
+          --fwd-only --shapes 1x1024,8x512,64x512,200x256,264x128,128x128
       done
       run_probe rows_probe
-      run_probe launch_probe ;;
+      run_probe launch_probe
+      run bench_pending_sweep "$BUILD/tools/normkit" bench --explain \
+        --json "$LOGS/bench_pending_sweep.json" ;;
     lean)  # the thirty-seventh session's default: the lean forward kernel for the common call
       # (NK_TUNE_FWD_LEAN=1), also on the few rows the pipelined kernel had
       # (NK_TUNE_FWD_LEAN_PIPELINE_MAX_ROWS=0). The CUDA forward and planner tests; the default

@@ -14,12 +14,10 @@
 //   big-ex  cudaLaunchKernelEx with those 256 bytes and no attributes (normkit's launch())
 // and an empty kernel of one warp the same three ways. event - span is what the launch and the
 // completion cost around the kernel; if it differs between the ways, the way is the gap.
-#include <cuda_bf16.h>
-
 #include <cstdint>
 #include <cstdio>
-#include <vector>
 
+#include "probe_bf16.cuh"
 #include "probe_timing.cuh"
 
 namespace {
@@ -44,14 +42,6 @@ struct BigParams {
   char unused[232];  // (the size of normkit's FwdParams, not read)
 };
 
-__device__ __forceinline__ float2 bf2(uint32_t v) {
-  return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&v));
-}
-__device__ __forceinline__ uint32_t pack(float a, float b) {
-  const __nv_bfloat162 h = __floats2bfloat162_rn(a, b);
-  return *reinterpret_cast<const uint32_t*>(&h);
-}
-
 template <typename P>
 __global__ void __launch_bounds__(kThreads) rms_rows(P p, unsigned long long* span) {
   note_start(span);
@@ -64,12 +54,7 @@ __global__ void __launch_bounds__(kThreads) rms_rows(P p, unsigned long long* sp
   }
   float sum = 0.f;
 #pragma unroll
-  for (int i = 0; i < kItems; ++i) {
-    for (const uint32_t v : {xv[i].x, xv[i].y, xv[i].z, xv[i].w}) {
-      const float2 f = bf2(v);
-      sum += f.x * f.x + f.y * f.y;
-    }
-  }
+  for (int i = 0; i < kItems; ++i) sum += probe::sum_of_squares(xv[i]);
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
   __shared__ float warp_sums[kThreads / 32];
@@ -81,16 +66,7 @@ __global__ void __launch_bounds__(kThreads) rms_rows(P p, unsigned long long* sp
   const float rstd = rsqrtf(total / kHidden + 1e-6f);
 #pragma unroll
   for (int i = 0; i < kItems; ++i) {
-    uint32_t xs[4] = {xv[i].x, xv[i].y, xv[i].z, xv[i].w};
-    uint32_t ws[4] = {wv[i].x, wv[i].y, wv[i].z, wv[i].w};
-    uint32_t out[4];
-#pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      const float2 a = bf2(xs[k]), b = bf2(ws[k]);
-      out[k] = pack(a.x * rstd * b.x, a.y * rstd * b.y);
-    }
-    p.y[row * (kHidden / 8) + i * kThreads + threadIdx.x] = make_uint4(out[0], out[1], out[2],
-                                                                       out[3]);
+    p.y[row * (kHidden / 8) + i * kThreads + threadIdx.x] = probe::scaled(xv[i], wv[i], rstd);
   }
   note_end(span);
 }
@@ -117,21 +93,10 @@ void launch_ex(void (*kernel)(P, unsigned long long*), int grid, int block, cuda
 int main() {
   probe::Probe p;
   const int max_rows = 1024;
-  std::vector<uint16_t> host(size_t(max_rows) * kHidden);
-  uint32_t state = 12345;
-  for (auto& v : host) {  // bf16 values in [0.5, 2): nonzero, finite
-    state = state * 1664525u + 1013904223u;
-    v = static_cast<uint16_t>(0x3f00 + (state >> 24));
-  }
-  uint4 *x = nullptr, *w = nullptr, *y = nullptr;
-  check(cudaMalloc(&x, host.size() * 2), "x");
-  check(cudaMalloc(&w, kHidden * 2), "w");
-  check(cudaMalloc(&y, host.size() * 2), "y");
-  check(cudaMemcpy(x, host.data(), host.size() * 2, cudaMemcpyHostToDevice), "x copy");
-  check(cudaMemcpy(w, host.data(), kHidden * 2, cudaMemcpyHostToDevice), "w copy");
-  const SmallParams small{x, w, y};
+  const probe::Bf16Inputs in(size_t(max_rows) * kHidden, kHidden);
+  const SmallParams small{in.x, in.w, in.y};
   BigParams big{};
-  big.x = x, big.w = w, big.y = y;
+  big.x = in.x, big.w = in.w, big.y = in.y;
 
   std::printf("%-8s %-7s %9s %9s %9s %9s %9s %9s\n", "rows", "kernel", "small", "span",
               "big", "span", "big-ex", "span");

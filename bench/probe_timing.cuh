@@ -1,8 +1,8 @@
-// The timing harness of the bench probes (method_probe.cu, ring_probe.cu): what `normkit
-// bench` does around a call (tools/bench_cuda.cpp: an L2 flush, CUDA events around one call,
-// the median of 100, calls enqueued back to back), with a read flush as the alternative and
-// each call's own span (first CTA start to last CTA end, by %globaltimer) for kernels that
-// note it.
+// The timing harness of the bench probes (method_probe.cu, ring_probe.cu, launch_probe.cu,
+// rows_probe.cu): what `normkit bench` does around a call (tools/bench_cuda.cpp: an L2 flush,
+// CUDA events around one call, the median of 100, calls enqueued back to back), with a read
+// flush as the alternative and each call's own span (first CTA start to last CTA end, by
+// %globaltimer) for kernels that note it.
 #pragma once
 
 #include <cuda_runtime.h>

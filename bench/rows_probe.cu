@@ -11,12 +11,10 @@
 // L2::evict_last (what normkit's forwards do from 1 MiB) or L2::evict_first, y's stores plain
 // or st.global.cs (streaming). Timed as `normkit bench` times (bench/probe_timing.cuh), with
 // each call's span; floor = bytes / the copy ceiling measured here.
-#include <cuda_bf16.h>
-
 #include <cstdint>
 #include <cstdio>
-#include <vector>
 
+#include "probe_bf16.cuh"
 #include "probe_timing.cuh"
 
 namespace {
@@ -42,14 +40,6 @@ __device__ __forceinline__ void store_y(uint4* p, uint4 v, bool streaming) {
   } else {
     *p = v;
   }
-}
-
-__device__ __forceinline__ float2 bf2(uint32_t v) {
-  return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&v));
-}
-__device__ __forceinline__ uint32_t pack(float a, float b) {
-  const __nv_bfloat162 h = __floats2bfloat162_rn(a, b);
-  return *reinterpret_cast<const uint32_t*>(&h);
 }
 
 template <int HIDDEN, int THREADS, int ROWS, int HINT, bool STREAMING>
@@ -78,12 +68,7 @@ __global__ void __launch_bounds__(THREADS* ROWS)
   float sum = 0.f;
   if (live) {
 #pragma unroll
-    for (int i = 0; i < kItems; ++i) {
-      for (const uint32_t v : {xv[i].x, xv[i].y, xv[i].z, xv[i].w}) {
-        const float2 f = bf2(v);
-        sum += f.x * f.x + f.y * f.y;
-      }
-    }
+    for (int i = 0; i < kItems; ++i) sum += probe::sum_of_squares(xv[i]);
   }
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
@@ -99,29 +84,14 @@ __global__ void __launch_bounds__(THREADS* ROWS)
   if (live) {
 #pragma unroll
     for (int i = 0; i < kItems; ++i) {
-      const uint32_t xs[4] = {xv[i].x, xv[i].y, xv[i].z, xv[i].w};
-      const uint32_t ws[4] = {wv[i].x, wv[i].y, wv[i].z, wv[i].w};
-      uint32_t out[4];
-#pragma unroll
-      for (int k = 0; k < 4; ++k) {
-        const float2 a = bf2(xs[k]), b = bf2(ws[k]);
-        out[k] = pack(a.x * rstd * b.x, a.y * rstd * b.y);
-      }
-      store_y(y + base + i * THREADS + threadIdx.x, make_uint4(out[0], out[1], out[2], out[3]),
-              STREAMING);
+      store_y(y + base + i * THREADS + threadIdx.x, probe::scaled(xv[i], wv[i], rstd), STREAMING);
     }
   }
   note_end(span);
 }
 
-struct Buffers {
-  uint4* x = nullptr;
-  uint4* w = nullptr;
-  uint4* y = nullptr;
-};
-
 template <int HIDDEN, int THREADS, int ROWS, int HINT, bool STREAMING>
-void run(probe::Probe& p, const Buffers& b, int rows, double gbps) {
+void run(probe::Probe& p, const probe::Bf16Inputs& b, int rows, double gbps) {
   const int grid = (rows + ROWS - 1) / ROWS;
   const auto t = p.time([&](unsigned long long* span) {
     rms_rows<HIDDEN, THREADS, ROWS, HINT, STREAMING>
@@ -140,19 +110,7 @@ int main() {
   probe::Probe p;
   probe::CopyCeiling ceiling(p);
   const double gbps = ceiling.gbps;
-  const size_t elements = size_t{16384} * 1024;
-  std::vector<uint16_t> host(elements);
-  uint32_t state = 12345;
-  for (auto& v : host) {  // bf16 values in [0.5, 2): nonzero, finite
-    state = state * 1664525u + 1013904223u;
-    v = static_cast<uint16_t>(0x3f00 + (state >> 24));
-  }
-  Buffers b;
-  check(cudaMalloc(&b.x, elements * 2), "x");
-  check(cudaMalloc(&b.w, 4096 * 2), "w");
-  check(cudaMalloc(&b.y, elements * 2), "y");
-  check(cudaMemcpy(b.x, host.data(), elements * 2, cudaMemcpyHostToDevice), "x copy");
-  check(cudaMemcpy(b.w, host.data(), 4096 * 2, cudaMemcpyHostToDevice), "w copy");
+  const probe::Bf16Inputs b(size_t{16384} * 1024, 4096);
 
   std::printf("copy %.1f GB/s\n%13s %8s %5s %12s %5s %9s %9s %9s\n", gbps, "shape", "threads",
               "rows", "x loads", "y", "event", "span", "floor");

@@ -168,9 +168,8 @@ LaunchConfig plan_fwd_with_reads(int64_t rows, int64_t hidden, int vec, nk_dtype
     c.grid *= c.rows_per_group;
     c.rows_per_group = 1;
     c.register_bound = 0;
-    c.weight_first = false;
+    c.weight_first = false;  // (and so lean: plan_fwd was told this is no lean call)
   }
-  c.lean = c.lean && c.weight_first;
   apply_read_policy(c, fwd_read_once_bytes(rows, hidden, nk_dtype_size(x), with_residual), false,
                     facts);
   apply_fwd_cluster_streaming(c, rows, hidden, facts);

@@ -57,6 +57,11 @@ knob_runs() {  # knob_runs PREFIX SECONDS CONFIGS ARGS...: `normkit bench --expl
       --json "$LOGS/$name.json"
   done
 }
+run_fwd_tests() {  # run_fwd_tests NAME: the CUDA forward tests (their knob entries for the
+  # weight with x and the lean kernel included) and the planner tests, logged as NAME
+  run "$1" ctest --test-dir "$BUILD" --output-on-failure -j"${CTEST_JOBS:-14}" \
+    -R 'Fwd.*Cuda|LaunchConfig|fwd_weight|fwd_lean'
+}
 knob_array() {  # knob_array CFG: the array `knobs` of CFG's knobs (joined by commas; "none":
   # the defaults), for `env "${knobs[@]}" CMD`
   knobs=()
@@ -364,8 +369,7 @@ for step in "${steps[@]}"; do
       # (NK_TUNE_EVICT_LAST_MIN_MIB=0), twice; the lean kernel's sub-warp CTAs on few rows of
       # 128-1024 columns (taken by default since 06:46, not timed) against the pipelined kernel,
       # twice; the plain-kernel probes (rows, launch)
-      run ctest_pending ctest --test-dir "$BUILD" --output-on-failure -j"${CTEST_JOBS:-14}" \
-        -R 'Fwd.*Cuda|LaunchConfig|fwd_weight|fwd_lean'
+      run_fwd_tests ctest_pending
       for rep in a b; do
         knob_runs "bench_params_$rep" 60 "none NK_TUNE_FWD_LEAN_PARAMS=1" --fwd-only --shapes \
           1x4096,32x4096,128x4096,256x4096,512x4096,1x8192,132x2048,64x1024,1024x1024,1024x4096,4096x1024
@@ -384,8 +388,7 @@ for step in "${steps[@]}"; do
       # against each knob's old value, twice; then the lean kernel on many rows, one row per CTA
       # (rows of 1024, 2048, 4096 columns on CTAs of 32, 64, 128 threads, weight with x on every
       # CTA count), against the default plans; then the sweep
-      run ctest_lean ctest --test-dir "$BUILD" --output-on-failure -j"${CTEST_JOBS:-14}" \
-        -R 'Fwd.*Cuda|LaunchConfig|fwd_weight|fwd_lean'
+      run_fwd_tests ctest_lean
       for rep in a b; do
         knob_runs "bench_lean_$rep" 60 "none NK_TUNE_FWD_LEAN=0 NK_TUNE_FWD_LEAN_PIPELINE_MAX_ROWS=264" \
           --fwd-only --shapes 512x4096,512x2048,300x1024,512x5120,1x4096,128x4096,256x4096,1x8192,132x2048,32x4096,1x2048,64x1024,512x16384
@@ -404,8 +407,7 @@ for step in "${steps[@]}"; do
     lean_waves)  # the lean forward's one row per CTA on lean calls whose rows fill one wave
       # (NK_TUNE_FWD_LEAN_WAVES=1, thirty-seventh session): the CUDA forward and planner tests;
       # the default against 0, 2 and 4 waves, twice, over one-, two- and four-wave shapes; the sweep
-      run ctest_lean_waves ctest --test-dir "$BUILD" --output-on-failure -j"${CTEST_JOBS:-14}" \
-        -R 'Fwd.*Cuda|LaunchConfig|fwd_weight|fwd_lean'
+      run_fwd_tests ctest_lean_waves
       for rep in a b; do
         knob_runs "bench_waves_$rep" 60 "none NK_TUNE_FWD_LEAN_WAVES=0 NK_TUNE_FWD_LEAN_WAVES=2 \
 NK_TUNE_FWD_LEAN_WAVES=4" --fwd-only --shapes \

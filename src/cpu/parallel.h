@@ -1,6 +1,7 @@
 // Minimal fork-join parallelism for the CPU backend: a fixed list of tasks, taken in order by a
-// few std::threads. Results never depend on which thread ran a task, so the thread count can
-// vary (machine size, NK_CPU_THREADS) without changing any output bit.
+// few threads. Results never depend on which thread ran a task, so the thread count can vary
+// (machine size, NK_CPU_THREADS, a pool busy with another caller) without changing any output
+// bit.
 #pragma once
 
 #include <algorithm>
@@ -8,15 +9,23 @@
 #include <cstdint>
 #include <exception>
 #include <mutex>
-#include <thread>
 #include <vector>
 
 namespace normkit::cpu {
 
 // Threads to use for `n_tasks` tasks that touch `total_elements` elements in all: 1 for small
-// problems (thread start-up would dominate), else up to the machine's cores. NK_CPU_THREADS
-// (a positive integer) overrides the machine's core count; it is read on every call.
+// problems (handing work to another thread would dominate), else up to the machine's cores.
+// NK_CPU_THREADS (a positive integer) overrides the machine's core count; it is read on every
+// call.
 int choose_threads(int64_t total_elements, int64_t n_tasks);
+
+// Runs body() on the calling thread and on up to `helpers` threads of the library's pool at
+// once, and returns when every one of them has returned. The pool's threads start once and
+// stay (starting a thread per call cost 10-75 us of each call on the 2-core CI machine). A
+// caller that finds the pool busy with another caller's work, or that cannot start its
+// threads, runs body() alone: callers must not depend on the number of threads. body must not
+// throw.
+void run_on_pool(int helpers, void (*body)(void*), void* context);
 
 // Calls worker(task) for every task in [0, n_tasks) on `threads` threads (the caller is one of
 // them). make_worker() is called once per thread and returns that thread's callable, so each
@@ -31,33 +40,31 @@ void run_tasks(int64_t n_tasks, int threads, MakeWorker make_worker) {
     for (int64_t t = 0; t < n_tasks; ++t) worker(t);
     return;
   }
-  std::atomic<int64_t> next{0};
-  std::atomic<bool> failed{false};
-  std::exception_ptr error;
-  std::mutex error_mutex;
-  auto thread_main = [&] {
+  struct Shared {
+    Shared(int64_t n, MakeWorker& make) : n_tasks(n), make_worker(make) {}
+    int64_t n_tasks;
+    MakeWorker& make_worker;
+    std::atomic<int64_t> next{0};
+    std::atomic<bool> failed{false};
+    std::exception_ptr error;
+    std::mutex error_mutex;
+  } shared(n_tasks, make_worker);
+  auto thread_main = [](void* context) {
+    Shared& s = *static_cast<Shared*>(context);
     try {
-      auto worker = make_worker();
-      for (int64_t t; !failed.load(std::memory_order_relaxed) &&
-                      (t = next.fetch_add(1, std::memory_order_relaxed)) < n_tasks;) {
+      auto worker = s.make_worker();
+      for (int64_t t; !s.failed.load(std::memory_order_relaxed) &&
+                      (t = s.next.fetch_add(1, std::memory_order_relaxed)) < s.n_tasks;) {
         worker(t);
       }
     } catch (...) {
-      std::lock_guard<std::mutex> lock(error_mutex);
-      if (!error) error = std::current_exception();
-      failed = true;
+      std::lock_guard<std::mutex> lock(s.error_mutex);
+      if (!s.error) s.error = std::current_exception();
+      s.failed = true;
     }
   };
-  std::vector<std::thread> pool;
-  pool.reserve(static_cast<size_t>(threads - 1));
-  try {
-    for (int i = 1; i < threads; ++i) pool.emplace_back(thread_main);
-  } catch (...) {
-    // Could not start a thread: run with the ones we have (the caller still takes tasks).
-  }
-  thread_main();
-  for (auto& t : pool) t.join();
-  if (error) std::rethrow_exception(error);
+  run_on_pool(threads - 1, thread_main, &shared);
+  if (shared.error) std::rethrow_exception(shared.error);
 }
 
 }  // namespace normkit::cpu

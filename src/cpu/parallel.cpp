@@ -46,8 +46,11 @@ inline void cpu_relax() {
 std::atomic<bool> g_forked_child{false};
 
 // The pool: threads started on demand (at most kMaxThreads - 1), each with a mailbox through
-// which one caller at a time posts it a job, and which it marks done. A job goes to the
-// threads it names only, so a thread never sees another job's fields.
+// which one caller at a time posts it a job. A job goes to the threads it names only, so a
+// thread never sees another job's fields. Each posted job is claimed once, by its thread
+// (which runs it and marks it done) or, when the caller has run out of tasks first, by the
+// caller (which withdraws it): the caller waits only for threads that took their job, never
+// for one still asleep or not yet scheduled, which then finds nothing to do.
 class Pool {
  public:
   // Runs body on the caller and on `helpers` pool threads; false (nothing run) when another
@@ -68,10 +71,12 @@ class Pool {
     }
     body(context);
     for (int i = 0; i < helpers; ++i) {
-      const Mailbox& box = boxes_[i];
+      Mailbox& box = boxes_[i];
       const uint64_t posted = box.posted.load(std::memory_order_relaxed);
+      uint64_t unclaimed = posted - 1;
+      if (box.claimed.compare_exchange_strong(unclaimed, posted)) continue;  // withdrawn
       for (int polls = 0; box.done.load(std::memory_order_acquire) != posted; ++polls) {
-        if (polls < 4096) {
+        if (polls < 256) {
           cpu_relax();
         } else {
           std::this_thread::yield();  // (the helper may be waiting for this core)
@@ -94,8 +99,9 @@ class Pool {
 
  private:
   struct alignas(64) Mailbox {
-    std::atomic<uint64_t> posted{0};  // jobs posted to its thread
-    std::atomic<uint64_t> done{0};    // jobs its thread has finished
+    std::atomic<uint64_t> posted{0};   // jobs posted to its thread
+    std::atomic<uint64_t> claimed{0};  // jobs claimed by the thread or withdrawn by the caller
+    std::atomic<uint64_t> done{0};     // jobs its thread has finished
     void (*body)(void*) = nullptr;
     void* context = nullptr;
   };
@@ -134,6 +140,8 @@ class Pool {
         }
       }
       seen = posted;
+      uint64_t unclaimed = posted - 1;
+      if (!box.claimed.compare_exchange_strong(unclaimed, posted)) continue;  // withdrawn
       box.body(box.context);
       box.done.store(posted, std::memory_order_release);
     }

@@ -1,5 +1,5 @@
 // Host time of one C API call on the CPU backend, bf16, as a caller sees it (thread hand-off
-// included): `cpu_call_times ROWS HIDDEN [fwd|bwd] [REPS]` prints the median, p10 and p90 in
+// included): `cpu_call_times ROWS HIDDEN [fwd|bwd|fwd_residual] [REPS]` prints the median, p10 and p90 in
 // microseconds of REPS calls (default 400) after one warm-up call, inputs random and never
 // zero, caches not flushed. Built and run by bench/cpu_ab.sh, which alternates two builds of
 // the library:
@@ -17,11 +17,16 @@
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::fprintf(stderr, "usage: %s ROWS HIDDEN [fwd|bwd] [REPS]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s ROWS HIDDEN [fwd|bwd|fwd_residual] [REPS]\n", argv[0]);
     return 2;
   }
   const int64_t rows = std::atoll(argv[1]), hidden = std::atoll(argv[2]);
-  const bool bwd = argc > 3 && std::string(argv[3]) == "bwd";
+  const std::string pass = argc > 3 ? argv[3] : "fwd";
+  const bool bwd = pass == "bwd", residual = pass == "fwd_residual";
+  if (!bwd && !residual && pass != "fwd") {
+    std::fprintf(stderr, "the pass is fwd, bwd or fwd_residual, not %s\n", pass.c_str());
+    return 2;
+  }
   const int reps = argc > 4 ? std::atoi(argv[4]) : 400;
   if (rows < 1 || hidden < 1 || reps < 1) {
     std::fprintf(stderr, "ROWS, HIDDEN and REPS must be positive\n");
@@ -31,9 +36,10 @@ int main(int argc, char** argv) {
   std::mt19937 rng(1234);
   auto random_bf16 = [&] { return static_cast<uint16_t>(0x3f80 + (rng() & 0x7f)); };
   const size_t n = static_cast<size_t>(rows * hidden);
-  std::vector<uint16_t> x(n), dy(n), y(n), dx(n), w(static_cast<size_t>(hidden)),
-      dw(static_cast<size_t>(hidden));
+  std::vector<uint16_t> x(n), dy(n), y(n), dx(n), res(n), res_out(n),
+      w(static_cast<size_t>(hidden)), dw(static_cast<size_t>(hidden));
   for (auto& v : x) v = random_bf16();
+  for (auto& v : res) v = random_bf16();
   for (auto& v : dy) v = random_bf16();
   for (auto& v : w) v = random_bf16();
   std::vector<float> rstd(static_cast<size_t>(rows));
@@ -50,6 +56,10 @@ int main(int argc, char** argv) {
   f.y_dtype = NK_BFLOAT16;
   f.rstd = rstd.data();
   f.eps = 1e-6f;
+  if (residual) {
+    f.residual = res.data();
+    f.residual_out = res_out.data();
+  }
   nk_rms_norm_bwd_args b;
   nk_rms_norm_bwd_args_init(&b);
   b.rows = rows;
@@ -94,7 +104,7 @@ int main(int argc, char** argv) {
   }
   std::sort(us.begin(), us.end());
   std::printf("%lldx%lld %s median %.1f us p10 %.1f p90 %.1f\n", static_cast<long long>(rows),
-              static_cast<long long>(hidden), bwd ? "bwd" : "fwd", us[us.size() / 2],
+              static_cast<long long>(hidden), pass.c_str(), us[us.size() / 2],
               us[us.size() / 10], us[us.size() * 9 / 10]);
   return 0;
 }

@@ -40,7 +40,11 @@ __attribute__((always_inline)) inline float direct_row(const nk_rms_norm_fwd_arg
   const float mean_square =
       blocked_row_sum<XD>(s, H, [](float v) { return v * v; }) / static_cast<float>(H);
   const float rstd = 1.0f / std::sqrt(mean_square + a.eps);
+  const auto* next_x = next_row<XD>(a.x, r, a.rows, a.x_row_stride);
+  const auto* next_residual = next_row<XD>(a.residual, r, a.rows, a.residual_row_stride);
   for_each_chunk(H, [&](int64_t j0, int64_t m) {
+    prefetch_chunk<XD>(next_x, j0, m);
+    prefetch_chunk<XD>(next_residual, j0, m);
     const ReadChunk<XD> sc(s, j0, m);
     WriteChunk<YD> out(y, j0, m);
     const float* wc = w + j0;

@@ -68,6 +68,27 @@ __attribute__((always_inline)) inline void for_each_chunk(int64_t n, F f) {
   for (int64_t j0 = 0; j0 < n; j0 += N) f(j0, std::min(N, n - j0));
 }
 
+// Starts loading elements [j0, j0 + m) of `row` (dtype D; null: nothing) into the cache: the
+// next row's, while this one is written, so that its first pass finds them there. (The
+// hardware prefetcher starts over at each 4 KB page: rows of a few pages waited on memory at
+// each; the forward of 64-128 MB took 0.81-0.85x the time with this, 2026-11-27.)
+template <nk_dtype D>
+__attribute__((always_inline)) inline void prefetch_chunk(const RowElement<D>* row, int64_t j0,
+                                                          int64_t m) {
+  if (!row) return;
+  const char* bytes = reinterpret_cast<const char*>(row + j0);
+  const int64_t n_bytes = m * static_cast<int64_t>(sizeof(RowElement<D>));
+  for (int64_t offset = 0; offset < n_bytes; offset += 64) __builtin_prefetch(bytes + offset);
+}
+
+// Row r + 1 of `base` (dtype D, row stride `stride`), or null when r is the last of `rows`:
+// what prefetch_chunk loads ahead.
+template <nk_dtype D>
+inline const RowElement<D>* next_row(const void* base, int64_t r, int64_t rows, int64_t stride) {
+  return base && r + 1 < rows ? static_cast<const RowElement<D>*>(base) + (r + 1) * stride
+                              : nullptr;
+}
+
 // Elements [j0, j0 + m) of a row of dtype D, read as float32: chunk[k] = widen<D>(row[j0 + k]).
 template <nk_dtype D, int64_t N = kChunk>
 class ReadChunk {

@@ -25,6 +25,12 @@ echo "test_python: using $PY ($("$PY" --version))"
 
 stamp="$VENV/.normkit-deps-v1"
 if [ ! -f "$stamp" ]; then
+  # The environment takes ~2.6 GB (torch's wheel is a CUDA build): say so up front where the
+  # disk has less, rather than leave pip's "No space left on device" unexplained.
+  free_kb=$(df -Pk "$(dirname "$(realpath -m "$VENV")")" | awk 'NR == 2 {print $4}')
+  if [ -n "$free_kb" ] && [ "$free_kb" -lt $((4 * 1024 * 1024)) ]; then
+    echo "test_python: warning: $((free_kb / 1024)) MiB free where $VENV goes; its packages need ~3 GiB"
+  fi
   "$PY" -m venv "$VENV"
   pip=("$VENV/bin/python" -m pip install -q --disable-pip-version-check)
   "${pip[@]}" --upgrade pip

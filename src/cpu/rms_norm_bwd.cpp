@@ -79,15 +79,14 @@ void rms_norm_bwd(const nk_rms_norm_bwd_args& a) {
                               : nullptr;
 
   run_tasks(chunks, choose_threads(a.rows * H, chunks), [&] {
-    // gx: the products g * xhat of a row, summed for its mean (bwd_row).
-    return [&, gx = std::vector<float>(static_cast<size_t>(H))](int64_t chunk) mutable {
+    return [&](int64_t chunk) {
       float* pdw = partial_dw ? partial_dw + chunk * H : nullptr;
       float* pdb = partial_db ? partial_db + chunk * H : nullptr;
       for (int64_t j = 0; pdw && j < H; ++j) pdw[j] = 0.0f;
       for (int64_t j = 0; pdb && j < H; ++j) pdb[j] = 0.0f;
       const int64_t end = std::min(a.rows, (chunk + 1) * per_chunk);
       for (int64_t r = chunk * per_chunk; r < end; ++r) {
-        bwd_row(a, w.data(), r, pdw, pdb, gx.data());
+        bwd_row(a, w.data(), r, pdw, pdb);
       }
     };
   });

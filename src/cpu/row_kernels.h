@@ -32,10 +32,8 @@ float fwd_row_direct(const nk_rms_norm_fwd_args& a, const float* w, const float*
                      int64_t r);
 
 // Backward of row r: dx stored, dy * xhat added into pdw and dy into pdb (either may be null),
-// from x and dy as stored (gx: scratch of hidden floats, for the products g * xhat). dx may be
-// the same view as x, dy or dresidual_out.
-void bwd_row(const nk_rms_norm_bwd_args& a, const float* w, int64_t r, float* pdw, float* pdb,
-             float* gx);
+// from x and dy as stored. dx may be the same view as x, dy or dresidual_out.
+void bwd_row(const nk_rms_norm_bwd_args& a, const float* w, int64_t r, float* pdw, float* pdb);
 
 // acc[0..n) += slice[0..n).
 void add_row(float* acc, const float* slice, int64_t n);

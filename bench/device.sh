@@ -6,7 +6,7 @@
 # compare models binding narrow train dtypes huge columns ncu_quant ncu_quant_source
 # quant_bench exact items fused tickets wide modes bwd_probe probe inductor dram aftermath
 # sanitize profile method ncu_method ring ncu_detail ncu_peer pending pending_python order_ncu carveout
-# after_gemm compile_gap weight_first fwd_sass_counts lean lean_waves launch rows
+# after_gemm compile_gap weight_first fwd_sass_counts lean lean_waves launch rows bwd_lean
 # (default: build test check bench)
 # BUILD=dir names the build tree (default build-device). (A tree built on the CPU machine cannot
 # travel instead: its binaries are over 64 MiB each.) `install` links that tree's libnormkit.a.
@@ -382,6 +382,16 @@ for step in "${steps[@]}"; do
       run_probe launch_probe
       run bench_pending_sweep "$BUILD/tools/normkit" bench --explain \
         --json "$LOGS/bench_pending_sweep.json" ;;
+    bwd_lean)  # the thirty-eighth session's lean backward (NK_TUNE_BWD_LEAN, off by default,
+      # never run on a GPU): its ctest entries with the common calls' cases and the large
+      # shapes, then each setting against the pipelined kernel, twice (docs/notes.md, Next 0)
+      run ctest_bwd_lean ctest --test-dir "$BUILD" --output-on-failure -j"${CTEST_JOBS:-14}" \
+        -R 'bwd_lean|BwdCommonCalls|BwdLarge.*Cuda|LaunchConfig'
+      for rep in a b; do
+        knob_runs "bench_bwd_lean_$rep" 90 \
+          "none NK_TUNE_BWD_LEAN=1 NK_TUNE_BWD_LEAN=2 NK_TUNE_BWD_LEAN=1,NK_TUNE_BWD_ITEMS=1" \
+          --bwd-only --shapes 4096x1024,8192x2048,4096x4096,8192x4096,1024x1024,4096x2048,2048x256,16384x128,16384x512,32768x1024
+      done ;;
     lean)  # the thirty-seventh session's default: the lean forward kernel for the common call
       # (NK_TUNE_FWD_LEAN=1), also on the few rows the pipelined kernel had
       # (NK_TUNE_FWD_LEAN_PIPELINE_MAX_ROWS=0). The CUDA forward and planner tests; the default

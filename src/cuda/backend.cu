@@ -203,6 +203,14 @@ LaunchConfig plan_fwd_for(const nk_rms_norm_fwd_args& a, const KernelFacts& fact
                              a.residual != nullptr, common_call, facts);
 }
 
+// The calls of rms_norm_bwd_lean (where bwd_lean_plan takes their plan): 16-bit x, weight and
+// dy, a weight, no dbias, no dresidual_out.
+bool bwd_lean_call(nk_dtype x, nk_dtype w, nk_dtype dy, bool weight, bool dbias,
+                   bool dresidual) {
+  return nk_dtype_size(x) == 2 && nk_dtype_size(w) == 2 && nk_dtype_size(dy) == 2 && weight &&
+         !dbias && !dresidual;
+}
+
 // The column-owning backward where it applies (few rows), else plan_bwd. That kernel stages x,
 // dy and dresidual_out whatever their alignment, so only dx's rows set its vector width.
 LaunchConfig plan_bwd_for(const nk_rms_norm_bwd_args& a, const KernelFacts& facts) {
@@ -216,9 +224,13 @@ LaunchConfig plan_bwd_for(const nk_rms_norm_bwd_args& a, const KernelFacts& fact
   const int vec = bwd_vector_width(a);
   const LaunchConfig realigned = plan_bwd_realigned_for(a, vec, facts);
   if (realigned.grid > 0) return realigned;
-  return plan_bwd_with_reads(a.rows, a.hidden, vec, a.x_dtype, a.dy_dtype,
-                             a.weight ? int64_t(nk_dtype_size(a.weight_dtype)) : 0,
-                             a.dbias != nullptr, a.dresidual_out != nullptr, facts);
+  LaunchConfig c = plan_bwd_with_reads(a.rows, a.hidden, vec, a.x_dtype, a.dy_dtype,
+                                       a.weight ? int64_t(nk_dtype_size(a.weight_dtype)) : 0,
+                                       a.dbias != nullptr, a.dresidual_out != nullptr, facts);
+  c.lean = bwd_lean_call(a.x_dtype, a.weight_dtype, a.dy_dtype, a.weight != nullptr,
+                         a.dbias != nullptr, a.dresidual_out != nullptr) &&
+           bwd_lean_plan(c, a.hidden, facts);
+  return c;
 }
 
 int natural_vec(nk_dtype a, nk_dtype b, nk_dtype c) {
@@ -346,9 +358,10 @@ std::string explain_bwd(int64_t rows, int64_t hidden, nk_dtype x, nk_dtype w, nk
         plan_bwd_realigned_rows(rows, hidden, vec == nat, true, dbias, false, facts);
     if (realigned.grid > 0) return realigned.describe();
   }
-  return plan_bwd_with_reads(rows, hidden, vec, x, dy, int64_t(nk_dtype_size(w)), dbias, false,
-                             facts)
-      .describe();
+  LaunchConfig c =
+      plan_bwd_with_reads(rows, hidden, vec, x, dy, int64_t(nk_dtype_size(w)), dbias, false, facts);
+  c.lean = bwd_lean_call(x, w, dy, true, dbias, false) && bwd_lean_plan(c, hidden, facts);
+  return c.describe();
 }
 
 }  // namespace normkit::cuda

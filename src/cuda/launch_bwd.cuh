@@ -12,6 +12,7 @@
 #include "cuda/rms_norm_bwd_column_sums.cuh"
 #include "cuda/rms_norm_bwd_columns.cuh"
 #include "cuda/rms_norm_bwd_kernels.cuh"
+#include "cuda/rms_norm_bwd_lean.cuh"
 #include "cuda/rms_norm_bwd_pipelined.cuh"
 #include "cuda/rms_norm_bwd_realigned.cuh"
 #include "cuda/rms_norm_bwd_realigned_slots.cuh"
@@ -216,6 +217,22 @@ void launch_bwd(const nk_rms_norm_bwd_args& a, const LaunchConfig& planned, cuda
         static_assert(kPipelineItems > kSmall, "the large budget must be the larger");
         static_assert(kSmall == kClusterDeferMaxItems, "the planner gives these cluster plans 4 stages");
         const bool dbias = p.want_dbias(), small = cfg.items <= kSmall;
+        // The common call on its own kernel (LaunchConfig::lean; the planner checked the call
+        // too, this guards the kernel's assumptions).
+        if constexpr (sizeof(XT) == 2 && sizeof(WT) == 2 && sizeof(DYT) == 2 && VEC == 8) {
+          if (cfg.lean && a.weight && !dbias && !a.dresidual_out && cfg.cluster_size == 1 &&
+              cfg.items <= 2 && int64_t(cfg.threads_per_row) * cfg.items * VEC == a.hidden) {
+            const dim3 block(cfg.threads_per_row, cfg.rows_per_block);
+            cfg.smem_bytes = main_smem(cfg.smem_bytes, block);
+            // (One vector per thread fits two CTAs' registers without spills either way.)
+            const bool two_ctas = tuned_defaults().bwd_lean == 2;
+            launch_main(cfg.items == 1  ? rms_norm_bwd_lean<XT, WT, DYT, 1, 2>
+                        : two_ctas      ? rms_norm_bwd_lean<XT, WT, DYT, 2, 2>
+                                        : rms_norm_bwd_lean<XT, WT, DYT, 2, 1>,
+                        block, "rms_norm_bwd (lean)");
+            return;
+          }
+        }
         constexpr int kLarge = kPipelineItems;
         // (apply_split_row_extras sets these only on split rows of more than kSmall vectors,
         // the pending row in registers only without dbias and dresidual_out.)

@@ -325,6 +325,7 @@ std::string LaunchConfig::describe() const {
   if (rows_per_group > 1) s += " rows/group=" + std::to_string(rows_per_group);
   if (register_bound) s += " registers<=" + std::to_string(register_bound);
   if (weight_first) s += lean ? " weight-with-x lean" : " weight-with-x";
+  if (lean && !weight_first) s += " lean";
   if (exact) s += " exact";
   if (pinned_registers) s += " pinned";
   if (full_items) s += " full-items";
@@ -379,6 +380,13 @@ LaunchConfig plan_fwd_realigned(int64_t rows, int64_t hidden, const KernelFacts&
   c.realigned = true;
   c.weight_only_kernels = facts.realign_weight_only != 0;
   return c;
+}
+
+bool bwd_lean_plan(const LaunchConfig& c, int64_t hidden, const KernelFacts& facts) {
+  return facts.bwd_lean != 0 && c.plan == RowPlan::kPipelined && !c.realigned &&
+         c.cluster_size == 1 && c.vec == 8 && c.items >= 1 && c.items <= 2 &&
+         !c.pending_in_registers && !c.smem_weight && c.cols_per_cta == hidden &&
+         int64_t(c.threads_per_row) * c.items * c.vec == hidden;
 }
 
 bool chunks_exact(const LaunchConfig& c, int64_t rows, int64_t hidden) {

@@ -614,6 +614,16 @@ struct KernelFacts {
   // 0.06-0.23 us slower than 24 in a plain RMSNorm kernel at 1-1024 rows of 4096 columns
   // (thirty-seventh session, bench/launch_probe.cu). Not yet measured on the lean kernel.
   int fwd_lean_params = 0;
+  // The backward's unsplit pipelined plans of 1-2 whole 16-byte vectors per thread covering the
+  // row exactly, on rms_norm_bwd_lean where the call has 16-bit x, weight and dy, a weight, no
+  // dbias and no dresidual_out (LaunchConfig::lean; NK_TUNE_BWD_LEAN: 0 off; 1 at 2 vectors
+  // per thread within the registers of one 512-thread CTA per SM, as rms_norm_bwd_pipelined; 2
+  // within those of two, 64 registers, 44 bytes spilled; 1 vector always two, no spills). Why:
+  // the forward's lean kernel took 7-23% off the small shapes; the pipelined backward's row
+  // loop is 654 instructions (static, nvdisasm) at 2 vectors per thread, the lean one's 519, and
+  // the pipelined kernel's 100 registers leave 16 warps per SM. Not yet measured: off until a
+  // GPU run compares it.
+  int bwd_lean = 0;
   // Forward registers plans (plain and quantized): the vectors per thread that the thread
   // count aims for (NK_TUNE_FWD_ITEMS, 1-4). Measured (eighth session, H100): 2 and 1 slower
   // than 4 nearly everywhere (8192 x 8192 96.5 -> 111 us), 4096 x 12288 unchanged.
@@ -691,7 +701,8 @@ struct LaunchConfig {
   // with x (KernelFacts::fwd_weight_first; rms_norm_fwd_registers_weight_first).
   bool weight_first = false;
   // ... and on rms_norm_fwd_lean where the call has a plain weight, no bias and no residual
-  // (KernelFacts::fwd_lean).
+  // (KernelFacts::fwd_lean). Backward: a pipelined plan on rms_norm_bwd_lean
+  // (KernelFacts::bwd_lean).
   bool lean = false;
   int cluster_size = 1;      // CTAs per row
   int64_t cols_per_cta = 0;  // columns each CTA of a cluster covers (multiple of vec)
@@ -883,6 +894,12 @@ LaunchConfig plan_fwd_realigned(int64_t rows, int64_t hidden, const KernelFacts&
 // has at least 32 threads and kPipelineStages rows fit in shared memory.
 LaunchConfig plan_bwd(int64_t rows, int64_t hidden, int vec, const KernelFacts& facts,
                       int64_t staged_bytes_per_col = 0);
+
+// Whether the backward plan c (of plan_bwd) runs on rms_norm_bwd_lean for a call that allows it
+// (16-bit x, weight and dy, a weight, no dbias, no dresidual_out: the launcher's part): a
+// pipelined plan of 16-byte vectors, rows not split, 1-2 vectors per thread covering the row
+// exactly, no pending row or weight in shared memory; facts.bwd_lean on.
+bool bwd_lean_plan(const LaunchConfig& c, int64_t hidden, const KernelFacts& facts);
 
 // Whether plan c (registers or cluster, not realigned) covers rows x hidden exactly: rows a
 // multiple of rows_per_block, and each CTA's chunk threads_per_row * items whole vectors, the

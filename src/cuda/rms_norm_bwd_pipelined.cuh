@@ -28,6 +28,77 @@
 
 namespace normkit::cuda {
 
+// The end of a pipelined backward CTA (rms_norm_bwd_pipelined, rms_norm_bwd_lean): its row
+// groups' dweight (and dbias) sums, acc_w / acc_b of this thread's columns (col in the row,
+// stage_col in the CTA's chunk from col_begin; active: whether each exists), added in group
+// order into the slot's partial sums (or dweight/dbias with one slot); then, where the launch
+// asks for it, the reduction over the slots in the grid. Shared memory (the stages) is reused.
+template <typename WT, int VEC, int IMAX, bool DBIAS>
+__device__ __forceinline__ void write_cta_sums(const BwdParams& p, int64_t slot,
+                                               int64_t col_begin, const int* stage_col,
+                                               const int64_t* col, const bool* active,
+                                               const float (&acc_w)[IMAX][VEC],
+                                               const float (&acc_b)[IMAX][VEC],
+                                               unsigned char* block_smem) {
+  const RowShape& shape = p.shape;
+  const int64_t hidden = shape.hidden;
+  const bool want_w = p.want_dweight();
+  if (!want_w && !DBIAS) return;
+  if (blockDim.y == 1) {  // one row group: its sums are the CTA's
+#pragma unroll
+    for (int i = 0; i < IMAX; ++i) {
+      if (active[i]) write_slot_vector<WT, VEC>(p, slot, col[i], acc_w[i], acc_b[i]);
+    }
+  } else {
+    // Each group parks its sums in shared memory ([group][column], dweight then dbias); then
+    // every thread of the CTA takes whole columns and adds their groups in group order, or
+    // group 0 alone its threads' columns (KernelFacts::bwd_group_sums_by_cta): the same sums.
+    const int cols = static_cast<int>(shape.cols_per_cta);
+    const int groups = static_cast<int>(blockDim.y);
+    float* parked = reinterpret_cast<float*>(block_smem);
+    float* parked_b = parked + groups * cols;
+    __syncthreads();
+#pragma unroll
+    for (int i = 0; i < IMAX; ++i) {
+      if (!active[i]) continue;
+#pragma unroll
+      for (int k = 0; k < VEC; ++k) {
+        parked[threadIdx.y * cols + stage_col[i] + k] = acc_w[i][k];
+        if constexpr (DBIAS) parked_b[threadIdx.y * cols + stage_col[i] + k] = acc_b[i][k];
+      }
+    }
+    __syncthreads();
+    // Column c of the CTA's chunk: its groups' sums in group order, into the slot.
+    auto write_column = [&](int c) {
+      float total_w = 0.0f, total_b = 0.0f;
+      for (int g = 0; g < groups; ++g) {
+        total_w += parked[g * cols + c];
+        if constexpr (DBIAS) total_b += parked_b[g * cols + c];
+      }
+      write_slot_sums<WT>(p, slot, col_begin + c, total_w, total_b);
+    };
+    if (p.group_sums_by_cta) {
+      const int64_t cols_in_row = hidden - col_begin < cols ? hidden - col_begin : cols;
+      const int threads = groups * static_cast<int>(blockDim.x);
+      for (int c = static_cast<int>(threadIdx.y * blockDim.x + threadIdx.x); c < cols_in_row;
+           c += threads) {
+        write_column(c);
+      }
+    } else if (threadIdx.y == 0) {  // (NK_TUNE_BWD_GROUP_SUMS_BY_CTA=0)
+#pragma unroll
+      for (int i = 0; i < IMAX; ++i) {
+        if (!active[i]) continue;
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) write_column(stage_col[i] + k);
+      }
+    }
+  }
+  if (p.reduce_in_grid()) {  // (uniform over the grid)
+    __syncthreads();  // the parked sums are read: shared memory is free
+    reduce_slots_in_grid<WT>(p, reinterpret_cast<float*>(block_smem));
+  }
+}
+
 // DBIAS: dbias partial sums wanted (their registers are only allocated then). CLUSTER: rows
 // split over a cluster (a separate instantiation: the cluster code in the loop cost the
 // unsplit kernel registers, spills and 5-30% of its speed, docs/notes.md v11).
@@ -282,61 +353,8 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_pipelined(BwdParams p) {
   if constexpr (CLUSTER) cluster_sum_done();
   if (p.dependent_after_rows) allow_dependent_launch();
 
-  const bool want_w = p.want_dweight();
-  if (!want_w && !DBIAS) return;
-  if (blockDim.y == 1) {  // one row group: its sums are the CTA's
-#pragma unroll
-    for (int i = 0; i < IMAX; ++i) {
-      if (active[i]) write_slot_vector<WT, VEC>(p, slot, col[i], acc_w[i], acc_b[i]);
-    }
-  } else {
-    // Each group parks its sums in shared memory ([group][column], dweight then dbias); then
-    // every thread of the CTA takes whole columns and adds their groups in group order, or
-    // group 0 alone its threads' columns (KernelFacts::bwd_group_sums_by_cta): the same sums.
-    const int cols = static_cast<int>(shape.cols_per_cta);
-    const int groups = static_cast<int>(blockDim.y);
-    float* parked = reinterpret_cast<float*>(block_smem);
-    float* parked_b = parked + groups * cols;
-    __syncthreads();
-#pragma unroll
-    for (int i = 0; i < IMAX; ++i) {
-      if (!active[i]) continue;
-#pragma unroll
-      for (int k = 0; k < VEC; ++k) {
-        parked[threadIdx.y * cols + stage_col[i] + k] = acc_w[i][k];
-        if constexpr (DBIAS) parked_b[threadIdx.y * cols + stage_col[i] + k] = acc_b[i][k];
-      }
-    }
-    __syncthreads();
-    // Column c of the CTA's chunk: its groups' sums in group order, into the slot.
-    auto write_column = [&](int c) {
-      float total_w = 0.0f, total_b = 0.0f;
-      for (int g = 0; g < groups; ++g) {
-        total_w += parked[g * cols + c];
-        if constexpr (DBIAS) total_b += parked_b[g * cols + c];
-      }
-      write_slot_sums<WT>(p, slot, col_begin + c, total_w, total_b);
-    };
-    if (p.group_sums_by_cta) {
-      const int64_t cols_in_row = hidden - col_begin < cols ? hidden - col_begin : cols;
-      const int threads = groups * static_cast<int>(blockDim.x);
-      for (int c = static_cast<int>(threadIdx.y * blockDim.x + threadIdx.x); c < cols_in_row;
-           c += threads) {
-        write_column(c);
-      }
-    } else if (threadIdx.y == 0) {  // (NK_TUNE_BWD_GROUP_SUMS_BY_CTA=0)
-#pragma unroll
-      for (int i = 0; i < IMAX; ++i) {
-        if (!active[i]) continue;
-#pragma unroll
-        for (int k = 0; k < VEC; ++k) write_column(stage_col[i] + k);
-      }
-    }
-  }
-  if (p.reduce_in_grid()) {  // (uniform over the grid)
-    __syncthreads();  // the parked sums are read: shared memory is free
-    reduce_slots_in_grid<WT>(p, reinterpret_cast<float*>(block_smem));
-  }
+  write_cta_sums<WT, VEC, IMAX, DBIAS>(p, slot, col_begin, stage_col, col, active, acc_w, acc_b,
+                                       block_smem);
 }
 
 }  // namespace normkit::cuda

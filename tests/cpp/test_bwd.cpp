@@ -149,6 +149,41 @@ INSTANTIATE_TEST_SUITE_P(
                                          RowsHidden{999, 72}, RowsHidden{16384, 256})),
     ShapeTestName());
 
+// ---- the common call: 16-bit x, weight and dy, a weight, no dbias, no dresidual_out ----
+// Rows that the threads cover exactly at 1-2 vectors per thread (rms_norm_bwd_lean under
+// NK_TUNE_BWD_LEAN, ctest entries bwd_lean*; the pipelined kernel by default), in each form the
+// lean kernel takes: rows left over past the slots, sub-warp rows, the zero-centered weight,
+// no dweight, dx in place of x or of dy, mixed 16-bit types. (The shapes above give the weight
+// as float32 or ask for dbias, which the lean kernel does not take.)
+class BwdCommonCalls : public ::testing::TestWithParam<nk_backend> {};
+
+TEST_P(BwdCommonCalls, ExactRowsInEveryForm) {
+  NK_SKIP_IF_UNAVAILABLE(GetParam());
+  Rng rng;
+  const RowsHidden shapes[] = {{4096, 1024}, {1001, 1024}, {16385, 128},
+                               {2049, 256},  {333, 2048},  {300, 4096}};
+  int form = 0;
+  for (const RowsHidden& shape : shapes) {
+    for (const DtypeTriple& t : {DtypeTriple{NK_BFLOAT16, NK_BFLOAT16, NK_BFLOAT16},
+                                 DtypeTriple{NK_FLOAT16, NK_FLOAT16, NK_FLOAT16},
+                                 DtypeTriple{NK_BFLOAT16, NK_FLOAT16, NK_BFLOAT16}}) {
+      BwdCase c;
+      c.rows = shape.first;
+      c.hidden = shape.second;
+      std::tie(c.x, c.w, c.dy) = t;
+      c.zero_centered = form % 3 == 1;
+      c.dweight = form % 5 != 2;
+      c.dx_is_x = form % 4 == 3;
+      c.dx_is_dy = form % 4 == 1;  // (x and dy share their dtype in every set)
+      ++form;
+      test_bwd_case(GetParam(), c, rng);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllBackends, BwdCommonCalls, ::testing::ValuesIn(all_backends()),
+                         [](const auto& info) { return std::string(backend_label(info.param)); });
+
 class BwdLargeSplitRows : public ::testing::TestWithParam<nk_backend> {};
 
 // Rows split over a cluster (16384 and 32768 columns on the GPU) complete one row late; every

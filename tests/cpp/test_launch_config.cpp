@@ -1143,6 +1143,39 @@ TEST(LaunchConfig, BackwardCtaThreadsFillLargerCtasWithRowGroups) {
   EXPECT_EQ(normkit::cuda::plan_bwd(8192, 8192, 8, f, 4).rows_per_block, 1);
 }
 
+// KernelFacts::bwd_lean: the unsplit pipelined plans of 1-2 whole 16-byte vectors per thread
+// that cover the row exactly go to rms_norm_bwd_lean where the knob is on; split rows, rows of
+// more vectors and rows the threads do not cover exactly keep the pipelined kernel.
+TEST(LaunchConfig, BackwardLeanPlansAreExactUnsplitPipelinedRows) {
+  KernelFacts off;
+  ASSERT_EQ(off.bwd_lean, 0);
+  KernelFacts on;
+  on.bwd_lean = 1;
+  const int64_t bf16_x_dy = 4;
+  for (const auto& [rows, hidden] :
+       {std::pair<int64_t, int64_t>{4096, 1024}, {8192, 2048}, {4096, 4096}, {32768, 128}}) {
+    const LaunchConfig c = normkit::cuda::plan_bwd(rows, hidden, 8, on, bf16_x_dy);
+    SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(hidden) + ": " + c.describe());
+    ASSERT_EQ(c.plan, RowPlan::kPipelined);
+    EXPECT_TRUE(normkit::cuda::bwd_lean_plan(c, hidden, on));
+    EXPECT_FALSE(normkit::cuda::bwd_lean_plan(c, hidden, off));
+    EXPECT_EQ(int64_t(c.threads_per_row) * c.items * 8, hidden);
+  }
+  // Not covered exactly (896 columns: 112 vectors over 64 threads), split over a cluster, or of
+  // more than 2 vectors per thread.
+  const LaunchConfig ragged = normkit::cuda::plan_bwd(16384, 896, 8, on, bf16_x_dy);
+  EXPECT_FALSE(normkit::cuda::bwd_lean_plan(ragged, 896, on)) << ragged.describe();
+  const LaunchConfig split = normkit::cuda::plan_bwd(256, 65536, 8, on, bf16_x_dy);
+  ASSERT_GT(split.cluster_size, 1) << split.describe();
+  EXPECT_FALSE(normkit::cuda::bwd_lean_plan(split, 65536, on));
+  LaunchConfig three = normkit::cuda::plan_bwd(4096, 1024, 8, on, bf16_x_dy);
+  three.items = 3;
+  EXPECT_FALSE(normkit::cuda::bwd_lean_plan(three, 1024, on));
+  // Narrower vectors (float32 x: 4 elements) never.
+  const LaunchConfig fp32 = normkit::cuda::plan_bwd(4096, 1024, 4, on, 8);
+  EXPECT_FALSE(normkit::cuda::bwd_lean_plan(fp32, 1024, on)) << fp32.describe();
+}
+
 // KernelFacts::bwd_mid_row_cta_threads: rows of 33-127 threads (64 or 96) fill CTAs of 512
 // threads by default; rows of 32 or fewer and of 128 or more keep bwd_cta_threads (256).
 TEST(LaunchConfig, BackwardRowsOfUnder128ThreadsFill512ThreadCtas) {

@@ -66,7 +66,8 @@ class Pool {
       box.posted.store(box.posted.load(std::memory_order_relaxed) + 1);  // (seq_cst: see wait)
     }
     if (sleepers_.load() > 0) {
-      { std::lock_guard<std::mutex> lock(sleep_mutex_); }  // a thread between its check and its wait
+      // (Taking the lock first: a thread between its check and its wait is then waiting.)
+      { std::lock_guard<std::mutex> lock(sleep_mutex_); }
       wake_.notify_all();
     }
     body(context);

@@ -4,8 +4,8 @@
 // (LaunchConfig::lean; KernelFacts::bwd_lean). Why a kernel of its own: the forward's lean
 // kernel (thirty-seventh session) took 7-23% off the small shapes by dropping what the general
 // kernel tests at run time, and rms_norm_bwd_pipelined's row loop at 2 vectors per thread is
-// ~300 instructions (nvdisasm, static) with per-item range tests, 64-bit column offsets, a
-// runtime choice of L2 policy around every copy and the dresidual_out branch. Here: 32-bit
+// 654 instructions (nvdisasm, static) with per-item range tests, 64-bit column offsets, a
+// runtime choice of L2 policy around every copy and the dresidual_out branch. Here (519): 32-bit
 // column offsets, one policy (evict-normal where no hint is asked) on every copy, no item
 // tests, one 64-bit row offset per operand and row.
 //
@@ -59,7 +59,9 @@ __global__ void __launch_bounds__(512, MIN_CTAS) rms_norm_bwd_lean(BwdParams p) 
   // This thread's columns: the same in the row and in its stage (32-bit: a row's columns fit).
   int stage_col[ITEMS];
 #pragma unroll
-  for (int i = 0; i < ITEMS; ++i) stage_col[i] = static_cast<int>((i * blockDim.x + threadIdx.x) * VEC);
+  for (int i = 0; i < ITEMS; ++i) {
+    stage_col[i] = static_cast<int>((i * blockDim.x + threadIdx.x) * VEC);
+  }
 
   const uint64_t policy = lean_read_policy(p.evict_first_reads, p.evict_last_reads);
   const XT* const x_base = static_cast<const XT*>(p.x);
@@ -138,7 +140,8 @@ __global__ void __launch_bounds__(512, MIN_CTAS) rms_norm_bwd_lean(BwdParams p) 
       float dx[VEC];
 #pragma unroll
       for (int k = 0; k < VEC; ++k) {
-        dx[k] = fmaf(rstd * to_float(dys[i].get(k)), weight_at(i, k), -x_coef * to_float(xs[i].get(k)));
+        dx[k] = fmaf(rstd * to_float(dys[i].get(k)), weight_at(i, k),
+                     -x_coef * to_float(xs[i].get(k)));
       }
       store_vec<XT, VEC>(dx_row + stage_col[i], dx);
     }

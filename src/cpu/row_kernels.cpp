@@ -59,13 +59,46 @@ __attribute__((always_inline)) inline float direct_row(const nk_rms_norm_fwd_arg
   return rstd;
 }
 
+// dx of row r from its x, dy and the mean of its products g * xhat (the second pass).
+template <nk_dtype XD, nk_dtype DYD>
+__attribute__((always_inline)) inline void direct_dx_row(const nk_rms_norm_bwd_args& a,
+                                                         const float* w, int64_t r,
+                                                         float mean_gx) {
+  const int64_t H = a.hidden;
+  const float rstd = a.rstd[r];
+  const auto* x = static_cast<const RowElement<XD>*>(a.x) + r * a.x_row_stride;
+  const auto* dy = static_cast<const RowElement<DYD>*>(a.dy) + r * a.dy_row_stride;
+  auto* dx = static_cast<RowElement<XD>*>(a.dx) + r * a.dx_row_stride;
+  const auto* dres = a.dresidual_out ? static_cast<const RowElement<XD>*>(a.dresidual_out) +
+                                           r * a.dresidual_out_row_stride
+                                     : nullptr;
+  for_each_chunk(H, [&](int64_t j0, int64_t m) {
+    const ReadChunk<XD> xc(x, j0, m);
+    const ReadChunk<DYD> dyc(dy, j0, m);
+    const float* wc = w + j0;
+    const auto dx_of = [&](int64_t k) {
+      const float xhat = xc[k] * rstd;
+      const float g = dyc[k] * wc[k];
+      return rstd * (g - xhat * mean_gx);
+    };
+    WriteChunk<XD> out(dx, j0, m);
+    if (dres) {
+      const ReadChunk<XD> rc(dres, j0, m);
+      for (int64_t k = 0; k < m; ++k) out.set(k, rc[k] + dx_of(k));
+    } else {
+      for (int64_t k = 0; k < m; ++k) out.set(k, dx_of(k));
+    }
+    out.commit();
+  });
+}
+
 // bwd_row of dtypes XD (x, dx, dresidual_out) and DYD (dy), adding into pdw and pdb where DW
 // and DB: two passes over the row, xhat = x * rstd and g = dy * w with the column sums and the
 // row's mean of g * xhat, then dx from both again, with no float32 copy of x or dy (0.55-0.75x
 // the time of loading both into float32 scratch first; the same float operations in the same
 // order, so the same bits) nor of the products g * xhat (0.85-0.92x the time of storing them
 // for blocked_sum, 2026-11-27). dx may be x, dy or dresidual_out itself: each chunk is read
-// before it is written.
+// before it is written. (bwd_row_pair below takes two rows at once where a chunk has them.)
 template <nk_dtype XD, nk_dtype DYD, bool DW, bool DB>
 __attribute__((always_inline)) inline void direct_bwd_row(const nk_rms_norm_bwd_args& a,
                                                           const float* w, int64_t r, float* pdw,
@@ -74,7 +107,6 @@ __attribute__((always_inline)) inline void direct_bwd_row(const nk_rms_norm_bwd_
   const float rstd = a.rstd[r];
   const auto* x = static_cast<const RowElement<XD>*>(a.x) + r * a.x_row_stride;
   const auto* dy = static_cast<const RowElement<DYD>*>(a.dy) + r * a.dy_row_stride;
-  auto* dx = static_cast<RowElement<XD>*>(a.dx) + r * a.dx_row_stride;
   // The products g * xhat summed as blocked_sum sums them, without storing them: element j
   // into lane j % kLanes (chunks, and so blocks, start at multiples of kLanes), the lanes
   // combined at the end of each block of kBlock (a whole number of chunks) and the blocks'
@@ -103,28 +135,60 @@ __attribute__((always_inline)) inline void direct_bwd_row(const nk_rms_norm_bwd_
       for (float& v : lanes) v = 0.0f;
     }
   });
-  const float mean_gx = total_gx / static_cast<float>(H);
-  const auto* dres = a.dresidual_out ? static_cast<const RowElement<XD>*>(a.dresidual_out) +
-                                           r * a.dresidual_out_row_stride
-                                     : nullptr;
+  direct_dx_row<XD, DYD>(a, w, r, total_gx / static_cast<float>(H));
+}
+
+// Rows r and r + 1 at once: their first passes in one loop, each column's sums added row r's
+// term first, then row r + 1's (the order of two bwd_row calls, so the same bits), one load
+// and store of the sums for both; then each row's dx.
+template <nk_dtype XD, nk_dtype DYD, bool DW, bool DB>
+__attribute__((always_inline)) inline void direct_bwd_row_pair(const nk_rms_norm_bwd_args& a,
+                                                               const float* w, int64_t r,
+                                                               float* pdw, float* pdb) {
+  const int64_t H = a.hidden;
+  const float rstd0 = a.rstd[r], rstd1 = a.rstd[r + 1];
+  const auto* x0 = static_cast<const RowElement<XD>*>(a.x) + r * a.x_row_stride;
+  const auto* x1 = x0 + a.x_row_stride;
+  const auto* dy0 = static_cast<const RowElement<DYD>*>(a.dy) + r * a.dy_row_stride;
+  const auto* dy1 = dy0 + a.dy_row_stride;
+  float lanes0[kLanes] = {}, lanes1[kLanes] = {};
+  float total0 = 0.0f, total1 = 0.0f;
   for_each_chunk(H, [&](int64_t j0, int64_t m) {
-    const ReadChunk<XD> xc(x, j0, m);
-    const ReadChunk<DYD> dyc(dy, j0, m);
-    const float* wc = w + j0;
-    const auto dx_of = [&](int64_t k) {
-      const float xhat = xc[k] * rstd;
-      const float g = dyc[k] * wc[k];
-      return rstd * (g - xhat * mean_gx);
+    const ReadChunk<XD> xc0(x0, j0, m), xc1(x1, j0, m);
+    const ReadChunk<DYD> dyc0(dy0, j0, m), dyc1(dy1, j0, m);
+    auto add = [&](int64_t k, int l) {
+      const int64_t j = j0 + k;
+      const float xhat0 = xc0[k] * rstd0, xhat1 = xc1[k] * rstd1;
+      const float d0 = dyc0[k], d1 = dyc1[k];
+      if constexpr (DW) {
+        float sum = pdw[j];
+        sum += d0 * xhat0;
+        sum += d1 * xhat1;
+        pdw[j] = sum;
+      }
+      if constexpr (DB) {
+        float sum = pdb[j];
+        sum += d0;
+        sum += d1;
+        pdb[j] = sum;
+      }
+      lanes0[l] += (d0 * w[j]) * xhat0;
+      lanes1[l] += (d1 * w[j]) * xhat1;
     };
-    WriteChunk<XD> out(dx, j0, m);
-    if (dres) {
-      const ReadChunk<XD> rc(dres, j0, m);
-      for (int64_t k = 0; k < m; ++k) out.set(k, rc[k] + dx_of(k));
-    } else {
-      for (int64_t k = 0; k < m; ++k) out.set(k, dx_of(k));
+    int64_t k = 0;
+    for (; k + kLanes <= m; k += kLanes) {
+      for (int l = 0; l < kLanes; ++l) add(k + l, l);
     }
-    out.commit();
+    for (int l = 0; k < m; ++k, ++l) add(k, l);
+    if ((j0 + m) % kBlock == 0 || j0 + m == H) {
+      total0 += combine_lanes(lanes0);
+      total1 += combine_lanes(lanes1);
+      for (float& v : lanes0) v = 0.0f;
+      for (float& v : lanes1) v = 0.0f;
+    }
   });
+  direct_dx_row<XD, DYD>(a, w, r, total0 / static_cast<float>(H));
+  direct_dx_row<XD, DYD>(a, w, r + 1, total1 / static_cast<float>(H));
 }
 
 template <nk_dtype XD, nk_dtype DYD>
@@ -142,7 +206,32 @@ __attribute__((always_inline)) inline void direct_bwd_sums(const nk_rms_norm_bwd
   }
 }
 
+template <nk_dtype XD, nk_dtype DYD>
+__attribute__((always_inline)) inline void direct_bwd_pair_sums(const nk_rms_norm_bwd_args& a,
+                                                                const float* w, int64_t r,
+                                                                float* pdw, float* pdb) {
+  if (pdw && pdb) {
+    direct_bwd_row_pair<XD, DYD, true, true>(a, w, r, pdw, pdb);
+  } else if (pdw) {
+    direct_bwd_row_pair<XD, DYD, true, false>(a, w, r, pdw, pdb);
+  } else if (pdb) {
+    direct_bwd_row_pair<XD, DYD, false, true>(a, w, r, pdw, pdb);
+  } else {
+    direct_bwd_row_pair<XD, DYD, false, false>(a, w, r, pdw, pdb);
+  }
+}
+
 }  // namespace
+
+NK_CPU_ROW_CLONES __attribute__((flatten))
+void bwd_row_pair(const nk_rms_norm_bwd_args& a, const float* w, int64_t r, float* pdw,
+                  float* pdb) {
+  with_row_dtype(a.x_dtype, "bwd_row_pair", [&](auto xd) {
+    with_row_dtype(a.dy_dtype, "bwd_row_pair", [&](auto dyd) {
+      direct_bwd_pair_sums<decltype(xd)::value, decltype(dyd)::value>(a, w, r, pdw, pdb);
+    });
+  });
+}
 
 // (flatten: with its 36 forms inlined the function outgrows GCC's inlining limits, and calls
 // left in its loops, to the element conversions among them, kept them from vectorizing.)

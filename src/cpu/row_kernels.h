@@ -35,6 +35,11 @@ float fwd_row_direct(const nk_rms_norm_fwd_args& a, const float* w, const float*
 // from x and dy as stored. dx may be the same view as x, dy or dresidual_out.
 void bwd_row(const nk_rms_norm_bwd_args& a, const float* w, int64_t r, float* pdw, float* pdb);
 
+// bwd_row of rows r and r + 1 at once (the same bits as two bwd_row calls): the column sums
+// loaded and stored once for both rows.
+void bwd_row_pair(const nk_rms_norm_bwd_args& a, const float* w, int64_t r, float* pdw,
+                  float* pdb);
+
 // acc[0..n) += slice[0..n).
 void add_row(float* acc, const float* slice, int64_t n);
 

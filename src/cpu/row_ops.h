@@ -71,7 +71,7 @@ __attribute__((always_inline)) inline void for_each_chunk(int64_t n, F f) {
 // Starts loading elements [j0, j0 + m) of `row` (dtype D; null: nothing) into the cache: the
 // next row's, while this one is written, so that its first pass finds them there. (The
 // hardware prefetcher starts over at each 4 KB page: rows of a few pages waited on memory at
-// each; the forward of 64-128 MB took 0.81-0.85x the time with this, 2026-11-27.)
+// each; the forward of 64-128 MB took 0.74-0.79x the time with this, 2026-11-27.)
 template <nk_dtype D>
 __attribute__((always_inline)) inline void prefetch_chunk(const RowElement<D>* row, int64_t j0,
                                                           int64_t m) {

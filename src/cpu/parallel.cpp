@@ -42,9 +42,6 @@ inline void cpu_relax() {
 #endif
 }
 
-// A child of fork() has none of its parent's pool threads: it runs every job alone.
-std::atomic<bool> g_forked_child{false};
-
 // The pool: threads started on demand (at most kMaxThreads - 1), each with a mailbox through
 // which one caller at a time posts it a job. A job goes to the threads it names only, so a
 // thread never sees another job's fields. Each posted job is claimed once, by its thread
@@ -89,7 +86,6 @@ class Pool {
 
   // Ends every pool thread (the library is being unloaded, or the process exits).
   void stop() {
-    if (g_forked_child.load()) return;  // (their threads exist only in the parent)
     std::lock_guard<std::mutex> job(caller_);
     stopping_.store(true);
     { std::lock_guard<std::mutex> lock(sleep_mutex_); }
@@ -157,18 +153,22 @@ class Pool {
   std::atomic<int> sleepers_{0};
 };
 
-// The pool lives as long as the process (never freed, so no thread outlives its memory); its
-// threads are ended by ~PoolThreadsEnd when the library is unloaded or the process exits.
+// The process's pool, made on first use and never freed (no thread outlives its memory); its
+// threads are ended by ~PoolThreadsEnd when the library is unloaded or the process exits. A
+// child of fork() has none of its parent's threads (and maybe a lock held by a job in flight):
+// it drops the parent's pool, left as it is, and makes its own on first use.
 std::atomic<Pool*> g_pool{nullptr};
 
 Pool& pool() {
-  static Pool* const p = [] {
-    pthread_atfork(nullptr, nullptr, [] { g_forked_child.store(true); });
-    Pool* created = new Pool;
-    g_pool.store(created);
-    return created;
-  }();
-  return *p;
+  static const bool fork_handler_registered =
+      pthread_atfork(nullptr, nullptr, [] { g_pool.store(nullptr); }) == 0;
+  (void)fork_handler_registered;
+  Pool* current = g_pool.load();
+  if (current) return *current;
+  Pool* created = new Pool;
+  if (g_pool.compare_exchange_strong(current, created)) return *created;
+  delete created;  // another caller's came first (a pool starts its threads on its first job)
+  return *current;
 }
 
 struct PoolThreadsEnd {
@@ -186,10 +186,7 @@ int choose_threads(int64_t total_elements, int64_t n_tasks) {
 }
 
 void run_on_pool(int helpers, void (*body)(void*), void* context) {
-  if (helpers <= 0 || g_forked_child.load(std::memory_order_relaxed) ||
-      !pool().run(helpers, body, context)) {
-    body(context);
-  }
+  if (helpers <= 0 || !pool().run(helpers, body, context)) body(context);
 }
 
 }  // namespace normkit::cpu

@@ -21,10 +21,10 @@ int choose_threads(int64_t total_elements, int64_t n_tasks);
 
 // Runs body() on the calling thread and on up to `helpers` threads of the library's pool at
 // once, and returns when every one of them has returned. The pool's threads start once and
-// stay (starting a thread per call cost 10-75 us of each call on the 2-core CI machine). A
-// caller that finds the pool busy with another caller's work, or that cannot start its
-// threads, runs body() alone: callers must not depend on the number of threads. body must not
-// throw.
+// stay (starting a thread per call cost 10-75 us of each call on the 2-core CI machine); a child
+// of fork() starts its own. A caller that finds the pool busy with another caller's work, or
+// that cannot start its threads, runs body() alone: callers must not depend on the number of
+// threads. body must not throw.
 void run_on_pool(int helpers, void (*body)(void*), void* context);
 
 // Calls worker(task) for every task in [0, n_tasks) on `threads` threads (the caller is one of

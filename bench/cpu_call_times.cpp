@@ -1,5 +1,5 @@
 // Host time of one C API call on the CPU backend, bf16, as a caller sees it (thread hand-off
-// included): `cpu_call_times ROWS HIDDEN [fwd|bwd|fwd_residual] [REPS]` prints the median, p10 and p90 in
+// included): `cpu_call_times ROWS HIDDEN [fwd|bwd|fwd_residual|fwd_tensor] [REPS]` prints the median, p10 and p90 in
 // microseconds of REPS calls (default 400) after one warm-up call, inputs random and never
 // zero, caches not flushed. Built and run by bench/cpu_ab.sh, which alternates two builds of
 // the library:
@@ -17,14 +17,17 @@
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::fprintf(stderr, "usage: %s ROWS HIDDEN [fwd|bwd|fwd_residual] [REPS]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s ROWS HIDDEN [fwd|bwd|fwd_residual|fwd_tensor] [REPS]\n",
+                 argv[0]);
     return 2;
   }
   const int64_t rows = std::atoll(argv[1]), hidden = std::atoll(argv[2]);
   const std::string pass = argc > 3 ? argv[3] : "fwd";
-  const bool bwd = pass == "bwd", residual = pass == "fwd_residual";
-  if (!bwd && !residual && pass != "fwd") {
-    std::fprintf(stderr, "the pass is fwd, bwd or fwd_residual, not %s\n", pass.c_str());
+  // fwd_tensor: the forward with per-tensor e4m3 codes (scale 1) and amax.
+  const bool bwd = pass == "bwd", residual = pass == "fwd_residual", tensor = pass == "fwd_tensor";
+  if (!bwd && !residual && !tensor && pass != "fwd") {
+    std::fprintf(stderr, "the pass is fwd, bwd, fwd_residual or fwd_tensor, not %s\n",
+                 pass.c_str());
     return 2;
   }
   const int reps = argc > 4 ? std::atoi(argv[4]) : 400;
@@ -59,6 +62,16 @@ int main(int argc, char** argv) {
   if (residual) {
     f.residual = res.data();
     f.residual_out = res_out.data();
+  }
+  std::vector<uint8_t> codes(tensor ? n : 0);
+  const float unit_scale = 1.0f;
+  float amax = 0.0f;
+  if (tensor) {
+    f.quant = NK_QUANT_TENSOR;
+    f.y = codes.data();
+    f.y_dtype = NK_FLOAT8_E4M3;
+    f.scale = &unit_scale;
+    f.amax = &amax;
   }
   nk_rms_norm_bwd_args b;
   nk_rms_norm_bwd_args_init(&b);

@@ -191,33 +191,18 @@ __attribute__((always_inline)) inline void direct_bwd_row_pair(const nk_rms_norm
   direct_dx_row<XD, DYD>(a, w, r + 1, total1 / static_cast<float>(H));
 }
 
-template <nk_dtype XD, nk_dtype DYD>
-__attribute__((always_inline)) inline void direct_bwd_sums(const nk_rms_norm_bwd_args& a,
-                                                           const float* w, int64_t r, float* pdw,
-                                                           float* pdb) {
+// f(dw, db) with dw and db std::bool_constant: whether pdw and pdb are given, as compile-time
+// values (so that the row loops test neither).
+template <typename F>
+__attribute__((always_inline)) inline void with_sums(const float* pdw, const float* pdb, F f) {
   if (pdw && pdb) {
-    direct_bwd_row<XD, DYD, true, true>(a, w, r, pdw, pdb);
+    f(std::true_type{}, std::true_type{});
   } else if (pdw) {
-    direct_bwd_row<XD, DYD, true, false>(a, w, r, pdw, pdb);
+    f(std::true_type{}, std::false_type{});
   } else if (pdb) {
-    direct_bwd_row<XD, DYD, false, true>(a, w, r, pdw, pdb);
+    f(std::false_type{}, std::true_type{});
   } else {
-    direct_bwd_row<XD, DYD, false, false>(a, w, r, pdw, pdb);
-  }
-}
-
-template <nk_dtype XD, nk_dtype DYD>
-__attribute__((always_inline)) inline void direct_bwd_pair_sums(const nk_rms_norm_bwd_args& a,
-                                                                const float* w, int64_t r,
-                                                                float* pdw, float* pdb) {
-  if (pdw && pdb) {
-    direct_bwd_row_pair<XD, DYD, true, true>(a, w, r, pdw, pdb);
-  } else if (pdw) {
-    direct_bwd_row_pair<XD, DYD, true, false>(a, w, r, pdw, pdb);
-  } else if (pdb) {
-    direct_bwd_row_pair<XD, DYD, false, true>(a, w, r, pdw, pdb);
-  } else {
-    direct_bwd_row_pair<XD, DYD, false, false>(a, w, r, pdw, pdb);
+    f(std::false_type{}, std::false_type{});
   }
 }
 
@@ -228,7 +213,10 @@ void bwd_row_pair(const nk_rms_norm_bwd_args& a, const float* w, int64_t r, floa
                   float* pdb) {
   with_row_dtype(a.x_dtype, "bwd_row_pair", [&](auto xd) {
     with_row_dtype(a.dy_dtype, "bwd_row_pair", [&](auto dyd) {
-      direct_bwd_pair_sums<decltype(xd)::value, decltype(dyd)::value>(a, w, r, pdw, pdb);
+      with_sums(pdw, pdb, [&](auto dw, auto db) {
+        direct_bwd_row_pair<decltype(xd)::value, decltype(dyd)::value, decltype(dw)::value,
+                            decltype(db)::value>(a, w, r, pdw, pdb);
+      });
     });
   });
 }
@@ -240,7 +228,10 @@ void bwd_row(const nk_rms_norm_bwd_args& a, const float* w, int64_t r, float* pd
              float* pdb) {
   with_row_dtype(a.x_dtype, "bwd_row", [&](auto xd) {
     with_row_dtype(a.dy_dtype, "bwd_row", [&](auto dyd) {
-      direct_bwd_sums<decltype(xd)::value, decltype(dyd)::value>(a, w, r, pdw, pdb);
+      with_sums(pdw, pdb, [&](auto dw, auto db) {
+        direct_bwd_row<decltype(xd)::value, decltype(dyd)::value, decltype(dw)::value,
+                       decltype(db)::value>(a, w, r, pdw, pdb);
+      });
     });
   });
 }

@@ -2,8 +2,10 @@
 // rms_norm_bwd.cpp, with the row helpers of row_ops.h inlined into each clone.
 #include "cpu/row_kernels.h"
 
+#include <array>
 #include <cmath>
 #include <type_traits>
+#include <utility>
 
 #include "cpu/row_ops.h"
 
@@ -92,38 +94,63 @@ __attribute__((always_inline)) inline void direct_dx_row(const nk_rms_norm_bwd_a
   });
 }
 
-// bwd_row of dtypes XD (x, dx, dresidual_out) and DYD (dy), adding into pdw and pdb where DW
-// and DB: two passes over the row, xhat = x * rstd and g = dy * w with the column sums and the
-// row's mean of g * xhat, then dx from both again, with no float32 copy of x or dy (0.55-0.75x
-// the time of loading both into float32 scratch first; the same float operations in the same
-// order, so the same bits) nor of the products g * xhat (0.85-0.92x the time of storing them
-// for blocked_sum, 2026-11-27). dx may be x, dy or dresidual_out itself: each chunk is read
-// before it is written. (bwd_row_pair below takes two rows at once where a chunk has them.)
-template <nk_dtype XD, nk_dtype DYD, bool DW, bool DB>
-__attribute__((always_inline)) inline void direct_bwd_row(const nk_rms_norm_bwd_args& a,
-                                                          const float* w, int64_t r, float* pdw,
-                                                          float* pdb) {
+// ReadChunk of elements [j0, j0 + m) of each of ROWS rows, constructed in place.
+template <nk_dtype D, size_t... I>
+__attribute__((always_inline)) inline std::array<ReadChunk<D>, sizeof...(I)> read_chunks(
+    const RowElement<D>* const* rows, int64_t j0, int64_t m, std::index_sequence<I...>) {
+  return {ReadChunk<D>(rows[I], j0, m)...};
+}
+
+// bwd_row of ROWS consecutive rows from r (1, or 2 where a chunk has them: bwd_row_pair), of
+// dtypes XD (x, dx, dresidual_out) and DYD (dy), adding into pdw and pdb where DW and DB: a
+// first pass over the rows, xhat = x * rstd and g = dy * w with the column sums and each row's
+// mean of g * xhat, then each row's dx from both again. No float32 copy of x or dy (0.55-0.75x
+// the time of loading both into float32 scratch first) nor of the products g * xhat
+// (0.75-0.93x the time of storing them for blocked_sum); each column's sums loaded and stored
+// once for both rows of a pair (0.87-0.93x the time of two single rows; 2026-11-27). The same
+// float operations in the same order whatever ROWS (a column's terms added row by row), so the
+// same bits. dx may be x, dy or dresidual_out itself: each chunk is read before it is written.
+template <nk_dtype XD, nk_dtype DYD, bool DW, bool DB, int ROWS>
+__attribute__((always_inline)) inline void direct_bwd_rows(const nk_rms_norm_bwd_args& a,
+                                                           const float* w, int64_t r, float* pdw,
+                                                           float* pdb) {
   const int64_t H = a.hidden;
-  const float rstd = a.rstd[r];
-  const auto* x = static_cast<const RowElement<XD>*>(a.x) + r * a.x_row_stride;
-  const auto* dy = static_cast<const RowElement<DYD>*>(a.dy) + r * a.dy_row_stride;
+  float rstd[ROWS];
+  const RowElement<XD>* x[ROWS];
+  const RowElement<DYD>* dy[ROWS];
+  for (int q = 0; q < ROWS; ++q) {
+    rstd[q] = a.rstd[r + q];
+    x[q] = static_cast<const RowElement<XD>*>(a.x) + (r + q) * a.x_row_stride;
+    dy[q] = static_cast<const RowElement<DYD>*>(a.dy) + (r + q) * a.dy_row_stride;
+  }
   // The products g * xhat summed as blocked_sum sums them, without storing them: element j
   // into lane j % kLanes (chunks, and so blocks, start at multiples of kLanes), the lanes
   // combined at the end of each block of kBlock (a whole number of chunks) and the blocks'
   // totals added in order.
   static_assert(kBlock % kChunk == 0 && kChunk % kLanes == 0, "chunks tile blocks and lanes");
-  float lanes[kLanes] = {};
-  float total_gx = 0.0f;
+  float lanes[ROWS][kLanes] = {};
+  float total_gx[ROWS] = {};
   for_each_chunk(H, [&](int64_t j0, int64_t m) {
-    const ReadChunk<XD> xc(x, j0, m);
-    const ReadChunk<DYD> dyc(dy, j0, m);
+    const auto xc = read_chunks<XD>(x, j0, m, std::make_index_sequence<ROWS>{});
+    const auto dyc = read_chunks<DYD>(dy, j0, m, std::make_index_sequence<ROWS>{});
     auto add = [&](int64_t k, int l) {
       const int64_t j = j0 + k;
-      const float xhat = xc[k] * rstd;
-      const float d = dyc[k];
-      if constexpr (DW) pdw[j] += d * xhat;
-      if constexpr (DB) pdb[j] += d;
-      lanes[l] += (d * w[j]) * xhat;
+      float xhat[ROWS], d[ROWS];
+      for (int q = 0; q < ROWS; ++q) {
+        xhat[q] = xc[q][k] * rstd[q];
+        d[q] = dyc[q][k];
+      }
+      if constexpr (DW) {
+        float sum = pdw[j];
+        for (int q = 0; q < ROWS; ++q) sum += d[q] * xhat[q];
+        pdw[j] = sum;
+      }
+      if constexpr (DB) {
+        float sum = pdb[j];
+        for (int q = 0; q < ROWS; ++q) sum += d[q];
+        pdb[j] = sum;
+      }
+      for (int q = 0; q < ROWS; ++q) lanes[q][l] += (d[q] * w[j]) * xhat[q];
     };
     int64_t k = 0;
     for (; k + kLanes <= m; k += kLanes) {
@@ -131,64 +158,15 @@ __attribute__((always_inline)) inline void direct_bwd_row(const nk_rms_norm_bwd_
     }
     for (int l = 0; k < m; ++k, ++l) add(k, l);  // (the row's last chunk only)
     if ((j0 + m) % kBlock == 0 || j0 + m == H) {
-      total_gx += combine_lanes(lanes);
-      for (float& v : lanes) v = 0.0f;
+      for (int q = 0; q < ROWS; ++q) {
+        total_gx[q] += combine_lanes(lanes[q]);
+        for (float& v : lanes[q]) v = 0.0f;
+      }
     }
   });
-  direct_dx_row<XD, DYD>(a, w, r, total_gx / static_cast<float>(H));
-}
-
-// Rows r and r + 1 at once: their first passes in one loop, each column's sums added row r's
-// term first, then row r + 1's (the order of two bwd_row calls, so the same bits), one load
-// and store of the sums for both; then each row's dx.
-template <nk_dtype XD, nk_dtype DYD, bool DW, bool DB>
-__attribute__((always_inline)) inline void direct_bwd_row_pair(const nk_rms_norm_bwd_args& a,
-                                                               const float* w, int64_t r,
-                                                               float* pdw, float* pdb) {
-  const int64_t H = a.hidden;
-  const float rstd0 = a.rstd[r], rstd1 = a.rstd[r + 1];
-  const auto* x0 = static_cast<const RowElement<XD>*>(a.x) + r * a.x_row_stride;
-  const auto* x1 = x0 + a.x_row_stride;
-  const auto* dy0 = static_cast<const RowElement<DYD>*>(a.dy) + r * a.dy_row_stride;
-  const auto* dy1 = dy0 + a.dy_row_stride;
-  float lanes0[kLanes] = {}, lanes1[kLanes] = {};
-  float total0 = 0.0f, total1 = 0.0f;
-  for_each_chunk(H, [&](int64_t j0, int64_t m) {
-    const ReadChunk<XD> xc0(x0, j0, m), xc1(x1, j0, m);
-    const ReadChunk<DYD> dyc0(dy0, j0, m), dyc1(dy1, j0, m);
-    auto add = [&](int64_t k, int l) {
-      const int64_t j = j0 + k;
-      const float xhat0 = xc0[k] * rstd0, xhat1 = xc1[k] * rstd1;
-      const float d0 = dyc0[k], d1 = dyc1[k];
-      if constexpr (DW) {
-        float sum = pdw[j];
-        sum += d0 * xhat0;
-        sum += d1 * xhat1;
-        pdw[j] = sum;
-      }
-      if constexpr (DB) {
-        float sum = pdb[j];
-        sum += d0;
-        sum += d1;
-        pdb[j] = sum;
-      }
-      lanes0[l] += (d0 * w[j]) * xhat0;
-      lanes1[l] += (d1 * w[j]) * xhat1;
-    };
-    int64_t k = 0;
-    for (; k + kLanes <= m; k += kLanes) {
-      for (int l = 0; l < kLanes; ++l) add(k + l, l);
-    }
-    for (int l = 0; k < m; ++k, ++l) add(k, l);
-    if ((j0 + m) % kBlock == 0 || j0 + m == H) {
-      total0 += combine_lanes(lanes0);
-      total1 += combine_lanes(lanes1);
-      for (float& v : lanes0) v = 0.0f;
-      for (float& v : lanes1) v = 0.0f;
-    }
-  });
-  direct_dx_row<XD, DYD>(a, w, r, total0 / static_cast<float>(H));
-  direct_dx_row<XD, DYD>(a, w, r + 1, total1 / static_cast<float>(H));
+  for (int q = 0; q < ROWS; ++q) {
+    direct_dx_row<XD, DYD>(a, w, r + q, total_gx[q] / static_cast<float>(H));
+  }
 }
 
 // f(dw, db) with dw and db std::bool_constant: whether pdw and pdb are given, as compile-time
@@ -214,8 +192,8 @@ void bwd_row_pair(const nk_rms_norm_bwd_args& a, const float* w, int64_t r, floa
   with_row_dtype(a.x_dtype, "bwd_row_pair", [&](auto xd) {
     with_row_dtype(a.dy_dtype, "bwd_row_pair", [&](auto dyd) {
       with_sums(pdw, pdb, [&](auto dw, auto db) {
-        direct_bwd_row_pair<decltype(xd)::value, decltype(dyd)::value, decltype(dw)::value,
-                            decltype(db)::value>(a, w, r, pdw, pdb);
+        direct_bwd_rows<decltype(xd)::value, decltype(dyd)::value, decltype(dw)::value,
+                        decltype(db)::value, 2>(a, w, r, pdw, pdb);
       });
     });
   });
@@ -229,8 +207,8 @@ void bwd_row(const nk_rms_norm_bwd_args& a, const float* w, int64_t r, float* pd
   with_row_dtype(a.x_dtype, "bwd_row", [&](auto xd) {
     with_row_dtype(a.dy_dtype, "bwd_row", [&](auto dyd) {
       with_sums(pdw, pdb, [&](auto dw, auto db) {
-        direct_bwd_row<decltype(xd)::value, decltype(dyd)::value, decltype(dw)::value,
-                       decltype(db)::value>(a, w, r, pdw, pdb);
+        direct_bwd_rows<decltype(xd)::value, decltype(dyd)::value, decltype(dw)::value,
+                        decltype(db)::value, 1>(a, w, r, pdw, pdb);
       });
     });
   });

@@ -218,10 +218,10 @@ void launch_bwd(const nk_rms_norm_bwd_args& a, const LaunchConfig& planned, cuda
         static_assert(kSmall == kClusterDeferMaxItems, "the planner gives these cluster plans 4 stages");
         const bool dbias = p.want_dbias(), small = cfg.items <= kSmall;
         // The common call on its own kernel (LaunchConfig::lean; the planner checked the call
-        // too, this guards the kernel's assumptions).
+        // and the plan too, this guards the kernel's assumptions with the same rule).
         if constexpr (sizeof(XT) == 2 && sizeof(WT) == 2 && sizeof(DYT) == 2 && VEC == 8) {
-          if (cfg.lean && a.weight && !dbias && !a.dresidual_out && cfg.cluster_size == 1 &&
-              cfg.items <= 2 && int64_t(cfg.threads_per_row) * cfg.items * VEC == a.hidden) {
+          if (cfg.lean && a.weight && !dbias && !a.dresidual_out &&
+              bwd_lean_plan(cfg, a.hidden, tuned_defaults())) {
             const dim3 block(cfg.threads_per_row, cfg.rows_per_block);
             cfg.smem_bytes = main_smem(cfg.smem_bytes, block);
             // (One vector per thread fits two CTAs' registers without spills either way.)

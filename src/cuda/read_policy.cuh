@@ -13,6 +13,21 @@
 
 namespace normkit::cuda {
 
+// An L2 policy for every load: evict-first or evict-last as asked (evict-first wins), else
+// evict-normal (what an unhinted load gets), so that copies need no branch between a hinted
+// and a plain form (rms_norm_bwd_lean).
+__device__ __forceinline__ uint64_t read_policy_always(bool evict_first, bool evict_last) {
+  uint64_t policy;
+  if (evict_first) {
+    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+  } else if (evict_last) {
+    asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
+  } else {
+    asm volatile("createpolicy.fractional.L2::evict_normal.b64 %0, 1.0;" : "=l"(policy));
+  }
+  return policy;
+}
+
 // One of the two hints (evict-first wins), or none.
 struct ReadPolicy {
   bool hinted = false;  // loads carry `policy`
@@ -20,6 +35,8 @@ struct ReadPolicy {
 
   __device__ __forceinline__ explicit ReadPolicy(bool first, bool last = false)
       : hinted(first || last) {
+    // (Its own two createpolicy forms rather than read_policy_always's: through that function
+    // the pipelined kernels took 8 instructions more each, the evict-normal branch kept.)
     if (first) {
       asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
     } else if (last) {

@@ -28,20 +28,6 @@
 
 namespace normkit::cuda {
 
-// An L2 policy for every load: the hint asked for, or evict-normal (what an unhinted load
-// gets), so that copies need no branch between a hinted and a plain form.
-__device__ __forceinline__ uint64_t lean_read_policy(bool evict_first, bool evict_last) {
-  uint64_t policy;
-  if (evict_first) {
-    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
-  } else if (evict_last) {
-    asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
-  } else {
-    asm volatile("createpolicy.fractional.L2::evict_normal.b64 %0, 1.0;" : "=l"(policy));
-  }
-  return policy;
-}
-
 // MIN_CTAS: 512-thread CTAs per SM that the register budget leaves room for: 1 as
 // rms_norm_bwd_pipelined (~100 registers at 2 vectors), or 2 (64 registers: no spills at 1
 // vector, 44 bytes spilled at 2; KernelFacts::bwd_lean).
@@ -63,7 +49,7 @@ __global__ void __launch_bounds__(512, MIN_CTAS) rms_norm_bwd_lean(BwdParams p) 
     stage_col[i] = static_cast<int>((i * blockDim.x + threadIdx.x) * VEC);
   }
 
-  const uint64_t policy = lean_read_policy(p.evict_first_reads, p.evict_last_reads);
+  const uint64_t policy = read_policy_always(p.evict_first_reads, p.evict_last_reads);
   const XT* const x_base = static_cast<const XT*>(p.x);
   const DYT* const dy_base = static_cast<const DYT*>(p.dy);
   // Starts the copies of `row` into stage s (nothing past the last row), as one group.

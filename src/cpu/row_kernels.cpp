@@ -184,34 +184,35 @@ __attribute__((always_inline)) inline void with_sums(const float* pdw, const flo
   }
 }
 
-}  // namespace
-
-NK_CPU_ROW_CLONES __attribute__((flatten))
-void bwd_row_pair(const nk_rms_norm_bwd_args& a, const float* w, int64_t r, float* pdw,
-                  float* pdb) {
-  with_row_dtype(a.x_dtype, "bwd_row_pair", [&](auto xd) {
-    with_row_dtype(a.dy_dtype, "bwd_row_pair", [&](auto dyd) {
+// direct_bwd_rows of ROWS rows from r, compiled for the call's dtypes and column sums.
+template <int ROWS>
+__attribute__((always_inline)) inline void bwd_rows(const nk_rms_norm_bwd_args& a,
+                                                    const float* w, int64_t r, float* pdw,
+                                                    float* pdb, const char* where) {
+  with_row_dtype(a.x_dtype, where, [&](auto xd) {
+    with_row_dtype(a.dy_dtype, where, [&](auto dyd) {
       with_sums(pdw, pdb, [&](auto dw, auto db) {
         direct_bwd_rows<decltype(xd)::value, decltype(dyd)::value, decltype(dw)::value,
-                        decltype(db)::value, 2>(a, w, r, pdw, pdb);
+                        decltype(db)::value, ROWS>(a, w, r, pdw, pdb);
       });
     });
   });
 }
 
+}  // namespace
+
 // (flatten: with its 36 forms inlined the function outgrows GCC's inlining limits, and calls
 // left in its loops, to the element conversions among them, kept them from vectorizing.)
 NK_CPU_ROW_CLONES __attribute__((flatten))
+void bwd_row_pair(const nk_rms_norm_bwd_args& a, const float* w, int64_t r, float* pdw,
+                  float* pdb) {
+  bwd_rows<2>(a, w, r, pdw, pdb, "bwd_row_pair");
+}
+
+NK_CPU_ROW_CLONES __attribute__((flatten))
 void bwd_row(const nk_rms_norm_bwd_args& a, const float* w, int64_t r, float* pdw,
              float* pdb) {
-  with_row_dtype(a.x_dtype, "bwd_row", [&](auto xd) {
-    with_row_dtype(a.dy_dtype, "bwd_row", [&](auto dyd) {
-      with_sums(pdw, pdb, [&](auto dw, auto db) {
-        direct_bwd_rows<decltype(xd)::value, decltype(dyd)::value, decltype(dw)::value,
-                        decltype(db)::value, 1>(a, w, r, pdw, pdb);
-      });
-    });
-  });
+  bwd_rows<1>(a, w, r, pdw, pdb, "bwd_row");
 }
 
 NK_CPU_ROW_CLONES __attribute__((flatten))

@@ -7,6 +7,7 @@
 # quant_bench exact items fused tickets wide modes bwd_probe probe inductor dram aftermath
 # sanitize profile method ncu_method ring ncu_detail ncu_peer pending pending_python order_ncu carveout
 # after_gemm compile_gap weight_first fwd_sass_counts lean lean_waves launch rows bwd_lean
+# defaults39
 # (default: build test check bench)
 # BUILD=dir names the build tree (default build-device). (A tree built on the CPU machine cannot
 # travel instead: its binaries are over 64 MiB each.) `install` links that tree's libnormkit.a.
@@ -382,6 +383,18 @@ for step in "${steps[@]}"; do
       run_probe launch_probe
       run bench_pending_sweep "$BUILD/tools/normkit" bench --explain \
         --json "$LOGS/bench_pending_sweep.json" ;;
+    defaults39)  # the thirty-ninth session's defaults (lean backward, 64-byte lean forward
+      # parameters): the CUDA forward, backward and planner tests; the lean backward at one
+      # vector per thread against two, twice, on rows of 1536-3072 columns; the sweep
+      run_fwd_tests ctest_defaults39_fwd
+      run ctest_defaults39_bwd ctest --test-dir "$BUILD" --output-on-failure -j"${CTEST_JOBS:-14}" \
+        -R 'Bwd.*Cuda|GradCheck.*Cuda|bwd_lean|bwd_pipelined_common'
+      for rep in a b; do
+        knob_runs "bench_bwd_items_$rep" 90 "none NK_TUNE_BWD_ITEMS=1" --bwd-only --shapes \
+          1024x2048,2048x2048,4096x2048,8192x2048,16384x2048,32768x2048,8192x1536,8192x2560,8192x3072,4096x3072
+      done
+      run bench_defaults39_sweep "$BUILD/tools/normkit" bench --explain \
+        --json "$LOGS/bench_defaults39_sweep.json" ;;
     bwd_lean)  # the thirty-eighth session's lean backward (NK_TUNE_BWD_LEAN, off by default,
       # never run on a GPU): its ctest entries with the common calls' cases and the large
       # shapes, then each setting against the pipelined kernel, twice (docs/notes.md, Next 0)

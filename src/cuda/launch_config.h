@@ -612,8 +612,11 @@ struct KernelFacts {
   // rms_norm_fwd_lean's parameters: 0 the launchers' FwdParams (about 230 bytes), 1 the 64
   // bytes of LeanFwdParams (NK_TUNE_FWD_LEAN_PARAMS). Why: 256 bytes of parameters measured
   // 0.06-0.23 us slower than 24 in a plain RMSNorm kernel at 1-1024 rows of 4096 columns
-  // (thirty-seventh session, bench/launch_probe.cu). Not yet measured on the lean kernel.
-  int fwd_lean_params = 0;
+  // (thirty-seventh session, bench/launch_probe.cu). Measured on the lean kernel (thirty-ninth
+  // session, H100, twice, 0 -> 1): 1 x 4096 5.15-5.22 -> 4.99-5.02 us, 128 x 4096 5.57-5.66 ->
+  // 5.07-5.33, 132 x 2048 5.66-5.98 -> 5.34-5.41, 1024 x 1024 5.86-6.22 -> 5.57-5.60,
+  // 4096 x 1024 8.45-8.48 -> 8.27-8.30, 512 x 4096 and 1024 x 4096 level.
+  int fwd_lean_params = 1;
   // The backward's unsplit pipelined plans of 1-2 whole 16-byte vectors per thread covering the
   // row exactly, on rms_norm_bwd_lean where the call has 16-bit x, weight and dy, a weight, no
   // dbias and no dresidual_out (LaunchConfig::lean; NK_TUNE_BWD_LEAN: 0 off; 1 at 2 vectors
@@ -621,9 +624,12 @@ struct KernelFacts {
   // within those of two, 64 registers, 44 bytes spilled; 1 vector always two, no spills). Why:
   // the forward's lean kernel took 7-23% off the small shapes; the pipelined backward's row
   // loop is 654 instructions (static, nvdisasm) at 2 vectors per thread, the lean one's 519, and
-  // the pipelined kernel's 100 registers leave 16 warps per SM. Not yet measured: off until a
-  // GPU run compares it.
-  int bwd_lean = 0;
+  // the pipelined kernel's 100 registers leave 16 warps per SM. Measured (thirty-ninth session,
+  // H100, twice, against the pipelined kernel): setting 1 4096 x 1024 18.27 -> 17.66-17.76 us,
+  // 8192 x 2048 45.07-45.97 -> 44.70-44.83, 1024 x 1024 11.31-11.46 -> 11.04-11.17,
+  // 4096 x 2048 28.83-28.93 -> 28.35, 4096 x 4096, 8192 x 4096, 32768 x 1024 level; setting 2
+  // 1.02-1.19x slower everywhere (two CTAs' registers spill and lose the pipeline's depth).
+  int bwd_lean = 1;
   // Forward registers plans (plain and quantized): the vectors per thread that the thread
   // count aims for (NK_TUNE_FWD_ITEMS, 1-4). Measured (eighth session, H100): 2 and 1 slower
   // than 4 nearly everywhere (8192 x 8192 96.5 -> 111 us), 4096 x 12288 unchanged.

@@ -150,11 +150,11 @@ INSTANTIATE_TEST_SUITE_P(
     ShapeTestName());
 
 // ---- the common call: 16-bit x, weight and dy, a weight, no dbias, no dresidual_out ----
-// Rows that the threads cover exactly at 1-2 vectors per thread (rms_norm_bwd_lean under
-// NK_TUNE_BWD_LEAN, ctest entries bwd_lean*; the pipelined kernel by default), in each form the
-// lean kernel takes: rows left over past the slots, sub-warp rows, the zero-centered weight,
-// no dweight, dx in place of x or of dy, mixed 16-bit types. (The shapes above give the weight
-// as float32 or ask for dbias, which the lean kernel does not take.)
+// Rows that the threads cover exactly at 1-2 vectors per thread (rms_norm_bwd_lean by default;
+// the pipelined kernel under NK_TUNE_BWD_LEAN=0, ctest entry bwd_pipelined_common_calls), in
+// each form the lean kernel takes: rows left over past the slots, sub-warp rows, the
+// zero-centered weight, no dweight, dx in place of x or of dy, mixed 16-bit types. (The shapes
+// above give the weight as float32 or ask for dbias, which the lean kernel does not take.)
 class BwdCommonCalls : public ::testing::TestWithParam<nk_backend> {};
 
 TEST_P(BwdCommonCalls, ExactRowsInEveryForm) {

@@ -1144,13 +1144,13 @@ TEST(LaunchConfig, BackwardCtaThreadsFillLargerCtasWithRowGroups) {
 }
 
 // KernelFacts::bwd_lean: the unsplit pipelined plans of 1-2 whole 16-byte vectors per thread
-// that cover the row exactly go to rms_norm_bwd_lean where the knob is on; split rows, rows of
+// that cover the row exactly go to rms_norm_bwd_lean unless the knob is off; split rows, rows of
 // more vectors and rows the threads do not cover exactly keep the pipelined kernel.
 TEST(LaunchConfig, BackwardLeanPlansAreExactUnsplitPipelinedRows) {
-  KernelFacts off;
-  ASSERT_EQ(off.bwd_lean, 0);
   KernelFacts on;
-  on.bwd_lean = 1;
+  ASSERT_EQ(on.bwd_lean, 1);  // the default since the thirty-ninth session
+  KernelFacts off;
+  off.bwd_lean = 0;
   const int64_t bf16_x_dy = 4;
   for (const auto& [rows, hidden] :
        {std::pair<int64_t, int64_t>{4096, 1024}, {8192, 2048}, {4096, 4096}, {32768, 128}}) {

@@ -211,6 +211,29 @@ bool bwd_lean_call(nk_dtype x, nk_dtype w, nk_dtype dy, bool weight, bool dbias,
          !dbias && !dresidual;
 }
 
+// plan_bwd_with_reads's plan for a call with these operands, on rms_norm_bwd_lean where the
+// call and the plan allow it (bwd_lean_call, bwd_lean_plan), at one vector per thread where
+// bwd_lean_one_item says so.
+LaunchConfig plan_bwd_rows(int64_t rows, int64_t hidden, int vec, nk_dtype x, nk_dtype w,
+                           nk_dtype dy, bool weight, bool dbias, bool dresidual,
+                           const KernelFacts& facts) {
+  const int64_t weight_bytes = weight ? int64_t(nk_dtype_size(w)) : 0;
+  LaunchConfig c =
+      plan_bwd_with_reads(rows, hidden, vec, x, dy, weight_bytes, dbias, dresidual, facts);
+  c.lean = bwd_lean_call(x, w, dy, weight, dbias, dresidual) && bwd_lean_plan(c, hidden, facts);
+  if (bwd_lean_one_item(c, hidden, facts)) {
+    KernelFacts one_item = facts;
+    one_item.bwd_items_target = 1;
+    LaunchConfig o =
+        plan_bwd_with_reads(rows, hidden, vec, x, dy, weight_bytes, dbias, dresidual, one_item);
+    if (bwd_lean_plan(o, hidden, facts)) {
+      o.lean = true;
+      return o;
+    }
+  }
+  return c;
+}
+
 // The column-owning backward where it applies (few rows), else plan_bwd. That kernel stages x,
 // dy and dresidual_out whatever their alignment, so only dx's rows set its vector width.
 LaunchConfig plan_bwd_for(const nk_rms_norm_bwd_args& a, const KernelFacts& facts) {
@@ -224,13 +247,8 @@ LaunchConfig plan_bwd_for(const nk_rms_norm_bwd_args& a, const KernelFacts& fact
   const int vec = bwd_vector_width(a);
   const LaunchConfig realigned = plan_bwd_realigned_for(a, vec, facts);
   if (realigned.grid > 0) return realigned;
-  LaunchConfig c = plan_bwd_with_reads(a.rows, a.hidden, vec, a.x_dtype, a.dy_dtype,
-                                       a.weight ? int64_t(nk_dtype_size(a.weight_dtype)) : 0,
-                                       a.dbias != nullptr, a.dresidual_out != nullptr, facts);
-  c.lean = bwd_lean_call(a.x_dtype, a.weight_dtype, a.dy_dtype, a.weight != nullptr,
-                         a.dbias != nullptr, a.dresidual_out != nullptr) &&
-           bwd_lean_plan(c, a.hidden, facts);
-  return c;
+  return plan_bwd_rows(a.rows, a.hidden, vec, a.x_dtype, a.weight_dtype, a.dy_dtype,
+                       a.weight != nullptr, a.dbias != nullptr, a.dresidual_out != nullptr, facts);
 }
 
 int natural_vec(nk_dtype a, nk_dtype b, nk_dtype c) {
@@ -358,10 +376,7 @@ std::string explain_bwd(int64_t rows, int64_t hidden, nk_dtype x, nk_dtype w, nk
         plan_bwd_realigned_rows(rows, hidden, vec == nat, true, dbias, false, facts);
     if (realigned.grid > 0) return realigned.describe();
   }
-  LaunchConfig c =
-      plan_bwd_with_reads(rows, hidden, vec, x, dy, int64_t(nk_dtype_size(w)), dbias, false, facts);
-  c.lean = bwd_lean_call(x, w, dy, true, dbias, false) && bwd_lean_plan(c, hidden, facts);
-  return c.describe();
+  return plan_bwd_rows(rows, hidden, vec, x, w, dy, true, dbias, false, facts).describe();
 }
 
 }  // namespace normkit::cuda

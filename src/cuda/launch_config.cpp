@@ -389,6 +389,12 @@ bool bwd_lean_plan(const LaunchConfig& c, int64_t hidden, const KernelFacts& fac
          int64_t(c.threads_per_row) * c.items * c.vec == hidden;
 }
 
+bool bwd_lean_one_item(const LaunchConfig& c, int64_t hidden, const KernelFacts& facts) {
+  return c.lean && c.items > 1 && facts.bwd_items_target == 0 &&
+         facts.bwd_lean_one_item_threads > 0 &&
+         hidden == int64_t(facts.bwd_lean_one_item_threads) * c.vec;
+}
+
 bool chunks_exact(const LaunchConfig& c, int64_t rows, int64_t hidden) {
   return (c.plan == RowPlan::kRegisters || c.plan == RowPlan::kCluster) && !c.realigned &&
          c.vec > 0 && c.cols_per_cta == int64_t(c.threads_per_row) * c.items * c.vec &&

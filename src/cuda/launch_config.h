@@ -630,6 +630,15 @@ struct KernelFacts {
   // 4096 x 2048 28.83-28.93 -> 28.35, 4096 x 4096, 8192 x 4096, 32768 x 1024 level; setting 2
   // 1.02-1.19x slower everywhere (two CTAs' registers spill and lose the pipeline's depth).
   int bwd_lean = 1;
+  // Lean backward rows that one CTA of this many threads covers at one 16-byte vector per
+  // thread (2048 16-bit columns at 256) take that plan rather than two vectors per thread, when
+  // NK_TUNE_BWD_ITEMS leaves the choice to the planner (plan_bwd_rows;
+  // NK_TUNE_BWD_LEAN_ONE_ITEM_THREADS, 0 never). Why: at 64 registers three such CTAs fit per
+  // SM where two of the 2-vector plan's did (113 registers). Measured (thirty-ninth session,
+  // H100, twice, 2 vectors -> 1): 2048 columns 0.93-0.97x at every row count from 1024 to
+  // 32768 (8192 x 2048 44.80-44.82 -> 43.42-43.54 us); 1536 columns 1.07x, 2560 and 3072
+  // level, 1024 columns 1.04-1.06x, 4096 columns 1.00-1.02x.
+  int bwd_lean_one_item_threads = 256;
   // Forward registers plans (plain and quantized): the vectors per thread that the thread
   // count aims for (NK_TUNE_FWD_ITEMS, 1-4). Measured (eighth session, H100): 2 and 1 slower
   // than 4 nearly everywhere (8192 x 8192 96.5 -> 111 us), 4096 x 12288 unchanged.
@@ -906,6 +915,12 @@ LaunchConfig plan_bwd(int64_t rows, int64_t hidden, int vec, const KernelFacts& 
 // pipelined plan of 16-byte vectors, rows not split, 1-2 vectors per thread covering the row
 // exactly, no pending row or weight in shared memory; facts.bwd_lean on.
 bool bwd_lean_plan(const LaunchConfig& c, int64_t hidden, const KernelFacts& facts);
+
+// Whether the lean backward plan c (c.lean) is planned again at one vector per thread (with
+// bwd_items_target 1; the caller keeps that plan where bwd_lean_plan still holds): the planner
+// chooses the vectors per thread (no NK_TUNE_BWD_ITEMS) and one CTA of
+// facts.bwd_lean_one_item_threads threads covers the row at one vector each.
+bool bwd_lean_one_item(const LaunchConfig& c, int64_t hidden, const KernelFacts& facts);
 
 // Whether plan c (registers or cluster, not realigned) covers rows x hidden exactly: rows a
 // multiple of rows_per_block, and each CTA's chunk threads_per_row * items whole vectors, the

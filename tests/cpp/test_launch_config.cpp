@@ -1176,6 +1176,48 @@ TEST(LaunchConfig, BackwardLeanPlansAreExactUnsplitPipelinedRows) {
   EXPECT_FALSE(normkit::cuda::bwd_lean_plan(fp32, 1024, on)) << fp32.describe();
 }
 
+// KernelFacts::bwd_lean_one_item_threads: lean rows of 2048 16-bit columns (one CTA of 256
+// threads at one vector each) are planned again at one vector per thread, as plan_bwd_rows
+// (backend.cu) does; other widths, plans not lean and NK_TUNE_BWD_ITEMS keep theirs.
+TEST(LaunchConfig, BackwardLeanRowsOf256VectorsTakeOneVectorPerThread) {
+  KernelFacts f;
+  ASSERT_EQ(f.bwd_lean_one_item_threads, 256);
+  const int64_t bf16_x_dy = 4;
+  auto lean_plan = [&](int64_t rows, int64_t hidden, const KernelFacts& facts) {
+    LaunchConfig c = normkit::cuda::plan_bwd(rows, hidden, 8, facts, bf16_x_dy);
+    c.lean = normkit::cuda::bwd_lean_plan(c, hidden, facts);
+    return c;
+  };
+  for (const int64_t rows : {1024, 8192, 32768}) {
+    const LaunchConfig two = lean_plan(rows, 2048, f);
+    SCOPED_TRACE(std::to_string(rows) + "x2048: " + two.describe());
+    ASSERT_TRUE(two.lean);
+    EXPECT_EQ(two.items, 2);
+    ASSERT_TRUE(normkit::cuda::bwd_lean_one_item(two, 2048, f));
+    KernelFacts one_item = f;
+    one_item.bwd_items_target = 1;
+    const LaunchConfig one = normkit::cuda::plan_bwd(rows, 2048, 8, one_item, bf16_x_dy);
+    EXPECT_TRUE(normkit::cuda::bwd_lean_plan(one, 2048, f)) << one.describe();
+    EXPECT_EQ(one.items, 1);
+    EXPECT_EQ(one.threads_per_row, 256);
+    EXPECT_EQ(one.rows_per_block, 1);
+  }
+  for (const int64_t hidden : {1024, 1536, 2560, 3072, 4096}) {
+    const LaunchConfig c = lean_plan(8192, hidden, f);
+    EXPECT_FALSE(normkit::cuda::bwd_lean_one_item(c, hidden, f)) << hidden << ": " << c.describe();
+  }
+  LaunchConfig not_lean = lean_plan(8192, 2048, f);
+  not_lean.lean = false;
+  EXPECT_FALSE(normkit::cuda::bwd_lean_one_item(not_lean, 2048, f));
+  KernelFacts items_pinned = f;
+  items_pinned.bwd_items_target = 2;
+  EXPECT_FALSE(normkit::cuda::bwd_lean_one_item(lean_plan(8192, 2048, items_pinned), 2048,
+                                                items_pinned));
+  KernelFacts never = f;
+  never.bwd_lean_one_item_threads = 0;
+  EXPECT_FALSE(normkit::cuda::bwd_lean_one_item(lean_plan(8192, 2048, never), 2048, never));
+}
+
 // KernelFacts::bwd_mid_row_cta_threads: rows of 33-127 threads (64 or 96) fill CTAs of 512
 // threads by default; rows of 32 or fewer and of 128 or more keep bwd_cta_threads (256).
 TEST(LaunchConfig, BackwardRowsOfUnder128ThreadsFill512ThreadCtas) {

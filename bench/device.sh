@@ -7,7 +7,7 @@
 # quant_bench exact items fused tickets wide modes bwd_probe probe inductor dram aftermath
 # sanitize profile method ncu_method ring ncu_detail ncu_peer pending pending_python order_ncu carveout
 # after_gemm compile_gap weight_first fwd_sass_counts lean lean_waves launch rows bwd_lean
-# defaults39
+# defaults39 lean_small
 # (default: build test check bench)
 # BUILD=dir names the build tree (default build-device). (A tree built on the CPU machine cannot
 # travel instead: its binaries are over 64 MiB each.) `install` links that tree's libnormkit.a.
@@ -395,6 +395,13 @@ for step in "${steps[@]}"; do
       done
       run bench_defaults39_sweep "$BUILD/tools/normkit" bench --explain \
         --json "$LOGS/bench_defaults39_sweep.json" ;;
+    lean_small)  # the lean backward (default since the thirty-ninth session) against the
+      # pipelined kernel on few rows, where the 11:00 sweep read 1 x 4096 at 7.2 us (6.8 before),
+      # and the one-vector rule's 2048-column plans, twice (needs only tools/normkit built)
+      for rep in a b; do
+        knob_runs "bench_lean_small_$rep" 60 "none NK_TUNE_BWD_LEAN=0" --bwd-only --shapes \
+          1x4096,1x8192,32x4096,128x4096,256x4096,1x2048,1024x1024,8192x2048,2048x2048
+      done ;;
     bwd_lean)  # the thirty-eighth session's lean backward (NK_TUNE_BWD_LEAN, off by default,
       # never run on a GPU): its ctest entries with the common calls' cases and the large
       # shapes, then each setting against the pipelined kernel, twice (docs/notes.md, Next 0)

@@ -7,7 +7,7 @@
 # quant_bench exact items fused tickets wide modes bwd_probe probe inductor dram aftermath
 # sanitize profile method ncu_method ring ncu_detail ncu_peer pending pending_python order_ncu carveout
 # after_gemm compile_gap weight_first fwd_sass_counts lean lean_waves launch rows bwd_lean
-# defaults39 lean_small
+# defaults39 lean_small lean3
 # (default: build test check bench)
 # BUILD=dir names the build tree (default build-device). (A tree built on the CPU machine cannot
 # travel instead: its binaries are over 64 MiB each.) `install` links that tree's libnormkit.a.
@@ -395,6 +395,21 @@ for step in "${steps[@]}"; do
       done
       run bench_defaults39_sweep "$BUILD/tools/normkit" bench --explain \
         --json "$LOGS/bench_defaults39_sweep.json" ;;
+    lean3)  # the lean backward's setting 3 (thirty-ninth session, never run on a GPU): CTAs of
+      # up to 256 threads at 2 vectors per thread, three per SM within 80 registers. Its ctest
+      # entry and the planner tests; then against the default (setting 1; 2048 columns at one
+      # vector), setting 3 with 2048 columns at 2 vectors, and setting 3 with 1024-column rows in
+      # CTAs of 256 threads, twice; the sweep
+      run ctest_lean3 ctest --test-dir "$BUILD" --output-on-failure -j"${CTEST_JOBS:-14}" \
+        -R 'bwd_lean|BwdCommonCalls|LaunchConfig'
+      for rep in a b; do
+        knob_runs "bench_lean3_$rep" 90 "none NK_TUNE_BWD_LEAN=3 \
+NK_TUNE_BWD_LEAN=3,NK_TUNE_BWD_LEAN_ONE_ITEM_THREADS=0 \
+NK_TUNE_BWD_LEAN=3,NK_TUNE_BWD_MID_ROW_CTA_THREADS=256" --bwd-only --shapes \
+          4096x4096,8192x4096,16384x4096,4096x1024,8192x1024,32768x1024,1024x1024,8192x2048,2048x2048,16384x512,16384x128,128x4096,4096x3072
+      done
+      run bench_lean3_sweep "$BUILD/tools/normkit" bench --explain \
+        --json "$LOGS/bench_lean3_sweep.json" ;;
     lean_small)  # the lean backward (default since the thirty-ninth session) against the
       # pipelined kernel on few rows, where the 11:00 sweep read 1 x 4096 at 7.2 us (6.8 before),
       # and the one-vector rule's 2048-column plans, twice (needs only tools/normkit built)

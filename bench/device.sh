@@ -7,7 +7,7 @@
 # quant_bench exact items fused tickets wide modes bwd_probe probe inductor dram aftermath
 # sanitize profile method ncu_method ring ncu_detail ncu_peer pending pending_python order_ncu carveout
 # after_gemm compile_gap weight_first fwd_sass_counts lean lean_waves launch rows bwd_lean
-# defaults39 lean_small lean3
+# defaults39 lean_small lean3 wide_plain
 # (default: build test check bench)
 # BUILD=dir names the build tree (default build-device). (A tree built on the CPU machine cannot
 # travel instead: its binaries are over 64 MiB each.) `install` links that tree's libnormkit.a.
@@ -410,6 +410,15 @@ NK_TUNE_BWD_LEAN=3,NK_TUNE_BWD_MID_ROW_CTA_THREADS=256" --bwd-only --shapes \
       done
       run bench_lean3_sweep "$BUILD/tools/normkit" bench --explain \
         --json "$LOGS/bench_lean3_sweep.json" ;;
+    wide_plain)  # the plain forward's rows of 16K-32K columns split over clusters of 256-thread
+      # CTAs, as the quantized forwards have by default (never timed on the plain forward at
+      # that CTA size; 512-thread clusters of two were 1.04-1.15x slower): 1024x32768 trails
+      # torch.compile by 4% (52.0 against 50.0 us). Twice, against the default
+      for rep in a b; do
+        knob_runs "bench_wide_plain_$rep" 60 \
+          "none NK_TUNE_FWD_SPLIT_WIDE_ROWS=1,NK_TUNE_FWD_CLUSTER_THREADS=256" --fwd-only \
+          --shapes 1024x32768,600x32768,2048x24576,2048x16384,4096x16384,4096x12288,256x65536
+      done ;;
     lean_small)  # the lean backward (default since the thirty-ninth session) against the
       # pipelined kernel on few rows, where the 11:00 sweep read 1 x 4096 at 7.2 us (6.8 before),
       # and the one-vector rule's 2048-column plans, twice (needs only tools/normkit built)

@@ -622,7 +622,7 @@ struct KernelFacts {
   // dbias and no dresidual_out (LaunchConfig::lean; NK_TUNE_BWD_LEAN: 0 off; 1 at 2 vectors
   // per thread within the registers of one 512-thread CTA per SM, as rms_norm_bwd_pipelined; 2
   // within those of two, 64 registers, 44 bytes spilled; 3 as 1, but CTAs of up to 256 threads
-  // within the registers of three (85); 1 vector always two 512-thread CTAs', no spills). Why:
+  // within the registers of three (80, no spills); 1 vector always two 512-thread CTAs'). Why:
   // the forward's lean kernel took 7-23% off the small shapes; the pipelined backward's row
   // loop is 654 instructions (static, nvdisasm) at 2 vectors per thread, the lean one's 519, and
   // the pipelined kernel's 100 registers leave 16 warps per SM. Measured (thirty-ninth session,

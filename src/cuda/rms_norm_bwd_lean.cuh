@@ -30,7 +30,7 @@ namespace normkit::cuda {
 
 // MAX_THREADS, MIN_CTAS: CTAs of at most MAX_THREADS threads, MIN_CTAS of them per SM within
 // the register budget: 512 x 1 as rms_norm_bwd_pipelined (~100 registers at 2 vectors),
-// 512 x 2 (64 registers: no spills at 1 vector, 44 bytes spilled at 2), or 256 x 3 (85
+// 512 x 2 (64 registers: no spills at 1 vector, 44 bytes spilled at 2), or 256 x 3 (80 of 85
 // registers, for CTAs of up to 256 threads; KernelFacts::bwd_lean).
 template <typename XT, typename WT, typename DYT, int ITEMS, int MAX_THREADS, int MIN_CTAS>
 __global__ void __launch_bounds__(MAX_THREADS, MIN_CTAS) rms_norm_bwd_lean(BwdParams p) {

@@ -83,7 +83,7 @@ __attribute__((always_inline)) inline void direct_dx_row(const nk_rms_norm_bwd_a
       const float g = dyc[k] * wc[k];
       return rstd * (g - xhat * mean_gx);
     };
-    WriteChunk<XD> out(dx, j0, m);
+    BufferedWriteChunk<XD> out(dx, j0, m);
     if (dres) {
       const ReadChunk<XD> rc(dres, j0, m);
       for (int64_t k = 0; k < m; ++k) out.set(k, rc[k] + dx_of(k));

@@ -147,7 +147,7 @@ class WriteChunk<NK_FLOAT16> : public WriteChunkOf16Bits<floats_to_halves> {
 
 // WriteChunk, but a bfloat16 chunk too all at once in commit() (floats_to_bf16s): where the
 // output is a row's last pass and its inputs sit in cache. Measured (this machine's AVX512-BF16,
-// 2026-11-27, bench/cpu_ab.sh): the backward's dx 0.72-0.97x the time of WriteChunk at 1-32768
+// 2026-11-27, bench/cpu_ab.sh): the backward 0.80-0.97x the time with WriteChunk for dx at 1-8192
 // rows of 1024-8192 columns; the forward's y 0.85-0.88x up to 32 MB but 1.04-1.12x slower from
 // 64 MB and with a residual (the burst of stores at commit() waits on memory), so it keeps
 // WriteChunk.

@@ -7,6 +7,7 @@
 #include "common/error.h"
 #include "common/validate.h"
 #include "cpu/cpu_backend.h"
+#include "cpu/cpu_paths.h"
 #ifdef NK_WITH_CUDA
 #include "cuda/cuda_backend.h"
 #endif
@@ -177,6 +178,11 @@ int nk_cuda_device_count(void) {
 #else
   return 0;
 #endif
+}
+
+const char* nk_cpu_paths(void) {
+  static const std::string paths = normkit::cpu::cpu_paths_description();
+  return paths.c_str();
 }
 
 const char* nk_version(void) {

@@ -98,6 +98,7 @@ int run_info() {
 #endif
   const unsigned cores = std::thread::hardware_concurrency();
   std::printf("CPU:            %u logical cores\n", cores);
+  std::printf("CPU paths:      %s\n", nk_cpu_paths());
   const int usable = nk_cuda_device_count();
   std::printf("bench backend:  %s\n",
               usable > 0 ? "cuda (the current device; set CUDA_VISIBLE_DEVICES to choose)"

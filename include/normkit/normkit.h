@@ -253,6 +253,13 @@ NK_API const char* nk_quant_mode_name(nk_quant_mode mode);
 /** Library version string, e.g. "0.1.0 (cuda sm_80,sm_90)". */
 NK_API const char* nk_version(void);
 
+/** The CPU backend's code paths on the CPU this process runs on, as one line: the x86-64 level
+ *  of its row kernels, and the instructions behind its float16 conversions and bfloat16
+ *  rounding (e.g. "row kernels x86-64-v4 (AVX-512); float16 AVX-512; bfloat16 rounding
+ *  AVX512-BF16"). The results do not depend on them; their speed does. Never null; valid for
+ *  the life of the process. */
+NK_API const char* nk_cpu_paths(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -70,6 +70,9 @@ NB_MODULE(_C, m) {
   m.def("version", [] { return std::string(nk_version()); });
   m.def("has_cuda_build", [] { return nk_has_cuda_build() != 0; });
   m.def("cuda_device_count", [] { return nk_cuda_device_count(); });
+  m.def("cpu_paths", [] { return std::string(nk_cpu_paths()); },
+        "The CPU backend's code paths on this CPU (nk_cpu_paths): the row kernels' x86-64 "
+        "level and the instructions behind its float16 conversions and bfloat16 rounding.");
 
 #ifdef NK_PY_WITH_JAX
   normkit_py::add_jax_targets(m);

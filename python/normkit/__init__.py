@@ -7,8 +7,15 @@ Framework layers are separate modules, each importing its framework only when im
 - ``normkit.flax``: ``RMSNorm``, parameter-compatible with ``flax.nnx.RMSNorm``
 """
 
-from normkit._C import NormkitError, cuda_device_count, has_cuda_build, version
+from normkit._C import NormkitError, cpu_paths, cuda_device_count, has_cuda_build, version
 
 __version__ = "0.1.0"
 
-__all__ = ["NormkitError", "__version__", "cuda_device_count", "has_cuda_build", "version"]
+__all__ = [
+    "NormkitError",
+    "__version__",
+    "cpu_paths",
+    "cuda_device_count",
+    "has_cuda_build",
+    "version",
+]

@@ -13,6 +13,7 @@
     __GNUC__ >= 12
 #define NK_CPU_ROW_CLONES \
   __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#define NK_CPU_ROW_CLONES_BUILT 1
 #else
 #define NK_CPU_ROW_CLONES
 #endif

@@ -191,3 +191,12 @@ def test_cuda_backend_absent_is_reported():
         pytest.skip("this build has the CUDA backend")
     with pytest.raises(_C.NormkitError, match="NK_ERROR_NO_DEVICE"):
         _C.rms_norm_bwd_workspace_size(8, 8, True, False, "cuda")
+
+
+def test_cpu_paths_name_the_level_and_the_conversions():
+    import normkit
+
+    paths = normkit.cpu_paths()
+    assert paths.startswith("row kernels "), paths
+    assert "; float16 " in paths and "; bfloat16 rounding " in paths, paths
+    assert normkit.cpu_paths() == paths

@@ -11,8 +11,6 @@
 // never applies.)
 #include "cpu/bf16_rows.h"
 
-#include <cstring>
-
 #include "common/dtype_host.h"
 #include "cpu/row_kernels.h"  // NK_CPU_ROW_CLONES
 
@@ -40,9 +38,8 @@ NK_AVX512_BF16 inline __mmask16 subnormal_lanes(__m512 f) {
   return _mm512_mask_test_epi32_mask(exponent_zero, bits, _mm512_set1_epi32(0x007fffff));
 }
 
-// in[0..32) to out[0..32) in one 64-byte store (two 32-byte ones made the forward with a
-// residual 1.04-1.12x slower than the element-wise form at 32-64 MB, 2026-11-27); returns the
-// subnormal lanes, bit j for element j.
+// in[0..32) to out[0..32) in one 64-byte store; returns the subnormal lanes, bit j for element
+// j.
 NK_AVX512_BF16 inline uint32_t encode32(const float* in, uint16_t* out) {
   const __m512 lo = _mm512_loadu_ps(in), hi = _mm512_loadu_ps(in + 16);
   const __m512bh h = _mm512_cvtne2ps_pbh(hi, lo);

@@ -1,9 +1,9 @@
 // Arrays of float32 rounded to bfloat16 with exactly the bits of common/dtype_host.h's
-// float_to_bf16_bits, by AVX512-BF16's VCVTNEPS2BF16 where the CPU has it: one instruction per
-// 16 elements where the element-wise form takes 6-7 integer operations per vector and held the
-// CPU backend's bf16 passes back (with the rounding dropped altogether, as an upper bound, the
-// forward took 0.65-0.82x its time and the backward 0.76-0.83x; 2026-11-27). The CPU is asked at
-// run time, so the build keeps its baseline target.
+// float_to_bf16_bits, by AVX512-BF16's VCVTNE2PS2BF16 where the CPU has it: one instruction per
+// 32 elements where the element-wise form takes 6-7 integer operations per vector of 16 (with
+// the rounding dropped altogether, as an upper bound, the forward took 0.65-0.82x its time and
+// the backward 0.76-0.83x; 2026-11-27). Used for the backward's dx (row_ops.h,
+// BufferedWriteChunk). The CPU is asked at run time, so the build keeps its baseline target.
 #pragma once
 
 #include <cstdint>

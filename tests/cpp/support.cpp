@@ -300,4 +300,27 @@ void expect_no_mismatch_over_every_float32(const PatternMismatchCount& count) {
   }
 }
 
+void expect_every_float32_encodes_as(const Float32Encode& encode, uint16_t (*oracle)(float)) {
+  // Patterns in [first, last) whose encode bits differ from oracle's, one span at a time; the
+  // first one's float32 bits in *example.
+  expect_no_mismatch_over_every_float32([&](uint64_t first, uint64_t last, uint32_t* example) {
+    constexpr int64_t kSpan = 1 << 16;
+    std::vector<float> in(kSpan);
+    std::vector<uint16_t> out(kSpan), want(kSpan);
+    int64_t mismatches = 0;
+    for (uint64_t base = first; base < last; base += kSpan) {
+      for (int64_t j = 0; j < kSpan; ++j) {
+        in[j] = normkit::bits_to_float(static_cast<uint32_t>(base + j));
+      }
+      for (int64_t j = 0; j < kSpan; ++j) want[j] = oracle(in[j]);
+      encode(in.data(), out.data(), kSpan);
+      if (out == want) continue;
+      for (int64_t j = 0; j < kSpan; ++j) {
+        if (out[j] != want[j] && mismatches++ == 0) *example = static_cast<uint32_t>(base + j);
+      }
+    }
+    return mismatches;
+  });
+}
+
 }  // namespace nktest

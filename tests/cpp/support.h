@@ -198,4 +198,9 @@ nk_dtype lowest_precision(nk_dtype a, nk_dtype b);
 using PatternMismatchCount = std::function<int64_t(uint64_t begin, uint64_t end, uint32_t* example)>;
 void expect_no_mismatch_over_every_float32(const PatternMismatchCount& count);
 
+// expect_no_mismatch_over_every_float32 for a whole-array float32 -> 16-bit encoding: every
+// pattern's encode bits against oracle's, 65536 patterns per encode call.
+using Float32Encode = std::function<void(const float* in, uint16_t* out, int64_t n)>;
+void expect_every_float32_encodes_as(const Float32Encode& encode, uint16_t (*oracle)(float));
+
 }  // namespace nktest

@@ -6,8 +6,8 @@
 # compare models binding narrow train dtypes huge columns ncu_quant ncu_quant_source
 # quant_bench exact items fused tickets wide modes bwd_probe probe inductor dram aftermath
 # sanitize profile method ncu_method ring ncu_detail ncu_peer pending pending_python order_ncu carveout
-# after_gemm compile_gap weight_first fwd_sass_counts lean lean_waves launch rows bwd_lean
-# defaults39 lean_small lean3 wide_plain
+# after_gemm compile_gap weight_first fwd_sass_counts lean lean_waves launch rows
+# defaults39 lean_small wide_plain
 # (default: build test check bench)
 # BUILD=dir names the build tree (default build-device). (A tree built on the CPU machine cannot
 # travel instead: its binaries are over 64 MiB each.) `install` links that tree's libnormkit.a.
@@ -395,21 +395,6 @@ for step in "${steps[@]}"; do
       done
       run bench_defaults39_sweep "$BUILD/tools/normkit" bench --explain \
         --json "$LOGS/bench_defaults39_sweep.json" ;;
-    lean3)  # the lean backward's setting 3 (thirty-ninth session, never run on a GPU): CTAs of
-      # up to 256 threads at 2 vectors per thread, three per SM within 80 registers. Its ctest
-      # entry and the planner tests; then against the default (setting 1; 2048 columns at one
-      # vector), setting 3 with 2048 columns at 2 vectors, and setting 3 with 1024-column rows in
-      # CTAs of 256 threads, twice; the sweep
-      run ctest_lean3 ctest --test-dir "$BUILD" --output-on-failure -j"${CTEST_JOBS:-14}" \
-        -R 'bwd_lean|BwdCommonCalls|LaunchConfig'
-      for rep in a b; do
-        knob_runs "bench_lean3_$rep" 90 "none NK_TUNE_BWD_LEAN=3 \
-NK_TUNE_BWD_LEAN=3,NK_TUNE_BWD_LEAN_ONE_ITEM_THREADS=0 \
-NK_TUNE_BWD_LEAN=3,NK_TUNE_BWD_MID_ROW_CTA_THREADS=256" --bwd-only --shapes \
-          4096x4096,8192x4096,16384x4096,4096x1024,8192x1024,32768x1024,1024x1024,8192x2048,2048x2048,16384x512,16384x128,128x4096,4096x3072
-      done
-      run bench_lean3_sweep "$BUILD/tools/normkit" bench --explain \
-        --json "$LOGS/bench_lean3_sweep.json" ;;
     wide_plain)  # the plain forward's rows of 16K-32K columns split over clusters of 256-thread
       # CTAs, as the quantized forwards have by default (never timed on the plain forward at
       # that CTA size; 512-thread clusters of two were 1.04-1.15x slower): 1024x32768 trails
@@ -425,16 +410,6 @@ NK_TUNE_BWD_LEAN=3,NK_TUNE_BWD_MID_ROW_CTA_THREADS=256" --bwd-only --shapes \
       for rep in a b; do
         knob_runs "bench_lean_small_$rep" 60 "none NK_TUNE_BWD_LEAN=0" --bwd-only --shapes \
           1x4096,1x8192,32x4096,128x4096,256x4096,1x2048,1024x1024,8192x2048,2048x2048
-      done ;;
-    bwd_lean)  # the thirty-eighth session's lean backward (NK_TUNE_BWD_LEAN, off by default,
-      # never run on a GPU): its ctest entries with the common calls' cases and the large
-      # shapes, then each setting against the pipelined kernel, twice (docs/notes.md, Next 0)
-      run ctest_bwd_lean ctest --test-dir "$BUILD" --output-on-failure -j"${CTEST_JOBS:-14}" \
-        -R 'bwd_lean|BwdCommonCalls|BwdLarge.*Cuda|LaunchConfig'
-      for rep in a b; do
-        knob_runs "bench_bwd_lean_$rep" 90 \
-          "none NK_TUNE_BWD_LEAN=1 NK_TUNE_BWD_LEAN=2 NK_TUNE_BWD_LEAN=1,NK_TUNE_BWD_ITEMS=1" \
-          --bwd-only --shapes 4096x1024,8192x2048,4096x4096,8192x4096,1024x1024,4096x2048,2048x256,16384x128,16384x512,32768x1024
       done ;;
     lean)  # the thirty-seventh session's default: the lean forward kernel for the common call
       # (NK_TUNE_FWD_LEAN=1), also on the few rows the pipelined kernel had

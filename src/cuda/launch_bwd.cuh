@@ -224,13 +224,8 @@ void launch_bwd(const nk_rms_norm_bwd_args& a, const LaunchConfig& planned, cuda
               bwd_lean_plan(cfg, a.hidden, tuned_defaults())) {
             const dim3 block(cfg.threads_per_row, cfg.rows_per_block);
             cfg.smem_bytes = main_smem(cfg.smem_bytes, block);
-            // (One vector per thread fits two CTAs' registers without spills either way.)
-            const int budget = tuned_defaults().bwd_lean;
-            const bool three_small_ctas = budget == 3 && block.x * block.y <= 256;
-            launch_main(cfg.items == 1       ? rms_norm_bwd_lean<XT, WT, DYT, 1, 512, 2>
-                        : budget == 2        ? rms_norm_bwd_lean<XT, WT, DYT, 2, 512, 2>
-                        : three_small_ctas   ? rms_norm_bwd_lean<XT, WT, DYT, 2, 256, 3>
-                                             : rms_norm_bwd_lean<XT, WT, DYT, 2, 512, 1>,
+            launch_main(cfg.items == 1 ? rms_norm_bwd_lean<XT, WT, DYT, 1>
+                                       : rms_norm_bwd_lean<XT, WT, DYT, 2>,
                         block, "rms_norm_bwd (lean)");
             return;
           }

@@ -619,19 +619,16 @@ struct KernelFacts {
   int fwd_lean_params = 1;
   // The backward's unsplit pipelined plans of 1-2 whole 16-byte vectors per thread covering the
   // row exactly, on rms_norm_bwd_lean where the call has 16-bit x, weight and dy, a weight, no
-  // dbias and no dresidual_out (LaunchConfig::lean; NK_TUNE_BWD_LEAN: 0 off; 1 at 2 vectors
-  // per thread within the registers of one 512-thread CTA per SM, as rms_norm_bwd_pipelined; 2
-  // within those of two, 64 registers, 44 bytes spilled; 3 as 1, but CTAs of up to 256 threads
-  // within the registers of three (80, no spills); 1 vector always two 512-thread CTAs'). Why:
+  // dbias and no dresidual_out (LaunchConfig::lean; NK_TUNE_BWD_LEAN: 0 off, 1 on). Why:
   // the forward's lean kernel took 7-23% off the small shapes; the pipelined backward's row
   // loop is 654 instructions (static, nvdisasm) at 2 vectors per thread, the lean one's 519, and
   // the pipelined kernel's 100 registers leave 16 warps per SM. Measured (thirty-ninth session,
   // H100, twice, against the pipelined kernel): setting 1 4096 x 1024 18.27 -> 17.66-17.76 us,
   // 8192 x 2048 45.07-45.97 -> 44.70-44.83, 1024 x 1024 11.31-11.46 -> 11.04-11.17,
-  // 4096 x 2048 28.83-28.93 -> 28.35, 4096 x 4096, 8192 x 4096, 32768 x 1024 level; setting 2
-  // 1.02-1.19x slower everywhere (two CTAs' registers spill and lose the pipeline's depth).
-  // Setting 3 not yet measured (prepared after the 2048-column rule below: one vector per
-  // thread won there with three 256-thread CTAs per SM against two).
+  // 4096 x 2048 28.83-28.93 -> 28.35, 4096 x 4096, 8192 x 4096, 32768 x 1024 level. Dropped
+  // register budgets (rms_norm_bwd_lean.cuh): two CTAs' at 2 vectors 1.02-1.19x slower (spills);
+  // 256-thread CTAs on three CTAs' 1.04x slower at 4096 columns, 1.10x at 16384 x 128 (fortieth
+  // session).
   int bwd_lean = 1;
   // Lean backward rows that one CTA of this many threads covers at one 16-byte vector per
   // thread (2048 16-bit columns at 256) take that plan rather than two vectors per thread, when

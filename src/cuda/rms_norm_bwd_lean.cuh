@@ -28,12 +28,12 @@
 
 namespace normkit::cuda {
 
-// MAX_THREADS, MIN_CTAS: CTAs of at most MAX_THREADS threads, MIN_CTAS of them per SM within
-// the register budget: 512 x 1 as rms_norm_bwd_pipelined (~100 registers at 2 vectors),
-// 512 x 2 (64 registers: no spills at 1 vector, 44 bytes spilled at 2), or 256 x 3 (80 of 85
-// registers, for CTAs of up to 256 threads; KernelFacts::bwd_lean).
-template <typename XT, typename WT, typename DYT, int ITEMS, int MAX_THREADS, int MIN_CTAS>
-__global__ void __launch_bounds__(MAX_THREADS, MIN_CTAS) rms_norm_bwd_lean(BwdParams p) {
+// The register budget: one 512-thread CTA per SM at 2 vectors per thread (~113 registers, as
+// rms_norm_bwd_pipelined's ~100), two at 1 vector (64 registers, no spills). Two CTAs' budget
+// at 2 vectors spilled and measured 1.02-1.19x slower; 256-thread CTAs on three CTAs' budget
+// 1.04-1.10x slower (thirty-ninth and fortieth sessions).
+template <typename XT, typename WT, typename DYT, int ITEMS>
+__global__ void __launch_bounds__(512, ITEMS == 1 ? 2 : 1) rms_norm_bwd_lean(BwdParams p) {
   static_assert(sizeof(XT) == 2 && sizeof(WT) == 2 && sizeof(DYT) == 2, "16-bit types");
   static_assert(ITEMS >= 1 && ITEMS <= 2, "the weight stays in registers");
   constexpr int VEC = 8;  // 16 bytes

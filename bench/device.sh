@@ -7,7 +7,7 @@
 # quant_bench exact items fused tickets wide modes bwd_probe probe inductor dram aftermath
 # sanitize profile method ncu_method ring ncu_detail ncu_peer pending pending_python order_ncu carveout
 # after_gemm compile_gap weight_first fwd_sass_counts lean lean_waves launch rows
-# defaults39 lean_small wide_plain
+# defaults39 lean_small wide_plain gap64mb
 # (default: build test check bench)
 # BUILD=dir names the build tree (default build-device). (A tree built on the CPU machine cannot
 # travel instead: its binaries are over 64 MiB each.) `install` links that tree's libnormkit.a.
@@ -542,6 +542,19 @@ NK_TUNE_FWD_LEAN_WAVES=4" --fwd-only --shapes \
 NK_TUNE_FWD_ITEMS=2 NK_TUNE_FWD_CTA_THREADS=128 NK_TUNE_FWD_CTA_THREADS=512 \
 NK_TUNE_FWD_PIPELINE_MAX_ROWS=8192 NK_TUNE_FWD_EXACT=0 NK_TUNE_FWD_CTAS_PER_SM=4 none" \
         --fwd-only --shapes 1x4096,128x4096,4096x1024 ;;
+    gap64mb)  # torch.compile's forward against normkit's at every 16M-element bf16 shape
+      # (64 MiB moved), GPU 300 us behind the host so neither side's host time shows: at
+      # 16384x1024 Triton read 24.5 us against our 27.7 (13:22 on 2026-11-27); is that gap there
+      # at 8192x2048 and 4096x4096 too (both miss their goals, 27.4 us)? Then ncu's full section
+      # set of both kernels at 16384x1024 and 4096x4096, one launch each (needs `install`)
+      run gap64mb_events env PYTHONUNBUFFERED=1 python3 bench/norm_after_gemm.py --settings flush \
+        --impls normkit,torch_compile --lead-us 300 --json "$OUT/gap64mb_events.json" \
+        --shapes 16384x1024,8192x2048,4096x4096,2048x8192,1024x16384,32768x512
+      run gap64mb_ncu timeout 200 ncu --profile-from-start off --set full --import-source no \
+        --kernel-name regex:'rms_norm|triton' --launch-count 4 -o "$LOGS/gap64mb" \
+        python3 bench/kernel_gap.py --reps 1 --shapes 16384x1024,4096x4096 &&
+        run gap64mb_ncu_details ncu -i "$LOGS/gap64mb.ncu-rep" --page details
+      rm -f "$LOGS/gap64mb.ncu-rep" ;;  # (the details page holds what is read; the report is ~80 MB)
     weight_first)  # the forward of few rows on registers CTAs that load the weight with x
       # (NK_TUNE_FWD_WEIGHT_FIRST, thirty-sixth session): A/B against the default (pipelined)
       # plans, twice; its CUDA forward tests; the kernels' own durations under ncu

@@ -32,6 +32,25 @@ SUPPORTED_DTYPES = (jnp.dtype(jnp.float32), jnp.dtype(jnp.float16), jnp.dtype(jn
 _VMAP_METHOD = "broadcast_all"
 
 
+def varying_axes(*operands) -> tuple:
+    """The manual mesh axes (inside shard_map) over which any operand varies."""
+    axes = set()
+    for a in operands:
+        mat = getattr(jax.typeof(a), "manual_axis_type", None)
+        axes |= set(getattr(mat, "varying", ()))
+    return tuple(sorted(axes))
+
+
+def _call(target: str, result_shapes, operands, **attrs):
+    """ffi_call of target, its results varying over the manual axes its operands vary over
+    (an ffi_call's results otherwise carry none, and a custom_vjp's cotangents, which do, no
+    longer match them)."""
+    call = jax.ffi.ffi_call(target, result_shapes, vmap_method=_VMAP_METHOD)
+    results = call(*operands, **attrs)
+    axes = varying_axes(*operands)
+    return jax.lax.pcast(results, axes, to="varying") if axes else results
+
+
 def _absent(dtype) -> jax.Array:
     """An absent optional operand: a zero-element array (the handler tests element counts)."""
     return jnp.zeros((0,), dtype)
@@ -66,9 +85,10 @@ def fwd_call(x, weight, bias, residual, eps: float, zero_centered: bool, out_dty
         jax.ShapeDtypeStruct(x.shape if residual is not None else (0,), x.dtype),
         jax.ShapeDtypeStruct(x.shape[:-1], jnp.float32),
     )
-    call = jax.ffi.ffi_call(FWD_TARGET, result_shapes, vmap_method=_VMAP_METHOD)
-    return call(
-        *_fwd_inputs(x, residual, weight, bias),
+    return _call(
+        FWD_TARGET,
+        result_shapes,
+        _fwd_inputs(x, residual, weight, bias),
         eps=np.float32(eps),
         zero_centered=np.bool_(zero_centered),
     )
@@ -86,13 +106,16 @@ def bwd_call(dy, s, rstd, weight, dresidual_out, zero_centered: bool, want_dbias
         jax.ShapeDtypeStruct((hidden,) if want_dbias else (0,), param_dtype),
         jax.ShapeDtypeStruct((nbytes,), jnp.uint8),
     )
-    call = jax.ffi.ffi_call(BWD_TARGET, result_shapes, vmap_method=_VMAP_METHOD)
-    dx, dweight, dbias, _workspace = call(
-        dy,
-        s,
-        rstd,
-        weight if weight is not None else _absent(param_dtype),
-        dresidual_out if dresidual_out is not None else _absent(s.dtype),
+    dx, dweight, dbias, _workspace = _call(
+        BWD_TARGET,
+        result_shapes,
+        (
+            dy,
+            s,
+            rstd,
+            weight if weight is not None else _absent(param_dtype),
+            dresidual_out if dresidual_out is not None else _absent(s.dtype),
+        ),
         zero_centered=np.bool_(zero_centered),
     )
     return dx, dweight, dbias
@@ -113,10 +136,10 @@ def fwd_quant_call(
         jax.ShapeDtypeStruct((hidden, rows) if transposed else (0,), out_dtype),
         jax.ShapeDtypeStruct(x.shape if residual is not None else (0,), x.dtype),
     )
-    call = jax.ffi.ffi_call(QUANT_TARGET, result_shapes, vmap_method=_VMAP_METHOD)
-    return call(
-        *_fwd_inputs(x, residual, weight, bias),
-        scale if scale is not None else _absent(jnp.float32),
+    return _call(
+        QUANT_TARGET,
+        result_shapes,
+        (*_fwd_inputs(x, residual, weight, bias), scale if scale is not None else _absent(jnp.float32)),
         eps=np.float32(eps),
         zero_centered=np.bool_(zero_centered),
         mode=mode,

@@ -7,7 +7,7 @@ import functools
 import jax
 import jax.numpy as jnp
 
-from normkit.jax import _ffi
+from normkit.jax import _ffi, _sharding
 
 
 @functools.partial(jax.custom_vjp, nondiff_argnums=(4, 5, 6))
@@ -17,7 +17,9 @@ def _rms_norm(x, weight, bias, residual, eps, zero_centered, out_dtype):
 
 
 def _rms_norm_fwd(x, weight, bias, residual, eps, zero_centered, out_dtype):
-    y, residual_out, rstd = _ffi.fwd_call(x, weight, bias, residual, eps, zero_centered, out_dtype)
+    y, residual_out, rstd = _sharding.fwd_call(
+        x, weight, bias, residual, eps, zero_centered, out_dtype
+    )
     # The backward normalizes what the forward did: x, or the stored x + residual.
     s = residual_out if residual is not None else x
     out = (y, residual_out) if residual is not None else y
@@ -29,8 +31,9 @@ def _rms_norm_bwd(eps, zero_centered, out_dtype, saved, g):
     has_residual = isinstance(g, tuple)  # the output was (y, residual_out)
     dy, dresidual_out = g if has_residual else (g, None)
     param_dtype = weight.dtype if weight is not None else (bias.dtype if bias is not None else s.dtype)
-    dx, dweight, dbias = _ffi.bwd_call(
-        dy, s, rstd, weight, dresidual_out, zero_centered, bias is not None, param_dtype
+    dx, dweight, dbias = _sharding.bwd_call(
+        dy, s, rstd, weight, dresidual_out, zero_centered, bias is not None, param_dtype,
+        bias_axes=_ffi.varying_axes(bias) if bias is not None else (),
     )
     return (
         dx,
@@ -86,7 +89,11 @@ def rms_norm(
     Arithmetic is float32; ``y`` is rounded once to ``out_dtype`` (default ``x.dtype``).
 
     Differentiable in reverse mode (``jax.grad``, ``jax.vjp``) through ``jax.custom_vjp``;
-    works under ``jit``, ``vmap`` and inside ``lax.scan``. Forward-mode (``jvp``) is not defined.
+    works under ``jit``, ``vmap``, ``shard_map`` and inside ``lax.scan``. Forward-mode (``jvp``)
+    is not defined. Under ``jit`` with operands sharded over a mesh, each device normalizes its
+    own rows (no gather; a sharded hidden axis is gathered) and the gradients of ``weight`` and
+    ``bias`` are float32 sums over the row shards, added by one ``psum``; inside ``shard_map``
+    they are summed over the axes the rows vary over and the parameter does not.
 
     Args:
         x: ``[..., hidden]``, float32/float16/bfloat16.

@@ -7,7 +7,7 @@ from typing import NamedTuple, Optional
 import jax
 import jax.numpy as jnp
 
-from normkit.jax import _ffi
+from normkit.jax import _sharding
 from normkit.jax._rms_norm import _check
 
 CODE_DTYPES = (jnp.dtype(jnp.float8_e4m3fn), jnp.dtype(jnp.float8_e5m2), jnp.dtype(jnp.int8))
@@ -76,6 +76,9 @@ def rms_norm_quant(
 
     Forward only (no JVP/VJP is defined: ``jax.grad`` through it fails); works under ``jit``
     and ``vmap`` (a batched ``scale`` gives each batch element its own scale and ``amax``).
+    Under ``jit`` with ``x`` sharded over a mesh, each device quantizes its own rows; ``amax``
+    is the max over them; with ``transposed`` only ``x``'s first axis stays split (``y_t``'s
+    columns split as it), the other row axes are gathered.
     ``eps``, ``mode``, ``out_dtype``, ``scale_ub``, ``block`` and the flags are compile-time
     constants. Invalid combinations (``"tensor"`` without ``scale``, ``hidden`` not a multiple
     of ``block``, int8 with a block mode, ...) fail when the call runs, with the C API's message.
@@ -124,10 +127,10 @@ def rms_norm_quant(
         y_t = jnp.zeros((hidden, 0), out_dtype)
         residual_out = None if residual is None else x + residual
     else:
-        y, scales, amax, y_t, residual_out = _ffi.fwd_quant_call(
+        y, scales, amax, y_t, residual_out = _sharding.fwd_quant_call(
             x, weight, bias, residual, scale, float(eps), bool(zero_centered), mode, out_dtype,
             0.0 if scale_ub is None else float(scale_ub), block, bool(return_amax),
-            bool(transposed), scales_shape, scales_dtype,
+            bool(transposed), columns, scales_dtype,
         )  # fmt: skip
     return QuantOutput(
         y=y,

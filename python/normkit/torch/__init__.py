@@ -10,6 +10,10 @@
   per-block or MXFP8 scales), returning a ``QuantOutput``; forward only, works with
   ``torch.compile``.
 - ``patch(model)``: replace the RMSNorm modules of a Hugging Face transformers model in place.
+- DTensor inputs (tensor and sequence parallelism): rows may be sharded, the hidden dimension is
+  replicated first, dweight/dbias come out as ``Partial()`` sums. The sharding rules register
+  themselves when ``rms_norm`` or ``rms_norm_quant`` first sees a DTensor;
+  ``register_dtensor_sharding()`` registers them for direct calls of the ops.
 
 The ops are ``torch.ops.normkit.rms_norm_fwd``, ``torch.ops.normkit.rms_norm_bwd`` and
 ``torch.ops.normkit.rms_norm_fwd_quant``. Plain eager calls of ``rms_norm`` skip their Python
@@ -18,9 +22,20 @@ torch.compile, tracers, transforms and modes always see the ops. ``rms_norm_quan
 through its op.
 """
 
+from normkit.torch._dtensor import register_dtensor_sharding, register_if_imported
 from normkit.torch.functional import rms_norm
 from normkit.torch.hf_patch import PatchedRMSNorm, patch
 from normkit.torch.modules import RMSNorm
 from normkit.torch.quant import QuantOutput, rms_norm_quant
 
-__all__ = ["PatchedRMSNorm", "QuantOutput", "RMSNorm", "patch", "rms_norm", "rms_norm_quant"]
+register_if_imported()  # torch.distributed.tensor already imported: no cost to register now
+
+__all__ = [
+    "PatchedRMSNorm",
+    "QuantOutput",
+    "RMSNorm",
+    "patch",
+    "register_dtensor_sharding",
+    "rms_norm",
+    "rms_norm_quant",
+]

@@ -6,7 +6,7 @@ from typing import Optional, Union
 
 import torch
 
-from normkit.torch import _eager, _ops  # _ops registers torch.ops.normkit.*
+from normkit.torch import _dtensor, _eager, _ops  # _ops registers torch.ops.normkit.*
 
 # torch.finfo(dtype).eps, looked up once per dtype (torch.finfo is slow next to a small kernel).
 _FINFO_EPS = {dt: torch.finfo(dt).eps for dt in _ops.SUPPORTED_DTYPES}
@@ -49,6 +49,7 @@ def rms_norm(
     # torch.compile, tracers, modes and every unusual case get the custom op.
     out = _eager.fwd(x, weight, bias, residual, eps, zero_centered, out_dtype)
     if out is None:
+        _dtensor.register_for(x)
         y, residual_out, _ = torch.ops.normkit.rms_norm_fwd(
             x, weight, bias, residual, eps, zero_centered, out_dtype
         )

@@ -6,7 +6,7 @@ from typing import NamedTuple, Optional
 
 import torch
 
-from normkit.torch import _quant_ops  # registers torch.ops.normkit.rms_norm_fwd_quant
+from normkit.torch import _dtensor, _quant_ops  # _quant_ops registers torch.ops.normkit.rms_norm_fwd_quant
 
 
 class QuantOutput(NamedTuple):
@@ -107,6 +107,7 @@ def rms_norm_quant(
     # Plain eager execution: the op's raw-pointer call without the op (same call, same bits).
     out = _quant_ops.eager_fwd_quant(*args)
     if out is None:
+        _dtensor.register_for(x)
         out = torch.ops.normkit.rms_norm_fwd_quant(*args)
     y, scales, amax, y_t, residual_out = out
     return QuantOutput(

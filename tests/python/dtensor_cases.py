@@ -11,15 +11,14 @@ from __future__ import annotations
 import json
 import os
 import sys
-import traceback
 
+import normkit.torch as nk
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
+from child_cases import run_all
 from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.tensor import DTensor, Partial, Replicate, Shard, distribute_tensor
-
-import normkit.torch as nk
 
 WORLD = 2
 EPS = 1e-5
@@ -171,14 +170,7 @@ CASES = {name[len("case_"):]: fn for name, fn in sorted(globals().items()) if na
 def run_rank(rank: int, out_path: str, port: str) -> None:
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=port)
     dist.init_process_group("gloo", rank=rank, world_size=WORLD)
-    results = {}
-    for name, fn in CASES.items():
-        try:
-            fn()
-            results[name] = "ok"
-        except Exception:  # noqa: BLE001
-            # Reported per case, so that one failure does not hide the others.
-            results[name] = traceback.format_exc(limit=6)
+    results = run_all(CASES)
     failures = [None] * WORLD
     dist.all_gather_object(failures, {k: v for k, v in results.items() if v != "ok"})
     if rank == 0:

@@ -15,13 +15,13 @@ os.environ["JAX_PLATFORMS"] = "cpu"
 
 import json
 import sys
-import traceback
 
 import jax
 import jax.numpy as jnp
 import nk_reference as ref
 import normkit.jax as nj
 import numpy as np
+from child_cases import run_all
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
@@ -279,16 +279,8 @@ CASES = {name[len("case_"):]: fn for name, fn in sorted(globals().items()) if na
 
 def main(out_path: str) -> None:
     assert jax.device_count() == 4, f"expected 4 CPU devices, got {jax.devices()}"
-    results = {}
-    for name, fn in CASES.items():
-        try:
-            fn()
-            results[name] = "ok"
-        except Exception:  # noqa: BLE001
-            # Reported per case, so that one failure does not hide the others.
-            results[name] = traceback.format_exc(limit=4)
     with open(out_path, "w") as f:
-        json.dump(results, f, indent=1)
+        json.dump(run_all(CASES), f, indent=1)
 
 
 if __name__ == "__main__":

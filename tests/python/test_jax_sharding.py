@@ -10,13 +10,10 @@ CUDA targets; GPU runs of this file still use the CPU devices (the GPU machine h
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from child_cases import assert_ok, run_child
 
 pytest.importorskip("jax")
 import normkit.jax  # noqa: F401  (fails, not skips, when normkit was built without jax)
@@ -40,14 +37,7 @@ CASES = [
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory) -> dict:
-    out = tmp_path_factory.mktemp("sharding") / "results.json"
-    path = os.pathsep.join(filter(None, (str(CASES_SCRIPT.parent), os.environ.get("PYTHONPATH"))))
-    run = subprocess.run([sys.executable, str(CASES_SCRIPT), str(out)], check=False, capture_output=True,
-                         text=True, env=dict(os.environ, PYTHONPATH=path), timeout=600)  # fmt: skip
-    if run.returncode != 0 or not out.exists():
-        pytest.fail(f"{CASES_SCRIPT.name} exited {run.returncode}:\n"
-                    f"{run.stdout[-2000:]}\n{run.stderr[-4000:]}")
-    return json.loads(out.read_text())
+    return run_child(CASES_SCRIPT, tmp_path_factory.mktemp("sharding") / "results.json")
 
 
 def test_every_case_ran(results):
@@ -56,5 +46,4 @@ def test_every_case_ran(results):
 
 @pytest.mark.parametrize("case", CASES)
 def test_sharded(results, case):
-    outcome = results.get(case, "did not run")
-    assert outcome == "ok", f"{case}:\n{outcome}"
+    assert_ok(results, case)

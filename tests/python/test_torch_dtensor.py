@@ -9,14 +9,11 @@ the CPU too (the GPU machine has one GPU).
 
 from __future__ import annotations
 
-import json
-import os
 import socket
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from child_cases import assert_ok, run_child
 
 torch = pytest.importorskip("torch")
 if not torch.distributed.is_available() or not torch.distributed.is_gloo_available():
@@ -44,13 +41,7 @@ def free_port() -> int:
 @pytest.fixture(scope="module")
 def results(tmp_path_factory) -> dict:
     out = tmp_path_factory.mktemp("dtensor") / "results.json"
-    run = subprocess.run([sys.executable, str(CASES_SCRIPT), str(out), str(free_port())],
-                         check=False, capture_output=True, text=True, timeout=600,
-                         env=dict(os.environ, OMP_NUM_THREADS="1"))  # fmt: skip
-    if run.returncode != 0 or not out.exists():
-        pytest.fail(f"{CASES_SCRIPT.name} exited {run.returncode}:\n"
-                    f"{run.stdout[-2000:]}\n{run.stderr[-4000:]}")
-    return json.loads(out.read_text())
+    return run_child(CASES_SCRIPT, out, str(free_port()), env={"OMP_NUM_THREADS": "1"})
 
 
 def test_every_case_ran(results):
@@ -59,5 +50,4 @@ def test_every_case_ran(results):
 
 @pytest.mark.parametrize("case", CASES)
 def test_dtensor(results, case):
-    outcome = results.get(case, "did not run")
-    assert outcome == "ok", f"{case}:\n{outcome}"
+    assert_ok(results, case)

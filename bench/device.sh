@@ -114,9 +114,11 @@ for step in "${steps[@]}"; do
       # core); run it after `build` where a kernel's registers or its cache-hinted code changed
       mapfile -t objects < <(find "$BUILD" -name '*.cu.o') &&
       run sass_desc_check python3 bench/sass_desc_check.py "${objects[@]}" ;;
-    test)  # (TEST_REGEX: only the ctest entries it matches; CTEST_JOBS processes at once, 8 by
-      # default: the entries summed to 938 s at 18:08, 241 s of wall time at 4)
-      run ctest ctest --test-dir "$BUILD" --output-on-failure -j"${CTEST_JOBS:-8}" ${TEST_REGEX:+-R "$TEST_REGEX"} ;;
+    test)  # (TEST_REGEX: only the ctest entries it matches; CTEST_JOBS processes at once, 14 by
+      # default: on 2026-11-27 the first 815 entries summed to 2067 s and took ~300 s of wall
+      # time at 8, so that `build test` (~290 s of build) ran out of its 590 s; most of an
+      # entry's time is its float64 reference on the CPU, and the machine has 16 cores)
+      run ctest ctest --test-dir "$BUILD" --output-on-failure -j"${CTEST_JOBS:-14}" ${TEST_REGEX:+-R "$TEST_REGEX"} ;;
     check) run check "$BUILD/tools/normkit" check ;;
     bench) run bench "$BUILD/tools/normkit" bench --explain --json "$OUT/bench.json" ;;
     quant)  # quant_tables, then torch.compile of the same composites in the same call, with

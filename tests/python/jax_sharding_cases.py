@@ -3,7 +3,9 @@ with four CPU devices (XLA's host device count is fixed when jax starts, so it c
 inside the pytest process). Writes one JSON object to OUT.json: each case's name -> "ok" or
 the traceback of what failed.
 
-Usage: python tests/python/jax_sharding_cases.py OUT.json
+Usage: python tests/python/jax_sharding_cases.py OUT.json shardy|gspmd
+(the partitioner: Shardy, JAX's default, or GSPMD, still chosen with
+jax_use_shardy_partitioner=False)
 """
 
 from __future__ import annotations
@@ -277,11 +279,13 @@ def case_quant_mxfp8_two_axes():
 CASES = {name[len("case_"):]: fn for name, fn in sorted(globals().items()) if name.startswith("case_")}
 
 
-def main(out_path: str) -> None:
+def main(out_path: str, partitioner: str) -> None:
     assert jax.device_count() == 4, f"expected 4 CPU devices, got {jax.devices()}"
+    assert partitioner in ("shardy", "gspmd"), partitioner
+    jax.config.update("jax_use_shardy_partitioner", partitioner == "shardy")
     with open(out_path, "w") as f:
         json.dump(run_all(CASES), f, indent=1)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1], sys.argv[2])

@@ -1,7 +1,8 @@
 """normkit.jax.rms_norm and rms_norm_quant on operands sharded over a mesh of four CPU devices:
 rows stay split (no gather), dweight and dbias are summed across the row shards, a sharded
 hidden axis is gathered, shard_map and vmap still work; every value against the float64
-reference (rms_norm) or the same call on one device, bit for bit (rms_norm_quant).
+reference (rms_norm) or the same call on one device, bit for bit (rms_norm_quant). Under both
+partitioners: Shardy (JAX's default) and GSPMD (jax_use_shardy_partitioner=False).
 
 The cases run in a child process (jax_sharding_cases.py): XLA's CPU device count is fixed when
 jax starts, and this process's jax has started with one. The same Python code partitions the
@@ -35,9 +36,10 @@ CASES = [
 ]
 
 
-@pytest.fixture(scope="module")
-def results(tmp_path_factory) -> dict:
-    return run_child(CASES_SCRIPT, tmp_path_factory.mktemp("sharding") / "results.json")
+@pytest.fixture(scope="module", params=["shardy", "gspmd"])
+def results(request, tmp_path_factory) -> dict:
+    out = tmp_path_factory.mktemp(f"sharding-{request.param}") / "results.json"
+    return run_child(CASES_SCRIPT, out, request.param)
 
 
 def test_every_case_ran(results):

@@ -2,7 +2,8 @@
 
 Under ``jit`` with operands sharded over a mesh, XLA's partitioner knows nothing of a custom
 call and would gather every operand onto every device. Each call here is wrapped in
-``custom_partitioning`` instead: its rule keeps the row (leading) axes' sharding and replicates
+``custom_partitioning`` instead (a Shardy rule, and the same choice for GSPMD where
+``jax_use_shardy_partitioner`` is off): it keeps the row (leading) axes' sharding and replicates
 the hidden axis (a row's sum of squares needs all of it), so each device normalizes its own
 rows with no communication. The backward's dweight and dbias are sums over rows: each device
 sums its rows in float32 and a ``psum`` over the mesh axes that split the rows adds the
@@ -68,8 +69,12 @@ def _partitioned(plain, rule: str, choose, need_replication=("h",)):
         arg_shardings, result_shardings, lower_fn = choose(mesh, arg_shapes)
         return mesh, lower_fn, result_shardings, arg_shardings
 
+    def infer_sharding_from_operands(mesh, arg_shapes, result_shape):
+        return choose(mesh, arg_shapes)[1]  # (GSPMD, where Shardy is turned off)
+
     sharded = custom_partitioning(plain)
     sharded.def_partition(partition=partition, sharding_rule=rule,
+                          infer_sharding_from_operands=infer_sharding_from_operands,
                           need_replication_factors=need_replication)
 
     @jax.custom_batching.custom_vmap

@@ -33,10 +33,12 @@ _VMAP_METHOD = "broadcast_all"
 
 
 def varying_axes(*operands) -> tuple:
-    """The manual mesh axes (inside shard_map) over which any operand varies."""
+    """The manual mesh axes (inside shard_map) over which any operand varies (none where this
+    jax does not track them)."""
+    typeof = getattr(jax, "typeof", None)
     axes = set()
-    for a in operands:
-        mat = getattr(jax.typeof(a), "manual_axis_type", None)
+    for a in operands if typeof is not None else ():
+        mat = getattr(typeof(a), "manual_axis_type", None)
         axes |= set(getattr(mat, "varying", ()))
     return tuple(sorted(axes))
 

@@ -73,9 +73,12 @@ def _partitioned(plain, rule: str, choose, need_replication=("h",)):
         return choose(mesh, arg_shapes)[1]  # (GSPMD, where Shardy is turned off)
 
     sharded = custom_partitioning(plain)
-    sharded.def_partition(partition=partition, sharding_rule=rule,
-                          infer_sharding_from_operands=infer_sharding_from_operands,
-                          need_replication_factors=need_replication)
+    try:
+        sharded.def_partition(partition=partition, sharding_rule=rule,
+                              infer_sharding_from_operands=infer_sharding_from_operands,
+                              need_replication_factors=need_replication)
+    except TypeError:  # a jax older than these rules (tested: 0.11): the plain call, unsharded
+        return plain
 
     @jax.custom_batching.custom_vmap
     def call(*arrays):

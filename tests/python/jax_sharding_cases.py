@@ -218,6 +218,23 @@ def case_vmap_under_mesh():
         ref.assert_close(f64(y[i]), want, scale, "bfloat16", f"y[{i}]")
 
 
+def case_flax_module():
+    """normkit.flax.RMSNorm under jit on rows split over 4 devices: y keeps the rows' sharding,
+    the same bits as on one device."""
+    from flax import nnx
+    from normkit.flax import RMSNorm
+
+    mesh = jax.make_mesh((4,), ("d",))
+    x, *_ = inputs(9, shape=(8, 96))
+    norm = RMSNorm(96, rngs=nnx.Rngs(0))
+    program = jax.jit(lambda x: norm(x))
+    xs = jax.device_put(x, NamedSharding(mesh, P("d")))
+    y = program(xs)
+    assert "all-gather" not in hlo(program, xs)
+    assert spec_of(y)[0] == "d", f"y sharded as {y.sharding.spec}"
+    np.testing.assert_array_equal(np.asarray(y, np.float32), np.asarray(program(x), np.float32))
+
+
 def quant_same_as_one_device(x_sharding, shape, seed, **kwargs):
     """rms_norm_quant on x (and residual) placed by x_sharding, against the same call on one
     device: every output the same bits (the modes are row-local; amax is a max). Returns the

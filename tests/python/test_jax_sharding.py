@@ -11,6 +11,7 @@ CUDA targets; GPU runs of this file still use the CPU devices (the GPU machine h
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
 import pytest
@@ -29,6 +30,7 @@ CASES = [
     "inside_shard_map",
     "same_bits_twice",
     "vmap_under_mesh",
+    "flax_module",
     "quant_token_rows",
     "quant_tensor_amax_transposed",
     "quant_transposed_two_row_axes",
@@ -46,6 +48,10 @@ def test_every_case_ran(results):
     assert sorted(results) == sorted(CASES)
 
 
-@pytest.mark.parametrize("case", CASES)
+NEEDS_FLAX = pytest.mark.skipif(importlib.util.find_spec("flax") is None, reason="flax is not installed")
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, marks=NEEDS_FLAX) if c.startswith("flax") else c
+                                  for c in CASES])  # fmt: skip
 def test_sharded(results, case):
     assert_ok(results, case)

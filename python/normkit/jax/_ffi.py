@@ -123,6 +123,12 @@ def bwd_call(dy, s, rstd, weight, dresidual_out, zero_centered: bool, want_dbias
     return dx, dweight, dbias
 
 
+def quant_scales_shape(x_shape, columns: int) -> tuple:
+    """The quantized forward's scales for x of x_shape, one per `columns` of a row ((0,): none).
+    Rounded up: a hidden that is no multiple of the block is the C API's error to raise."""
+    return (*x_shape[:-1], -(-x_shape[-1] // columns)) if columns else (0,)
+
+
 def fwd_quant_call(
     x, weight, bias, residual, scale, eps: float, zero_centered: bool, mode: str, out_dtype,
     scale_ub: float, block: int, want_amax: bool, transposed: bool, scales_shape, scales_dtype,

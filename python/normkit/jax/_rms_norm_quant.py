@@ -7,7 +7,7 @@ from typing import NamedTuple, Optional
 import jax
 import jax.numpy as jnp
 
-from normkit.jax import _sharding
+from normkit.jax import _ffi, _sharding
 from normkit.jax._rms_norm import _check
 
 CODE_DTYPES = (jnp.dtype(jnp.float8_e4m3fn), jnp.dtype(jnp.float8_e5m2), jnp.dtype(jnp.int8))
@@ -118,8 +118,7 @@ def rms_norm_quant(
     block = 0 if block is None else int(block)
     hidden = x.shape[-1]
     columns = _scale_columns(mode, block, hidden)
-    # Rounded up: a hidden that is no multiple of the block is the C API's error to raise.
-    scales_shape = (*x.shape[:-1], -(-hidden // columns)) if columns else (0,)
+    scales_shape = _ffi.quant_scales_shape(x.shape, columns)
     scales_dtype = jnp.uint8 if mode == "mxfp8" else jnp.float32
     if x.size == 0:  # no rows: nothing to quantize (the C API needs rows >= 1)
         y, scales = jnp.zeros(x.shape, out_dtype), jnp.zeros(scales_shape, scales_dtype)

@@ -7,7 +7,7 @@
 # quant_bench exact items fused tickets wide modes bwd_probe probe inductor dram aftermath
 # sanitize profile method ncu_method ring ncu_detail ncu_peer pending pending_python order_ncu carveout
 # after_gemm compile_gap weight_first fwd_sass_counts lean lean_waves launch rows
-# defaults39 lean_small wide_plain gap64mb lean_many
+# defaults39 lean_small wide_plain gap64mb lean_many harness_policy
 # (default: build test check bench)
 # BUILD=dir names the build tree (default build-device). (A tree built on the CPU machine cannot
 # travel instead: its binaries are over 64 MiB each.) `install` links that tree's libnormkit.a.
@@ -560,34 +560,50 @@ NK_TUNE_FWD_PIPELINE_MAX_ROWS=8192 NK_TUNE_FWD_EXACT=0 NK_TUNE_FWD_CTAS_PER_SM=4
     lean_many)  # the 64 MiB forwards (forty-first session): torch.compile's one-warp programs
       # read 24.4-24.6 us at 16384x1024 and 32768x512 (ours 27.4-27.5) and ncu gives the two
       # kernels the same DRAM bytes. Ours loads x evict-last, Triton's with no hint. Each
-      # combination of the lean kernel on many waves (Triton's geometry) and x's policy, twice;
-      # then ncu of ours under each beside the same sections of Triton's kernel (`install`
-      # first), and the PTX Triton made for those shapes (its cache's .ptx files)
+      # combination of the lean kernel on many waves (Triton's geometry) and x's policy, twice
       for rep in a b; do
         knob_runs "bench_many_$rep" 60 "none NK_TUNE_FWD_LEAN_WAVES=8 \
 NK_TUNE_FWD_LEAN_WAVES=8,NK_TUNE_EVICT_LAST_MIN_MIB=0 NK_TUNE_FWD_LEAN_WAVES=8,NK_TUNE_EVICT_FIRST_MAX_MIB=64 \
 NK_TUNE_EVICT_LAST_MIN_MIB=0 NK_TUNE_EVICT_FIRST_MAX_MIB=64" --fwd-only --shapes \
           16384x1024,32768x512,8192x1024,65536x256,8192x2048,4096x4096,2048x8192
-      done
-      local sections=(--section SpeedOfLight --section Occupancy --section LaunchStats
+      done ;;
+    harness_policy)  # lean_many's settings in torch's harness (bench/norm_after_gemm.py: torch
+      # tensors, `zero_()` flush, GPU 300 us behind the host), where Triton reads 24.5 us at
+      # 16384x1024 (needs `install`); ncu of our kernel under each beside Triton's; the PTX that
+      # Triton makes at 16384x1024 and 32768x512 (one cache per shape)
+      local cfg name cache sections=(--section SpeedOfLight --section Occupancy --section LaunchStats
         --section SchedulerStats --section WarpStateStats --section InstructionStats
         --section MemoryWorkloadAnalysis --section WorkloadDistribution)
-      for cfg in none NK_TUNE_FWD_LEAN_WAVES=8 NK_TUNE_FWD_LEAN_WAVES=8,NK_TUNE_EVICT_LAST_MIN_MIB=0; do
+      for cfg in none NK_TUNE_FWD_LEAN_WAVES=8 NK_TUNE_FWD_LEAN_WAVES=8,NK_TUNE_EVICT_LAST_MIN_MIB=0 \
+        NK_TUNE_EVICT_LAST_MIN_MIB=0 none; do
+        name=${cfg//[^A-Za-z0-9_]/_}
+        while [ -e "$OUT/harness_$name.json" ]; do name=${name}_again; done
+        local knobs=${cfg//,/ } impls=normkit
+        [ "$cfg" = none ] && knobs= && impls=normkit,torch_compile
         # shellcheck disable=SC2086  # the knobs, one word each
-        run "ncu_many_${cfg//[^A-Za-z0-9_]/_}" env ${cfg//,/ } ncu "${sections[@]}" \
-          --kernel-name regex:rms_norm --launch-skip 8 --launch-count 1 \
+        run "harness_$name" env $knobs PYTHONUNBUFFERED=1 python3 bench/norm_after_gemm.py \
+          --settings flush --impls "$impls" --lead-us 300 --json "$OUT/harness_$name.json" \
+          --shapes 16384x1024,32768x512,8192x2048,4096x4096
+      done
+      for cfg in none NK_TUNE_FWD_LEAN_WAVES=8 NK_TUNE_FWD_LEAN_WAVES=8,NK_TUNE_EVICT_LAST_MIN_MIB=0; do
+        knobs=${cfg//,/ }
+        [ "$cfg" = none ] && knobs=
+        # shellcheck disable=SC2086  # the knobs, one word each
+        run "ncu_many_${cfg//[^A-Za-z0-9_]/_}" env $knobs ncu "${sections[@]}" \
+          --kernel-name regex:rms_norm --launch-skip 3 --launch-count 1 \
           "$BUILD/tools/normkit" bench --fwd-only --reps 1 --shapes 16384x1024
       done
       run ncu_many_triton ncu "${sections[@]}" --profile-from-start off \
         --kernel-name regex:triton --launch-count 1 \
         python3 bench/kernel_gap.py --reps 1 --impls torch_compile --shapes 16384x1024
-      local cache
-      cache=$(mktemp -d)  # (fresh caches: the kernels are compiled, so their PTX is written)
-      run inductor_ptx env TRITON_CACHE_DIR="$cache/triton" TORCHINDUCTOR_CACHE_DIR="$cache/inductor" \
-        PYTHONUNBUFFERED=1 python3 bench/inductor_code.py --out "$LOGS/inductor" \
-        --shapes 16384x1024,32768x512,8192x2048
-      mkdir -p "$LOGS/ptx" && find "$cache" -name '*.ptx' -exec cp {} "$LOGS/ptx/" \;
-      rm -rf "$cache" ;;
+      for shape in 16384x1024 32768x512; do
+        cache=$(mktemp -d)  # (a fresh cache: the kernel is compiled, so its PTX is written)
+        run "inductor_ptx_$shape" env TRITON_CACHE_DIR="$cache/triton" \
+          TORCHINDUCTOR_CACHE_DIR="$cache/inductor" PYTHONUNBUFFERED=1 \
+          python3 bench/inductor_code.py --out "$LOGS/inductor" --shapes "$shape"
+        mkdir -p "$LOGS/ptx_$shape" && find "$cache" -name '*.ptx' -exec cp {} "$LOGS/ptx_$shape/" \;
+        rm -rf "$cache"
+      done ;;
     weight_first)  # the forward of few rows on registers CTAs that load the weight with x
       # (NK_TUNE_FWD_WEIGHT_FIRST, thirty-sixth session): A/B against the default (pipelined)
       # plans, twice; its CUDA forward tests; the kernels' own durations under ncu

@@ -7,7 +7,7 @@
 # quant_bench exact items fused tickets wide modes bwd_probe probe inductor dram aftermath
 # sanitize profile method ncu_method ring ncu_detail ncu_peer pending pending_python order_ncu carveout
 # after_gemm compile_gap weight_first fwd_sass_counts lean lean_waves launch rows
-# defaults39 lean_small wide_plain gap64mb lean_many harness_policy
+# defaults39 lean_small wide_plain gap64mb lean_many harness_policy flush_demote
 # (default: build test check bench)
 # BUILD=dir names the build tree (default build-device). (A tree built on the CPU machine cannot
 # travel instead: its binaries are over 64 MiB each.) `install` links that tree's libnormkit.a.
@@ -571,14 +571,14 @@ NK_TUNE_EVICT_LAST_MIN_MIB=0 NK_TUNE_EVICT_FIRST_MAX_MIB=64" --fwd-only --shapes
       # tensors, `zero_()` flush, GPU 300 us behind the host), where Triton reads 24.5 us at
       # 16384x1024 (needs `install`); ncu of our kernel under each beside Triton's; the PTX that
       # Triton makes at 16384x1024 and 32768x512 (one cache per shape)
-      local cfg name cache sections=(--section SpeedOfLight --section Occupancy --section LaunchStats
+      sections=(--section SpeedOfLight --section Occupancy --section LaunchStats
         --section SchedulerStats --section WarpStateStats --section InstructionStats
         --section MemoryWorkloadAnalysis --section WorkloadDistribution)
       for cfg in none NK_TUNE_FWD_LEAN_WAVES=8 NK_TUNE_FWD_LEAN_WAVES=8,NK_TUNE_EVICT_LAST_MIN_MIB=0 \
         NK_TUNE_EVICT_LAST_MIN_MIB=0 none; do
         name=${cfg//[^A-Za-z0-9_]/_}
         while [ -e "$OUT/harness_$name.json" ]; do name=${name}_again; done
-        local knobs=${cfg//,/ } impls=normkit
+        knobs=${cfg//,/ } impls=normkit
         [ "$cfg" = none ] && knobs= && impls=normkit,torch_compile
         # shellcheck disable=SC2086  # the knobs, one word each
         run "harness_$name" env $knobs PYTHONUNBUFFERED=1 python3 bench/norm_after_gemm.py \
@@ -603,6 +603,33 @@ NK_TUNE_EVICT_LAST_MIN_MIB=0 NK_TUNE_EVICT_FIRST_MAX_MIB=64" --fwd-only --shapes
           python3 bench/inductor_code.py --out "$LOGS/inductor" --shapes "$shape"
         mkdir -p "$LOGS/ptx_$shape" && find "$cache" -name '*.ptx' -exec cp {} "$LOGS/ptx_$shape/" \;
         rm -rf "$cache"
+      done ;;
+    flush_demote)  # the bench's flush now first demotes the inputs' L2 lines to normal
+      # priority (forty-first session: at 128x4096 our evict-last x outlived the flush and the
+      # forward read none of it from HBM). Its test; the sweep and the models set with and
+      # without (--keep-l2-priority), twice, alternated; DRAM bytes per kernel (no ncu cache
+      # control: the bench's own L2 state) at small shapes under each
+      run ctest_l2 ctest --test-dir "$BUILD" --output-on-failure -R 'L2Priority'
+      for rep in a b; do
+        for mode in demote keep; do
+          flag=""
+          [ "$mode" = keep ] && flag=--keep-l2-priority
+          # shellcheck disable=SC2086  # the flag, one word or none
+          run "bench_flush_${mode}_$rep" "$BUILD/tools/normkit" bench --explain $flag \
+            --json "$LOGS/bench_flush_${mode}_$rep.json"
+          # shellcheck disable=SC2086
+          run "bench_flush_models_${mode}_$rep" "$BUILD/tools/normkit" bench $flag --shapes models \
+            --json "$LOGS/bench_flush_models_${mode}_$rep.json"
+        done
+      done
+      for mode in demote keep; do
+        flag=""
+        [ "$mode" = keep ] && flag=--keep-l2-priority
+        # shellcheck disable=SC2086
+        run "ncu_flush_$mode" ncu --cache-control none --clock-control none --csv \
+          --kernel-name regex:'rms_norm|reduce' \
+          --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum \
+          "$BUILD/tools/normkit" bench $flag --reps 3 --shapes 1x4096,128x4096,512x4096,4096x1024,29x17389
       done ;;
     weight_first)  # the forward of few rows on registers CTAs that load the weight with x
       # (NK_TUNE_FWD_WEIGHT_FIRST, thirty-sixth session): A/B against the default (pipelined)

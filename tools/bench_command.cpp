@@ -40,6 +40,7 @@ int run_bench(const BenchOptions& options) {
   config.bwd = !options.fwd_only;
   config.reps = options.reps;
   config.same_size_copy = options.same_size_copy;
+  config.demote_inputs = !options.keep_l2_priority;
   if (!options.quant.empty()) {
     const QuantChoice q = parse_quant(options.quant);
     config.quant = q.mode;

@@ -22,6 +22,7 @@ struct BenchOptions {
   std::string quant_dtype = "e4m3";
   bool transposed = false;  // with quant tensor: also y_t
   bool same_size_copy = false;  // also time a copy of each pass's bytes, the same way
+  bool keep_l2_priority = false;  // --keep-l2-priority: flush without demoting the inputs
   std::string command_line;  // recorded in the JSON
 };
 

@@ -1,6 +1,8 @@
 // CUDA timing for `normkit bench`, as PEERS.md times the peers: warm up, then per repetition
 // flush L2 (cudaMemsetAsync over a scratch buffer of at least twice the L2 size), record an
-// event, make one normkit call, record an event; report the median.
+// event, make one normkit call, record an event; report the median. Before each flush the
+// inputs' cached L2 lines go back to normal eviction priority (normkit's kernels read them
+// evict-last, and such lines outlive a memset), unless --keep-l2-priority.
 #include <stdexcept>
 
 #include "bench_data.h"
@@ -47,8 +49,11 @@ class CudaRunner final : public BenchRunner {
   }
 
   std::string timing_method() const override {
-    return strprintf("CUDA events around one call, L2 flushed before each (cudaMemsetAsync of %s), "
-                     "after %.0f ms of warm-up; median of %d",
+    return strprintf("CUDA events around one call, L2 flushed before each (%scudaMemsetAsync of "
+                     "%s), after %.0f ms of warm-up; median of %d",
+                     config_.demote_inputs ? "the inputs' lines set to normal eviction priority, "
+                                             "then "
+                                           : "",
                      format_bytes(flush_.size()).c_str(), kWarmupUs / 1000, config_.reps);
   }
 
@@ -165,6 +170,9 @@ class CudaRunner final : public BenchRunner {
       }
     }
 
+    // Every buffer a call reads (the flush demotes their lines first); unset ones are empty.
+    const InputsForFlush inputs_for_flush(*this, {&x, &weight, &rstd, &bias, &residual, &dy,
+                                                  &scale});
     if (config_.fwd) {
       const nk_rms_norm_fwd_args args = bench_fwd_args(shape, config_, p);
       result.fwd.us = time_calls([&] { check_bench_status(nk_rms_norm_fwd(&args, NK_BACKEND_CUDA, stream_),
@@ -243,7 +251,30 @@ class CudaRunner final : public BenchRunner {
     });
   }
 
+  // The buffers flush_l2 demotes, for the lifetime of one shape's buffers.
+  class InputsForFlush {
+   public:
+    InputsForFlush(CudaRunner& runner, std::vector<const DeviceBuffer*> inputs) : runner_(runner) {
+      runner_.inputs_ = std::move(inputs);
+    }
+    ~InputsForFlush() { runner_.inputs_.clear(); }
+    InputsForFlush(const InputsForFlush&) = delete;
+    InputsForFlush& operator=(const InputsForFlush&) = delete;
+
+   private:
+    CudaRunner& runner_;
+  };
+
   void flush_l2(const std::string& what) {
+    if (config_.demote_inputs) {
+      for (const DeviceBuffer* input : inputs_) {
+        try {
+          normkit::cuda::demote_l2_lines(input->get(), input->size(), stream_);
+        } catch (const std::exception& e) {
+          throw std::runtime_error(std::string(e.what()) + " (" + what + ", before the L2 flush)");
+        }
+      }
+    }
     cuda_check(cudaMemsetAsync(flush_.get(), 0, flush_.size(), stream_),
                "cudaMemsetAsync (L2 flush)", what);
   }
@@ -283,6 +314,7 @@ class CudaRunner final : public BenchRunner {
   cudaDeviceProp prop_{};
   cudaStream_t stream_ = nullptr;
   DeviceBuffer flush_;
+  std::vector<const DeviceBuffer*> inputs_;  // demoted before each flush (InputsForFlush)
   DeviceBuffer copy_src_, copy_dst_;  // time_copy's, kept for the next shape
 };
 

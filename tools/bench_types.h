@@ -30,6 +30,10 @@ struct BenchConfig {
   // --same-size-copy: per shape and pass, a device-to-device copy moving the pass's bytes (half
   // read, half written), timed as the pass is: what the timing method itself gives at that size.
   bool same_size_copy = false;
+  // CUDA: before each L2 flush, the inputs' L2 lines go back to normal eviction priority
+  // (the kernels read evict-last, which a memset flush does not evict); --keep-l2-priority
+  // flushes without that, as the bench did until the forty-first session.
+  bool demote_inputs = true;
 };
 
 // y's dtype: the quantized one with --quant, else dtype.

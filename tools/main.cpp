@@ -88,8 +88,9 @@ int main(int argc, char** argv) {
       "w (and bias) and writes y; backward reads x, dy and w and writes dx and dweight (and "
       "dbias); w, bias, dweight and dbias in the weight's dtype; rstd not counted), % of the "
       "copy bandwidth measured in the same run, and the floor (bytes / copy "
-      "bandwidth). On CUDA: warm-up, then per repetition an L2 flush (memset of >= 2x L2), a "
-      "CUDA event, one normkit call, an event; the copy ceiling is a device-to-device "
+      "bandwidth). On CUDA: warm-up, then per repetition an L2 flush (the inputs' cached lines "
+      "set back to normal eviction priority, then a memset of >= 2x L2), a CUDA event, one "
+      "normkit call, an event; the copy ceiling is a device-to-device "
       "cudaMemcpyAsync timed the same way. On the CPU: std::chrono per call and a multithreaded "
       "host memcpy. Inputs are random, weight near 1 (near 0 with --zero-centered), eps 1e-6. "
       "Progress goes to stderr.");
@@ -156,6 +157,10 @@ int main(int argc, char** argv) {
                       "Also time, per shape and pass, a copy moving the pass's bytes (half read, "
                       "half written) the same way: what the timing method itself gives at that "
                       "size (columns 'copy us' and '% copy', its time over the pass's)");
+  bench_cmd->add_flag("--keep-l2-priority", bench.keep_l2_priority,
+                      "CUDA: flush L2 without first giving the inputs' cached lines normal "
+                      "eviction priority; the kernels read evict-last, so part of an input may "
+                      "then outlive the flush (the bench's method until 2026-11-27)");
   bench_cmd->add_flag("--transposed", bench.transposed,
                       "With --quant tensor: also write y transposed ([hidden, rows]), counted in "
                       "the bytes");

@@ -180,6 +180,17 @@ int nk_cuda_device_count(void) {
 #endif
 }
 
+nk_status nk_cuda_demote_l2(const void* ptr, size_t bytes, void* stream) {
+  return guarded([&] {
+    require_backend(NK_BACKEND_CUDA);
+#ifdef NK_WITH_CUDA
+    cuda::demote_l2_lines(ptr, bytes, stream);
+#else
+    (void)ptr, (void)bytes, (void)stream;
+#endif
+  });
+}
+
 const char* nk_cpu_paths(void) {
   static const std::string paths = normkit::cpu::cpu_paths_description();
   return paths.c_str();

@@ -268,11 +268,8 @@ class CudaRunner final : public BenchRunner {
   void flush_l2(const std::string& what) {
     if (config_.demote_inputs) {
       for (const DeviceBuffer* input : inputs_) {
-        try {
-          normkit::cuda::demote_l2_lines(input->get(), input->size(), stream_);
-        } catch (const std::exception& e) {
-          throw std::runtime_error(std::string(e.what()) + " (" + what + ", before the L2 flush)");
-        }
+        check_bench_status(nk_cuda_demote_l2(input->get(), input->size(), stream_),
+                           "nk_cuda_demote_l2 (before the L2 flush)", what);
       }
     }
     cuda_check(cudaMemsetAsync(flush_.get(), 0, flush_.size(), stream_),

@@ -247,6 +247,16 @@ NK_API int nk_has_cuda_build(void);
 /** Number of usable CUDA devices (0 in a CPU-only build or without a driver/GPU). */
 NK_API int nk_cuda_device_count(void);
 
+/** For benchmark harnesses: enqueues on `stream` (a cudaStream_t; NULL: the default stream) a
+ *  kernel that gives the cached L2 lines of [ptr, ptr + bytes) the normal eviction priority;
+ *  the data is untouched. normkit's kernels read their inputs with an evict-last L2 policy
+ *  where that pays, and such lines outlive an L2 "flush" that writes a large buffer at normal
+ *  priority (cudaMemset, torch's zero_()): call this on each input before the flush, so that
+ *  the flush leaves none of them in L2, as for a kernel that reads without a hint.
+ *  `normkit bench` does this. bytes == 0 or ptr == NULL does nothing. Errors:
+ *  NK_ERROR_NO_DEVICE without a CUDA build or device, NK_ERROR_CUDA if the launch fails. */
+NK_API nk_status nk_cuda_demote_l2(const void* ptr, size_t bytes, void* stream);
+
 /** Name of a quantization mode ("none", "tensor", "token", "block", "mxfp8"), or "invalid". */
 NK_API const char* nk_quant_mode_name(nk_quant_mode mode);
 

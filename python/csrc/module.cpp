@@ -4,6 +4,8 @@
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/string.h>
 
+#include <cstdint>
+
 #include "normkit/normkit.h"
 #include "ops.h"
 #include "quant_ops.h"
@@ -70,6 +72,18 @@ NB_MODULE(_C, m) {
   m.def("version", [] { return std::string(nk_version()); });
   m.def("has_cuda_build", [] { return nk_has_cuda_build() != 0; });
   m.def("cuda_device_count", [] { return nk_cuda_device_count(); });
+  m.def(
+      "cuda_demote_l2",
+      [](uintptr_t ptr, size_t nbytes, uintptr_t stream) {
+        normkit_py::check_status(nk_cuda_demote_l2(reinterpret_cast<const void*>(ptr), nbytes,
+                                                   reinterpret_cast<void*>(stream)),
+                                 "nk_cuda_demote_l2");
+      },
+      "ptr"_a, "nbytes"_a, "stream"_a = 0,
+      "For benchmark harnesses (nk_cuda_demote_l2): on the CUDA stream `stream` (a "
+      "cudaStream_t as an int; 0: the default stream), give the cached L2 lines of device "
+      "memory [ptr, ptr + nbytes) the normal eviction priority, so that an L2 flush that follows "
+      "evicts them (normkit's kernels read inputs evict-last). Data untouched.");
   m.def("cpu_paths", [] { return std::string(nk_cpu_paths()); },
         "The CPU backend's code paths on this CPU (nk_cpu_paths): the row kernels' x86-64 "
         "level and the instructions behind its float16 conversions and bfloat16 rounding.");

@@ -78,8 +78,8 @@ std::vector<KernelOccupancy> planned_occupancy();
 
 // Gives the L2 lines of [ptr, ptr + bytes) that are cached the normal eviction priority (the
 // kernels read inputs evict-last, which a memset flush of the L2 would not evict), enqueued on
-// `stream` (a cudaStream_t); data untouched. For benchmarks: `normkit bench` calls it on every
-// input before each L2 flush.
+// `stream` (a cudaStream_t); data untouched. The body of nk_cuda_demote_l2 (for benchmark
+// harnesses: `normkit bench` calls it on every input before each L2 flush).
 void demote_l2_lines(const void* ptr, size_t bytes, void* stream);
 
 }  // namespace normkit::cuda

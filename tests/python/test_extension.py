@@ -200,3 +200,19 @@ def test_cpu_paths_name_the_level_and_the_conversions():
     assert paths.startswith("row kernels "), paths
     assert "; float16 " in paths and "; bfloat16 rounding " in paths, paths
     assert normkit.cpu_paths() == paths
+
+
+def test_cuda_demote_l2_keeps_the_data():
+    """_C.cuda_demote_l2 (nk_cuda_demote_l2: benchmark harnesses call it before an L2 flush)
+    changes cache priorities only; without a device it says so."""
+    if _C.cuda_device_count() == 0:
+        with pytest.raises(_C.NormkitError, match="CUDA"):
+            _C.cuda_demote_l2(0, 16)
+        return
+    t = torch.randint(0, 256, ((3 << 20) + 5,), dtype=torch.uint8, device="cuda")
+    before = t.clone()
+    stream = torch.cuda.current_stream().cuda_stream
+    _C.cuda_demote_l2(t.data_ptr() + 3, t.numel() - 7, stream)  # (mid-line start and end)
+    _C.cuda_demote_l2(t.data_ptr(), 0, stream)
+    torch.cuda.synchronize()
+    assert torch.equal(t, before)

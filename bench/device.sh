@@ -7,7 +7,7 @@
 # quant_bench exact items fused tickets wide modes bwd_probe probe inductor dram aftermath
 # sanitize profile method ncu_method ring ncu_detail ncu_peer pending pending_python order_ncu carveout
 # after_gemm compile_gap weight_first fwd_sass_counts lean lean_waves launch rows
-# defaults39 lean_small wide_plain gap64mb lean_many harness_policy flush_demote
+# defaults39 lean_small wide_plain gap64mb lean_many harness_policy flush_demote gap_dram
 # (default: build test check bench)
 # BUILD=dir names the build tree (default build-device). (A tree built on the CPU machine cannot
 # travel instead: its binaries are over 64 MiB each.) `install` links that tree's libnormkit.a.
@@ -630,6 +630,19 @@ NK_TUNE_EVICT_LAST_MIN_MIB=0 NK_TUNE_EVICT_FIRST_MAX_MIB=64" --fwd-only --shapes
           --kernel-name regex:'rms_norm|reduce' \
           --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum \
           "$BUILD/tools/normkit" bench $flag --reps 3 --shapes 1x4096,128x4096,512x4096,4096x1024,29x17389
+      done ;;
+    gap_dram)  # torch.compile leads by ~3 us at 16384x1024 and 32768x512 in events, not under
+      # ncu's own (clean) flush (forty-first session). Each kernel with the events' L2 state (no
+      # ncu cache control, card clocks): duration and DRAM bytes read and written, ours (default
+      # and lean on one-warp CTAs) and Triton's, 20 launches each (needs `install`)
+      for cfg in none NK_TUNE_FWD_LEAN_WAVES=8; do
+        knobs=${cfg//,/ }
+        [ "$cfg" = none ] && knobs=
+        # shellcheck disable=SC2086  # the knobs, one word each
+        run "gap_dram_${cfg//[^A-Za-z0-9_]/_}" env $knobs timeout 200 ncu --profile-from-start off \
+          --cache-control none --clock-control none --csv --kernel-name regex:'rms_norm|triton' \
+          --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_srcunit_tex_op_write.sum \
+          python3 bench/kernel_gap.py --reps 20 --shapes 16384x1024,32768x512,4096x4096
       done ;;
     weight_first)  # the forward of few rows on registers CTAs that load the weight with x
       # (NK_TUNE_FWD_WEIGHT_FIRST, thirty-sixth session): A/B against the default (pipelined)

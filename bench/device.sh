@@ -8,6 +8,7 @@
 # sanitize profile method ncu_method ring ncu_detail ncu_peer pending pending_python order_ncu carveout
 # after_gemm compile_gap weight_first fwd_sass_counts lean lean_waves launch rows
 # defaults39 lean_small wide_plain gap64mb lean_many harness_policy flush_demote gap_dram
+# weak_stores
 # (default: build test check bench)
 # BUILD=dir names the build tree (default build-device). (A tree built on the CPU machine cannot
 # travel instead: its binaries are over 64 MiB each.) `install` links that tree's libnormkit.a.
@@ -643,6 +644,24 @@ NK_TUNE_EVICT_LAST_MIN_MIB=0 NK_TUNE_EVICT_FIRST_MAX_MIB=64" --fwd-only --shapes
           --cache-control none --clock-control none --csv --kernel-name regex:'rms_norm|triton' \
           --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_srcunit_tex_op_write.sum \
           python3 bench/kernel_gap.py --reps 20 --shapes 16384x1024,32768x512,4096x4096
+      done ;;
+    weak_stores)  # the lean forward's y by weak st.global instead of __stcg's strong GPU-scope
+      # stores (NK_TUNE_FWD_WEAK_STORES, forty-first session: Triton's stores are weak): its
+      # tests; A/B twice on the lean plans (one wave by default, many with LEAN_WAVES=8); then
+      # in torch's harness beside Triton (needs `install`)
+      run ctest_weak ctest --test-dir "$BUILD" --output-on-failure -R 'fwd_lean_weak_stores'
+      for rep in a b; do
+        knob_runs "bench_weak_$rep" 60 "none NK_TUNE_FWD_WEAK_STORES=1 NK_TUNE_FWD_LEAN_WAVES=8 \
+NK_TUNE_FWD_LEAN_WAVES=8,NK_TUNE_FWD_WEAK_STORES=1" --fwd-only --shapes \
+          16384x1024,8192x2048,4096x4096,8192x1024,4096x1024,1024x1024,512x4096,128x4096,1x4096
+      done
+      for cfg in NK_TUNE_FWD_LEAN_WAVES=8 NK_TUNE_FWD_LEAN_WAVES=8,NK_TUNE_FWD_WEAK_STORES=1; do
+        knobs=${cfg//,/ }
+        # shellcheck disable=SC2086  # the knobs, one word each
+        run "harness_weak_${cfg//[^A-Za-z0-9_]/_}" env $knobs PYTHONUNBUFFERED=1 \
+          python3 bench/norm_after_gemm.py --settings flush --impls normkit,torch_compile \
+          --lead-us 300 --json "$LOGS/harness_weak_${cfg//[^A-Za-z0-9_]/_}.json" \
+          --shapes 16384x1024,8192x2048,4096x4096
       done ;;
     weight_first)  # the forward of few rows on registers CTAs that load the weight with x
       # (NK_TUNE_FWD_WEIGHT_FIRST, thirty-sixth session): A/B against the default (pipelined)

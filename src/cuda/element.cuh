@@ -122,6 +122,29 @@ struct Lanes {
       }
     }
   }
+  // store as weak (plain) st.global, where store's __stcg is a strong GPU-scope store
+  // (SASS STG.E.128.STRONG.GPU): torch.compile's Triton forward stores weak (forty-first
+  // session; KernelFacts::fwd_weak_stores). The same bytes.
+  __device__ __forceinline__ void store_weak(T* p) const {
+    if constexpr (kBytes == 2) {
+      asm volatile("st.global.b16 [%0], %1;" ::"l"(p), "h"(static_cast<unsigned short>(lane[0]))
+                   : "memory");
+    } else if constexpr (kBytes == 4) {
+      asm volatile("st.global.b32 [%0], %1;" ::"l"(p), "r"(lane[0]) : "memory");
+    } else if constexpr (kBytes == 8) {
+      asm volatile("st.global.v2.b32 [%0], {%1, %2};" ::"l"(p), "r"(lane[0]), "r"(lane[1])
+                   : "memory");
+    } else {
+#pragma unroll
+      for (int j = 0; j < kCount / 4; ++j) {
+        asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(
+                         reinterpret_cast<uint4*>(p) + j),
+                     "r"(lane[4 * j]), "r"(lane[4 * j + 1]), "r"(lane[4 * j + 2]),
+                     "r"(lane[4 * j + 3])
+                     : "memory");
+      }
+    }
+  }
   // Element k as float. bfloat16's odd elements by one mask (the generic get(k) then to_float
   // compiled to a shift and a multiply: 2 instructions per element, twice per pass).
   __device__ __forceinline__ float get_float(int k) const {
@@ -158,13 +181,18 @@ __device__ __forceinline__ void load_vec(const T* p, float* out) {
   for (int k = 0; k < VEC; ++k) out[k] = lanes.get_float(k);
 }
 
-// Stores VEC floats to p[0..VEC) as T. Full vector, aligned to its word size.
-template <typename T, int VEC>
+// Stores VEC floats to p[0..VEC) as T. Full vector, aligned to its word size. WEAK: plain
+// st.global (Lanes::store_weak) instead of __stcg.
+template <typename T, int VEC, bool WEAK = false>
 __device__ __forceinline__ void store_vec(T* p, const float* in) {
   Lanes<T, VEC> lanes;
 #pragma unroll
   for (int k = 0; k < VEC; ++k) lanes.set(k, from_float<T>(in[k]));
-  lanes.store(p);
+  if constexpr (WEAK) {
+    lanes.store_weak(p);
+  } else {
+    lanes.store(p);
+  }
 }
 
 // Packs VEC floats into lanes of T (one rounding each).

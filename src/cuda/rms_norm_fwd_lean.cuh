@@ -20,8 +20,10 @@
 
 namespace normkit::cuda {
 
-// P: FwdParams, or the 64 bytes of LeanFwdParams (KernelFacts::fwd_lean_params).
-template <typename XT, typename WT, typename YT, int ITEMS, typename P = FwdParams>
+// P: FwdParams, or the 64 bytes of LeanFwdParams (KernelFacts::fwd_lean_params). WEAK_STORES:
+// y by plain st.global rather than __stcg (KernelFacts::fwd_weak_stores).
+template <typename XT, typename WT, typename YT, int ITEMS, typename P = FwdParams,
+          bool WEAK_STORES = false>
 __global__ void __launch_bounds__(kFwdWeightFirstMaxThreads, 4) rms_norm_fwd_lean(P p) {
   static_assert(sizeof(XT) == 2 && sizeof(WT) == 2 && sizeof(YT) == 2, "16-bit types");
   constexpr int VEC = 8;  // 16 bytes
@@ -48,7 +50,7 @@ __global__ void __launch_bounds__(kFwdWeightFirstMaxThreads, 4) rms_norm_fwd_lea
     float out[VEC];
 #pragma unroll
     for (int k = 0; k < VEC; ++k) out[k] = s[i].get_float(k) * rstd * w[i].get_float(k);
-    store_vec<YT, VEC>(y + col + i * step, out);
+    store_vec<YT, VEC, WEAK_STORES>(y + col + i * step, out);
   }
 }
 

@@ -156,6 +156,7 @@ inline const KernelFacts& tuned_defaults() {
                                                k.fwd_lean_pipeline_max_rows, 0, 1 << 30);
     k.fwd_lean_waves = tuning_knob("NK_TUNE_FWD_LEAN_WAVES", k.fwd_lean_waves, 0, 64);
     k.fwd_lean_params = tuning_knob("NK_TUNE_FWD_LEAN_PARAMS", k.fwd_lean_params, 0, 1);
+    k.fwd_weak_stores = tuning_knob("NK_TUNE_FWD_WEAK_STORES", k.fwd_weak_stores, 0, 1);
     k.bwd_lean = tuning_knob("NK_TUNE_BWD_LEAN", k.bwd_lean, 0, 1);
     k.bwd_lean_one_item_threads = tuning_knob("NK_TUNE_BWD_LEAN_ONE_ITEM_THREADS",
                                               k.bwd_lean_one_item_threads, 0, 512);

@@ -645,15 +645,15 @@ NK_TUNE_EVICT_LAST_MIN_MIB=0 NK_TUNE_EVICT_FIRST_MAX_MIB=64" --fwd-only --shapes
           --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_srcunit_tex_op_write.sum \
           python3 bench/kernel_gap.py --reps 20 --shapes 16384x1024,32768x512,4096x4096
       done ;;
-    weak_stores)  # the lean forward's y by weak st.global instead of __stcg's strong GPU-scope
-      # stores (NK_TUNE_FWD_WEAK_STORES, forty-first session: Triton's stores are weak): its
-      # tests; A/B twice on the lean plans (one wave by default, many with LEAN_WAVES=8); then
-      # in torch's harness beside Triton (needs `install`)
-      run ctest_weak ctest --test-dir "$BUILD" --output-on-failure -R 'fwd_lean_weak_stores'
+    weak_stores)  # the lean and rows-per-group forwards' y by weak st.global instead of
+      # __stcg's strong GPU-scope stores (NK_TUNE_FWD_WEAK_STORES, forty-first session: Triton's
+      # stores are weak): its tests; A/B twice on the default plans and on lean at many waves
+      # (LEAN_WAVES=8); then in torch's harness beside Triton (needs `install`)
+      run ctest_weak ctest --test-dir "$BUILD" --output-on-failure -R 'fwd_lean_weak_stores|fwd_weak_stores'
       for rep in a b; do
         knob_runs "bench_weak_$rep" 60 "none NK_TUNE_FWD_WEAK_STORES=1 NK_TUNE_FWD_LEAN_WAVES=8 \
 NK_TUNE_FWD_LEAN_WAVES=8,NK_TUNE_FWD_WEAK_STORES=1" --fwd-only --shapes \
-          16384x1024,8192x2048,4096x4096,8192x1024,4096x1024,1024x1024,512x4096,128x4096,1x4096
+          16384x1024,8192x2048,4096x4096,8192x1024,4096x1024,1024x1024,512x4096,128x4096,1x4096,8192x4096,8192x8192,16384x4096
       done
       for cfg in NK_TUNE_FWD_LEAN_WAVES=8 NK_TUNE_FWD_LEAN_WAVES=8,NK_TUNE_FWD_WEAK_STORES=1; do
         knobs=${cfg//,/ }

@@ -617,8 +617,9 @@ struct KernelFacts {
   // 5.07-5.33, 132 x 2048 5.66-5.98 -> 5.34-5.41, 1024 x 1024 5.86-6.22 -> 5.57-5.60,
   // 4096 x 1024 8.45-8.48 -> 8.27-8.30, 512 x 4096 and 1024 x 4096 level.
   int fwd_lean_params = 1;
-  // rms_norm_fwd_lean (on LeanFwdParams) stores y by plain, weak st.global (1) instead of
-  // __stcg, a strong GPU-scope store (0; NK_TUNE_FWD_WEAK_STORES). Why: on the same geometry and
+  // rms_norm_fwd_lean (on LeanFwdParams) and rms_norm_fwd_registers_rows (calls without a bias
+  // or a zero-centered weight) store y by plain, weak st.global (1) instead of __stcg, a strong
+  // GPU-scope store (0; NK_TUNE_FWD_WEAK_STORES). Why: on the same geometry and
   // read policy torch.compile's Triton kernel, whose stores are weak, read ~3 us faster at
   // 16384 x 1024 after the flush, and no faster under ncu's clean flush (forty-first session).
   // Not yet measured.

@@ -47,12 +47,21 @@ auto fwd_realigned_slots_kernel(int items) {
                     : rms_norm_fwd_realigned_slots<XT, WT, YT, kSmallItems, WEIGHT_ONLY>;
 }
 
-// The rms_norm_fwd_registers_rows instance of a plan's rows per group and vectors per thread.
+// The rms_norm_fwd_registers_rows instance of a plan's rows per group and vectors per thread
+// (and, for calls without extras, of the store form: KernelFacts::fwd_weak_stores).
 template <typename XT, typename WT, typename YT, int VEC, int IMAX_SMALL>
 auto fwd_rows_kernel(const LaunchConfig& cfg, bool extras) {
   if ((cfg.threads_per_row > 32 && cfg.threads_per_row % 32 != 0) || cfg.items > IMAX_SMALL ||
       (cfg.rows_per_group != 2 && !(cfg.rows_per_group == 4 && cfg.items <= 2))) {
     throw Error(NK_ERROR_INTERNAL, "rms_norm_fwd: rows per group outside its kernels");
+  }
+  if (!extras && tuned_defaults().fwd_weak_stores != 0) {
+    if (cfg.rows_per_group == 4) {
+      return cfg.items == 2 ? rms_norm_fwd_registers_rows<XT, WT, YT, VEC, 2, 4, false, true>
+                            : rms_norm_fwd_registers_rows<XT, WT, YT, VEC, 1, 4, false, true>;
+    }
+    return cfg.items == 1 ? rms_norm_fwd_registers_rows<XT, WT, YT, VEC, 1, 2, false, true>
+                          : rms_norm_fwd_registers_rows<XT, WT, YT, VEC, IMAX_SMALL, 2, false, true>;
   }
   if (cfg.rows_per_group == 4) {
     if (cfg.items == 2) {

@@ -421,8 +421,10 @@ __global__ void __maxnreg__(32) rms_norm_fwd_registers_exact_32(FwdParams p) {
 // r < ROWS. Every row's x loads are issued before the first reduction, so each thread has ROWS
 // rows of loads in flight on a grid ROWS times smaller. Each row's arithmetic is
 // fwd_registers_row's, in the same order: the same bits. Held to 64 registers (4 CTAs of 256
-// threads per SM; under the 512-thread bound ptxas took 80, 3 CTAs).
-template <typename XT, typename WT, typename YT, int VEC, int IMAX, int ROWS, bool EXTRAS>
+// threads per SM; under the 512-thread bound ptxas took 80, 3 CTAs). WEAK: y by plain st.global
+// rather than __stcg (KernelFacts::fwd_weak_stores).
+template <typename XT, typename WT, typename YT, int VEC, int IMAX, int ROWS, bool EXTRAS,
+          bool WEAK = false>
 __global__ void __maxnreg__(64) rms_norm_fwd_registers_rows(FwdParams p) {
   __shared__ float scratch[ROWS * kMaxWarps];  // (rows of more than a warp)
   const RowShape& shape = p.shape;
@@ -461,7 +463,7 @@ __global__ void __maxnreg__(64) rms_norm_fwd_registers_rows(FwdParams p) {
 #pragma unroll
         for (int k = 0; k < VEC; ++k) out[k] = s[r][i].get_float(k);
         scale_in_place<WT, VEC, EXTRAS>(p, col, VEC, out, rstd);
-        store_upto<YT, VEC>(y + col, VEC, out);
+        store_vec<YT, VEC, WEAK>(y + col, out);  // (EXACT: whole vectors)
       }
     }
   }

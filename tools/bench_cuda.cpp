@@ -171,13 +171,13 @@ class CudaRunner final : public BenchRunner {
     }
 
     // Every buffer a call reads (the flush demotes their lines first); unset ones are empty.
-    const InputsForFlush inputs_for_flush(*this, {&x, &weight, &rstd, &bias, &residual, &dy,
-                                                  &scale});
+    const std::vector<const DeviceBuffer*> inputs = {&x, &weight, &rstd, &bias, &residual, &dy,
+                                                     &scale};
     if (config_.fwd) {
       const nk_rms_norm_fwd_args args = bench_fwd_args(shape, config_, p);
       result.fwd.us = time_calls([&] { check_bench_status(nk_rms_norm_fwd(&args, NK_BACKEND_CUDA, stream_),
                                                     "nk_rms_norm_fwd", ctx); },
-                                 config_.reps, ctx + " forward");
+                                 config_.reps, ctx + " forward", inputs);
       result.fwd.measured = true;
       result.fwd.bytes = fwd_bytes(shape, config_);
       if (explain) {
@@ -214,7 +214,7 @@ class CudaRunner final : public BenchRunner {
       args.workspace_bytes = p.workspace_bytes;
       result.bwd.us = time_calls([&] { check_bench_status(nk_rms_norm_bwd(&args, NK_BACKEND_CUDA, stream_),
                                                     "nk_rms_norm_bwd", ctx); },
-                                 config_.reps, ctx + " backward");
+                                 config_.reps, ctx + " backward", inputs);
       result.bwd.measured = true;
       result.bwd.bytes = bwd_bytes(shape, config_);
       result.bwd.workspace_bytes = p.workspace_bytes;
@@ -251,23 +251,10 @@ class CudaRunner final : public BenchRunner {
     });
   }
 
-  // The buffers flush_l2 demotes, for the lifetime of one shape's buffers.
-  class InputsForFlush {
-   public:
-    InputsForFlush(CudaRunner& runner, std::vector<const DeviceBuffer*> inputs) : runner_(runner) {
-      runner_.inputs_ = std::move(inputs);
-    }
-    ~InputsForFlush() { runner_.inputs_.clear(); }
-    InputsForFlush(const InputsForFlush&) = delete;
-    InputsForFlush& operator=(const InputsForFlush&) = delete;
-
-   private:
-    CudaRunner& runner_;
-  };
-
-  void flush_l2(const std::string& what) {
+  // inputs: the buffers the timed call reads, demoted first (none for the copies).
+  void flush_l2(const std::string& what, const std::vector<const DeviceBuffer*>& inputs) {
     if (config_.demote_inputs) {
-      for (const DeviceBuffer* input : inputs_) {
+      for (const DeviceBuffer* input : inputs) {
         check_bench_status(nk_cuda_demote_l2(input->get(), input->size(), stream_),
                            "nk_cuda_demote_l2 (before the L2 flush)", what);
       }
@@ -276,12 +263,14 @@ class CudaRunner final : public BenchRunner {
                "cudaMemsetAsync (L2 flush)", what);
   }
 
-  // Warm-up, then `reps` x (flush L2, event, call, event); microseconds per call.
+  // Warm-up, then `reps` x (flush L2, event, call, event); microseconds per call. inputs: what
+  // the call reads (flush_l2).
   template <typename Call>
-  TimingStats time_calls(Call&& call, int reps, const std::string& what) {
+  TimingStats time_calls(Call&& call, int reps, const std::string& what,
+                         const std::vector<const DeviceBuffer*>& inputs = {}) {
     const Stopwatch warmup;
     for (int i = 0; i < 5 || (warmup.elapsed_us() < kWarmupUs && i < 10000); ++i) {
-      flush_l2(what);
+      flush_l2(what, inputs);
       call();
       if (i % 8 == 7) cuda_check(cudaStreamSynchronize(stream_), "warm-up", what);
     }
@@ -289,7 +278,7 @@ class CudaRunner final : public BenchRunner {
 
     std::vector<CudaEvent> start(static_cast<size_t>(reps)), stop(static_cast<size_t>(reps));
     for (int i = 0; i < reps; ++i) {
-      flush_l2(what);
+      flush_l2(what, inputs);
       cuda_check(cudaEventRecord(start[i].get(), stream_), "cudaEventRecord", what);
       call();
       cuda_check(cudaEventRecord(stop[i].get(), stream_), "cudaEventRecord", what);
@@ -311,7 +300,6 @@ class CudaRunner final : public BenchRunner {
   cudaDeviceProp prop_{};
   cudaStream_t stream_ = nullptr;
   DeviceBuffer flush_;
-  std::vector<const DeviceBuffer*> inputs_;  // demoted before each flush (InputsForFlush)
   DeviceBuffer copy_src_, copy_dst_;  // time_copy's, kept for the next shape
 };
 

@@ -47,36 +47,31 @@ auto fwd_realigned_slots_kernel(int items) {
                     : rms_norm_fwd_realigned_slots<XT, WT, YT, kSmallItems, WEIGHT_ONLY>;
 }
 
-// The rms_norm_fwd_registers_rows instance of a plan's rows per group and vectors per thread
-// (and, for calls without extras, of the store form: KernelFacts::fwd_weak_stores).
+// The rms_norm_fwd_registers_rows instance of a plan's rows per group and vectors per thread,
+// of EXTRAS and of the store form (WEAK).
+template <typename XT, typename WT, typename YT, int VEC, int IMAX_SMALL, bool EXTRAS, bool WEAK>
+auto fwd_rows_instance(const LaunchConfig& cfg) {
+  if (cfg.rows_per_group == 4) {
+    return cfg.items == 2 ? rms_norm_fwd_registers_rows<XT, WT, YT, VEC, 2, 4, EXTRAS, WEAK>
+                          : rms_norm_fwd_registers_rows<XT, WT, YT, VEC, 1, 4, EXTRAS, WEAK>;
+  }
+  return cfg.items == 1 ? rms_norm_fwd_registers_rows<XT, WT, YT, VEC, 1, 2, EXTRAS, WEAK>
+                        : rms_norm_fwd_registers_rows<XT, WT, YT, VEC, IMAX_SMALL, 2, EXTRAS, WEAK>;
+}
+
+// fwd_rows_instance for a plan (weak stores for calls without extras where
+// KernelFacts::fwd_weak_stores asks).
 template <typename XT, typename WT, typename YT, int VEC, int IMAX_SMALL>
 auto fwd_rows_kernel(const LaunchConfig& cfg, bool extras) {
   if ((cfg.threads_per_row > 32 && cfg.threads_per_row % 32 != 0) || cfg.items > IMAX_SMALL ||
       (cfg.rows_per_group != 2 && !(cfg.rows_per_group == 4 && cfg.items <= 2))) {
     throw Error(NK_ERROR_INTERNAL, "rms_norm_fwd: rows per group outside its kernels");
   }
-  if (!extras && tuned_defaults().fwd_weak_stores != 0) {
-    if (cfg.rows_per_group == 4) {
-      return cfg.items == 2 ? rms_norm_fwd_registers_rows<XT, WT, YT, VEC, 2, 4, false, true>
-                            : rms_norm_fwd_registers_rows<XT, WT, YT, VEC, 1, 4, false, true>;
-    }
-    return cfg.items == 1 ? rms_norm_fwd_registers_rows<XT, WT, YT, VEC, 1, 2, false, true>
-                          : rms_norm_fwd_registers_rows<XT, WT, YT, VEC, IMAX_SMALL, 2, false, true>;
+  if (extras) return fwd_rows_instance<XT, WT, YT, VEC, IMAX_SMALL, true, false>(cfg);
+  if (tuned_defaults().fwd_weak_stores != 0) {
+    return fwd_rows_instance<XT, WT, YT, VEC, IMAX_SMALL, false, true>(cfg);
   }
-  if (cfg.rows_per_group == 4) {
-    if (cfg.items == 2) {
-      return extras ? rms_norm_fwd_registers_rows<XT, WT, YT, VEC, 2, 4, true>
-                    : rms_norm_fwd_registers_rows<XT, WT, YT, VEC, 2, 4, false>;
-    }
-    return extras ? rms_norm_fwd_registers_rows<XT, WT, YT, VEC, 1, 4, true>
-                  : rms_norm_fwd_registers_rows<XT, WT, YT, VEC, 1, 4, false>;
-  }
-  if (cfg.items == 1) {
-    return extras ? rms_norm_fwd_registers_rows<XT, WT, YT, VEC, 1, 2, true>
-                  : rms_norm_fwd_registers_rows<XT, WT, YT, VEC, 1, 2, false>;
-  }
-  return extras ? rms_norm_fwd_registers_rows<XT, WT, YT, VEC, IMAX_SMALL, 2, true>
-                : rms_norm_fwd_registers_rows<XT, WT, YT, VEC, IMAX_SMALL, 2, false>;
+  return fwd_rows_instance<XT, WT, YT, VEC, IMAX_SMALL, false, false>(cfg);
 }
 
 // The rms_norm_fwd_lean instance of a plan's vectors per thread (1-4: kSmallItems), of the

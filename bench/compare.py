@@ -31,6 +31,7 @@ os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
 import argparse  # noqa: E402
 import datetime  # noqa: E402
+import functools  # noqa: E402
 import json  # noqa: E402
 import math  # noqa: E402
 import platform  # noqa: E402
@@ -78,6 +79,31 @@ DTYPE_NAME = ["bf16"]  # for the table titles; set from --dtype
 # ----------------------------------------------------------------------------- timing
 
 
+@functools.cache
+def l2_demoter():
+    """normkit's _C.cuda_demote_l2 (nk_cuda_demote_l2) where its CUDA build sees a device, else
+    None. normkit's kernels read inputs evict-last, and such L2 lines outlive a zero_() flush."""
+    try:
+        from normkit import _C
+
+        return _C.cuda_demote_l2 if _C.cuda_device_count() > 0 else None
+    except (ImportError, AttributeError):
+        return None
+
+
+def demote_l2(tensors) -> bool:
+    """Gives the tensors' cached L2 lines normal eviction priority, on the current stream, so
+    that a flush that follows evicts them (a no-op for lines read without a hint). False where
+    normkit's CUDA build is not there to do it."""
+    demote = l2_demoter()
+    if demote is None:
+        return False
+    stream = torch.cuda.current_stream().cuda_stream
+    for t in tensors:
+        demote(t.data_ptr(), t.numel() * t.element_size(), stream)
+    return True
+
+
 class Timer:
     """Median time of one call, in microseconds: CUDA events (do_bench) or wall clock."""
 
@@ -87,20 +113,11 @@ class Timer:
         self.cuda = device.type == "cuda"
         self._flush_buf = torch.empty(FLUSH_BYTES, dtype=torch.uint8, device=device) if self.cuda else None
         self._do_bench = None
-        # normkit's kernels read inputs evict-last; such L2 lines outlive a zero_() flush. With
-        # normkit's CUDA build present, every implementation is timed by our own loop, which
-        # demotes the inputs' L2 lines to normal priority before each flush (a no-op for lines
-        # read without a hint), so that no input survives the flush, whoever read it last.
-        self._demote = None
-        if self.cuda:
-            try:
-                from normkit import _C
-
-                if _C.cuda_device_count() > 0:
-                    self._demote = _C.cuda_demote_l2
-            except Exception:  # noqa: BLE001 - no normkit CUDA build: do_bench, as before
-                self._demote = None
-        if self.cuda and self._demote is None:
+        # With normkit's CUDA build present, every implementation is timed by our own loop,
+        # which demotes the inputs' L2 lines before each flush (demote_l2), so that no input
+        # survives the flush, whoever read it last; else do_bench, as before.
+        self._demote = self.cuda and l2_demoter() is not None
+        if self.cuda and not self._demote:
             try:
                 from triton.testing import do_bench
 
@@ -111,7 +128,7 @@ class Timer:
     def events_method(self) -> str:
         if not self.cuda:
             return f"wall clock around one call, median of {self.reps} after warm-up (CPU)"
-        if self._demote is not None:
+        if self._demote:
             return ("CUDA events around one call, L2 flushed before each call (the inputs' L2 "
                     "lines set to normal eviction priority, then 256 MiB zeroed), 25 ms of "
                     "warm-up, calls for 100 ms, median (do_bench's procedure)")
@@ -141,10 +158,7 @@ class Timer:
         return self._own_events(fn, inputs)
 
     def _flush_l2(self, inputs) -> None:
-        if self._demote is not None:
-            stream = torch.cuda.current_stream(self.device).cuda_stream
-            for t in inputs:
-                self._demote(t.data_ptr(), t.numel() * t.element_size(), stream)
+        demote_l2(inputs)
         self._flush_buf.zero_()
 
     def _own_events(self, fn, inputs=(), warmup_ms=25.0, rep_ms=100.0) -> float:

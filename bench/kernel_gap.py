@@ -20,8 +20,8 @@ import argparse
 
 import torch
 
-from compare import parse_shapes
-from norm_after_gemm import demote_inputs, norm_fn
+from compare import demote_l2, parse_shapes
+from norm_after_gemm import norm_fn
 
 DEFAULT_SHAPES = "1x4096,128x4096,4096x1024"
 WARMUP = 10
@@ -30,13 +30,13 @@ WARMUP = 10
 def profile_loop(norm, x, w, flush, reps: int) -> None:
     """reps × (flush, norm) inside the profiler range; warm-up (and compiling) outside it."""
     for _ in range(WARMUP):
-        demote_inputs(x, w)  # (normkit's evict-last x would outlive the flush)
+        demote_l2((x, w))  # (normkit's evict-last x would outlive the flush)
         flush.zero_()
         norm(x, w)
     torch.cuda.synchronize()
     torch.cuda.profiler.start()
     for _ in range(reps):
-        demote_inputs(x, w)
+        demote_l2((x, w))
         flush.zero_()
         norm(x, w)
     torch.cuda.synchronize()

@@ -26,7 +26,7 @@ import statistics
 
 import torch
 
-from compare import hf_composite, parse_shapes
+from compare import demote_l2, hf_composite, parse_shapes
 
 DEFAULT_SHAPES = "1x4096,128x4096,4096x1024,8192x2048,4096x4096,8192x4096"
 IMPLS = ["normkit", "torch_eager", "torch_compile"]
@@ -49,21 +49,6 @@ def norm_fn(name: str, hidden: int):
     raise ValueError(name)
 
 
-def demote_inputs(*tensors) -> None:
-    """The tensors' cached L2 lines back to normal eviction priority (nk_cuda_demote_l2), so
-    that the flush evicts them: normkit reads x evict-last, which a zero_() flush leaves in L2
-    (forty-first session). A no-op without normkit's CUDA build."""
-    try:
-        from normkit import _C
-
-        demote = _C.cuda_demote_l2
-    except (ImportError, AttributeError):
-        return
-    stream = torch.cuda.current_stream().cuda_stream
-    for t in tensors:
-        demote(t.data_ptr(), t.numel() * t.element_size(), stream)
-
-
 def time_after(norm, x, w, before, flush, reps: int, lead_cycles: int = 0) -> float:
     """Median µs of norm(x, w) between CUDA events, each sample after flush and before()
     (x and w demoted before each flush, for every implementation alike).
@@ -75,7 +60,7 @@ def time_after(norm, x, w, before, flush, reps: int, lead_cycles: int = 0) -> fl
     """
     events = []
     for _ in range(WARMUP + reps):
-        demote_inputs(x, w)
+        demote_l2((x, w))  # (normkit's evict-last x would outlive the flush)
         flush.zero_()
         if lead_cycles:
             torch.cuda._sleep(lead_cycles)

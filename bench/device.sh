@@ -45,6 +45,10 @@ install_package() {  # links the library that `build` made, when there is one
   run pip_install env CMAKE_ARGS="-DNK_CUDA_ARCHITECTURES=90 $prebuilt" python3 -m pip install \
     --no-build-isolation --no-deps -v .
 }
+knob_words() {  # knob_words CONFIG: a config of knob_runs (words joined by commas, or "none")
+  # as separate words (for `env`: one knob each), none for "none"
+  [ "$1" = none ] || echo "${1//,/ }"
+}
 knob_runs() {  # knob_runs PREFIX SECONDS CONFIGS ARGS...: `normkit bench --explain ARGS` under
   # each config of CONFIGS (knobs joined by commas; "none": the defaults), each stopped after
   # SECONDS, one JSON each in the logs named PREFIX_<config> (a repeated config gets a suffix)
@@ -52,8 +56,7 @@ knob_runs() {  # knob_runs PREFIX SECONDS CONFIGS ARGS...: `normkit bench --expl
   for cfg in $3; do
     name=$1_${cfg//[^A-Za-z0-9_]/_}
     while [ -e "$LOGS/$name.json" ]; do name=${name}_again; done
-    knobs=${cfg//,/ }
-    [ "$cfg" = none ] && knobs=
+    knobs=$(knob_words "$cfg")
     # shellcheck disable=SC2086  # the knobs, one word each
     run "$name" timeout "$2" env $knobs "$BUILD/tools/normkit" bench --explain "${@:4}" \
       --json "$LOGS/$name.json"
@@ -77,8 +80,7 @@ mode_runs() {  # mode_runs MODES CONFIGS: `normkit bench --fwd-only` of each of 
   local -a knobs margs args
   for rep in a b; do
     for cfg in $2; do
-      words=${cfg//,/ }
-      [ "$cfg" = none ] && words=
+      words=$(knob_words "$cfg")
       knobs=() args=()
       for w in $words; do
         case $w in NK_TUNE_*) knobs+=("$w") ;; *) args+=("$w") ;; esac
@@ -579,16 +581,15 @@ NK_TUNE_EVICT_LAST_MIN_MIB=0 NK_TUNE_EVICT_FIRST_MAX_MIB=64" --fwd-only --shapes
         NK_TUNE_EVICT_LAST_MIN_MIB=0 none; do
         name=${cfg//[^A-Za-z0-9_]/_}
         while [ -e "$OUT/harness_$name.json" ]; do name=${name}_again; done
-        knobs=${cfg//,/ } impls=normkit
-        [ "$cfg" = none ] && knobs= && impls=normkit,torch_compile
+        knobs=$(knob_words "$cfg") impls=normkit
+        [ "$cfg" = none ] && impls=normkit,torch_compile
         # shellcheck disable=SC2086  # the knobs, one word each
         run "harness_$name" env $knobs PYTHONUNBUFFERED=1 python3 bench/norm_after_gemm.py \
           --settings flush --impls "$impls" --lead-us 300 --json "$OUT/harness_$name.json" \
           --shapes 16384x1024,32768x512,8192x2048,4096x4096
       done
       for cfg in none NK_TUNE_FWD_LEAN_WAVES=8 NK_TUNE_FWD_LEAN_WAVES=8,NK_TUNE_EVICT_LAST_MIN_MIB=0; do
-        knobs=${cfg//,/ }
-        [ "$cfg" = none ] && knobs=
+        knobs=$(knob_words "$cfg")
         # shellcheck disable=SC2086  # the knobs, one word each
         run "ncu_many_${cfg//[^A-Za-z0-9_]/_}" env $knobs ncu "${sections[@]}" \
           --kernel-name regex:rms_norm --launch-skip 3 --launch-count 1 \
@@ -637,8 +638,7 @@ NK_TUNE_EVICT_LAST_MIN_MIB=0 NK_TUNE_EVICT_FIRST_MAX_MIB=64" --fwd-only --shapes
       # ncu cache control, card clocks): duration and DRAM bytes read and written, ours (default
       # and lean on one-warp CTAs) and Triton's, 20 launches each (needs `install`)
       for cfg in none NK_TUNE_FWD_LEAN_WAVES=8; do
-        knobs=${cfg//,/ }
-        [ "$cfg" = none ] && knobs=
+        knobs=$(knob_words "$cfg")
         # shellcheck disable=SC2086  # the knobs, one word each
         run "gap_dram_${cfg//[^A-Za-z0-9_]/_}" env $knobs timeout 200 ncu --profile-from-start off \
           --cache-control none --clock-control none --csv --kernel-name regex:'rms_norm|triton' \
@@ -656,7 +656,7 @@ NK_TUNE_FWD_LEAN_WAVES=8,NK_TUNE_FWD_WEAK_STORES=1" --fwd-only --shapes \
           16384x1024,8192x2048,4096x4096,8192x1024,4096x1024,1024x1024,512x4096,128x4096,1x4096,8192x4096,8192x8192,16384x4096
       done
       for cfg in NK_TUNE_FWD_LEAN_WAVES=8 NK_TUNE_FWD_LEAN_WAVES=8,NK_TUNE_FWD_WEAK_STORES=1; do
-        knobs=${cfg//,/ }
+        knobs=$(knob_words "$cfg")
         # shellcheck disable=SC2086  # the knobs, one word each
         run "harness_weak_${cfg//[^A-Za-z0-9_]/_}" env $knobs PYTHONUNBUFFERED=1 \
           python3 bench/norm_after_gemm.py --settings flush --impls normkit,torch_compile \

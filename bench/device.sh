@@ -581,17 +581,17 @@ NK_TUNE_EVICT_LAST_MIN_MIB=0 NK_TUNE_EVICT_FIRST_MAX_MIB=64" --fwd-only --shapes
         NK_TUNE_EVICT_LAST_MIN_MIB=0 none; do
         name=${cfg//[^A-Za-z0-9_]/_}
         while [ -e "$OUT/harness_$name.json" ]; do name=${name}_again; done
-        knobs=$(knob_words "$cfg") impls=normkit
+        env_knobs=$(knob_words "$cfg") impls=normkit
         [ "$cfg" = none ] && impls=normkit,torch_compile
         # shellcheck disable=SC2086  # the knobs, one word each
-        run "harness_$name" env $knobs PYTHONUNBUFFERED=1 python3 bench/norm_after_gemm.py \
+        run "harness_$name" env $env_knobs PYTHONUNBUFFERED=1 python3 bench/norm_after_gemm.py \
           --settings flush --impls "$impls" --lead-us 300 --json "$OUT/harness_$name.json" \
           --shapes 16384x1024,32768x512,8192x2048,4096x4096
       done
       for cfg in none NK_TUNE_FWD_LEAN_WAVES=8 NK_TUNE_FWD_LEAN_WAVES=8,NK_TUNE_EVICT_LAST_MIN_MIB=0; do
-        knobs=$(knob_words "$cfg")
+        env_knobs=$(knob_words "$cfg")
         # shellcheck disable=SC2086  # the knobs, one word each
-        run "ncu_many_${cfg//[^A-Za-z0-9_]/_}" env $knobs ncu "${sections[@]}" \
+        run "ncu_many_${cfg//[^A-Za-z0-9_]/_}" env $env_knobs ncu "${sections[@]}" \
           --kernel-name regex:rms_norm --launch-skip 3 --launch-count 1 \
           "$BUILD/tools/normkit" bench --fwd-only --reps 1 --shapes 16384x1024
       done
@@ -638,9 +638,9 @@ NK_TUNE_EVICT_LAST_MIN_MIB=0 NK_TUNE_EVICT_FIRST_MAX_MIB=64" --fwd-only --shapes
       # ncu cache control, card clocks): duration and DRAM bytes read and written, ours (default
       # and lean on one-warp CTAs) and Triton's, 20 launches each (needs `install`)
       for cfg in none NK_TUNE_FWD_LEAN_WAVES=8; do
-        knobs=$(knob_words "$cfg")
+        env_knobs=$(knob_words "$cfg")
         # shellcheck disable=SC2086  # the knobs, one word each
-        run "gap_dram_${cfg//[^A-Za-z0-9_]/_}" env $knobs timeout 200 ncu --profile-from-start off \
+        run "gap_dram_${cfg//[^A-Za-z0-9_]/_}" env $env_knobs timeout 200 ncu --profile-from-start off \
           --cache-control none --clock-control none --csv --kernel-name regex:'rms_norm|triton' \
           --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_srcunit_tex_op_write.sum \
           python3 bench/kernel_gap.py --reps 20 --shapes 16384x1024,32768x512,4096x4096
@@ -656,9 +656,9 @@ NK_TUNE_FWD_LEAN_WAVES=8,NK_TUNE_FWD_WEAK_STORES=1" --fwd-only --shapes \
           16384x1024,8192x2048,4096x4096,8192x1024,4096x1024,1024x1024,512x4096,128x4096,1x4096,8192x4096,8192x8192,16384x4096
       done
       for cfg in NK_TUNE_FWD_LEAN_WAVES=8 NK_TUNE_FWD_LEAN_WAVES=8,NK_TUNE_FWD_WEAK_STORES=1; do
-        knobs=$(knob_words "$cfg")
+        env_knobs=$(knob_words "$cfg")
         # shellcheck disable=SC2086  # the knobs, one word each
-        run "harness_weak_${cfg//[^A-Za-z0-9_]/_}" env $knobs PYTHONUNBUFFERED=1 \
+        run "harness_weak_${cfg//[^A-Za-z0-9_]/_}" env $env_knobs PYTHONUNBUFFERED=1 \
           python3 bench/norm_after_gemm.py --settings flush --impls normkit,torch_compile \
           --lead-us 300 --json "$LOGS/harness_weak_${cfg//[^A-Za-z0-9_]/_}.json" \
           --shapes 16384x1024,8192x2048,4096x4096

@@ -8,7 +8,7 @@
 # sanitize profile method ncu_method ring ncu_detail ncu_peer pending pending_python order_ncu carveout
 # after_gemm compile_gap weight_first fwd_sass_counts lean lean_waves launch rows
 # defaults39 lean_small wide_plain gap64mb lean_many harness_policy flush_demote gap_dram
-# weak_stores
+# weak_stores flush_retune
 # (default: build test check bench)
 # BUILD=dir names the build tree (default build-device). (A tree built on the CPU machine cannot
 # travel instead: its binaries are over 64 MiB each.) `install` links that tree's libnormkit.a.
@@ -662,6 +662,26 @@ NK_TUNE_FWD_LEAN_WAVES=8,NK_TUNE_FWD_WEAK_STORES=1" --fwd-only --shapes \
           python3 bench/norm_after_gemm.py --settings flush --impls normkit,torch_compile \
           --lead-us 300 --json "$LOGS/harness_weak_${cfg//[^A-Za-z0-9_]/_}.json" \
           --shapes 16384x1024,8192x2048,4096x4096
+      done ;;
+    flush_retune)  # the defaults that earlier sessions chose while the flush left part of x
+      # in L2 (forty-second session: at 4096x1024 the old flush left 91% of x cached, and
+      # EVICT_LAST_MIN_MIB's 14% gain there was that). Under the demoting flush, twice each:
+      # x's evict-last policy and the lean forward on many waves over the sweep and the models
+      # set; the 1K-4K-column forward and backward plans of 2-16 MB
+      for rep in a b; do
+        knob_runs "retune_sweep_$rep" 90 "none NK_TUNE_EVICT_LAST_MIN_MIB=0 NK_TUNE_FWD_LEAN_WAVES=8 \
+NK_TUNE_EVICT_LAST_MIN_MIB=0,NK_TUNE_FWD_LEAN_WAVES=8"
+        knob_runs "retune_models_$rep" 90 "none NK_TUNE_EVICT_LAST_MIN_MIB=0 NK_TUNE_FWD_LEAN_WAVES=8 \
+NK_TUNE_EVICT_LAST_MIN_MIB=0,NK_TUNE_FWD_LEAN_WAVES=8" --shapes models
+      done
+      mid_shapes=4096x1024,2048x1024,8192x1024,4096x768,4096x2048,1024x4096,2048x4096,512x4096
+      for rep in a b; do
+        knob_runs "retune_fwd_$rep" 40 "none NK_TUNE_FWD_LEAN_PIPELINE_MAX_ROWS=100000 \
+NK_TUNE_FWD_LEAN=0 NK_TUNE_FWD_LEAN=0,NK_TUNE_FWD_PIPELINE_MAX_ROWS=100000 NK_TUNE_FWD_WEIGHT_FIRST=0 \
+NK_TUNE_FWD_ROWS_PER_GROUP=1" --fwd-only --shapes "$mid_shapes"
+        knob_runs "retune_bwd_$rep" 40 "none NK_TUNE_BWD_MID_ROW_CTA_THREADS=256 \
+NK_TUNE_BWD_PIPELINED_CTAS_PER_SM=2 NK_TUNE_BWD_PIPELINED_CTAS_PER_SM=4 NK_TUNE_BWD_ITEMS=1 \
+NK_TUNE_BWD_LEAN=0 NK_TUNE_BWD_CTA_THREADS=512" --bwd-only --shapes "$mid_shapes"
       done ;;
     weight_first)  # the forward of few rows on registers CTAs that load the weight with x
       # (NK_TUNE_FWD_WEIGHT_FIRST, thirty-sixth session): A/B against the default (pipelined)

@@ -8,7 +8,7 @@
 # sanitize profile method ncu_method ring ncu_detail ncu_peer pending pending_python order_ncu carveout
 # after_gemm compile_gap weight_first fwd_sass_counts lean lean_waves launch rows
 # defaults39 lean_small wide_plain gap64mb lean_many harness_policy flush_demote gap_dram
-# weak_stores flush_retune
+# weak_stores flush_retune fp32_wide
 # (default: build test check bench)
 # BUILD=dir names the build tree (default build-device). (A tree built on the CPU machine cannot
 # travel instead: its binaries are over 64 MiB each.) `install` links that tree's libnormkit.a.
@@ -682,6 +682,18 @@ NK_TUNE_FWD_ROWS_PER_GROUP=1" --fwd-only --shapes "$mid_shapes"
         knob_runs "retune_bwd_$rep" 40 "none NK_TUNE_BWD_MID_ROW_CTA_THREADS=256 \
 NK_TUNE_BWD_PIPELINED_CTAS_PER_SM=2 NK_TUNE_BWD_PIPELINED_CTAS_PER_SM=4 NK_TUNE_BWD_ITEMS=1 \
 NK_TUNE_BWD_LEAN=0 NK_TUNE_BWD_CTA_THREADS=512" --bwd-only --shapes "$mid_shapes"
+      done ;;
+    fp32_wide)  # float32 1024x32768's forward read 105 us (86% of copy) on 2026-11-26 and
+      # 115-116 (78%) since 2026-11-27 13:24 (forty-second session): the plan of each suspect
+      # default against its former setting, twice, with --explain; and the backward of few
+      # rows of 4096 columns at one vector per thread (0.95x at 512x4096 in flush_retune)
+      for rep in a b; do
+        knob_runs "fp32_wide_$rep" 40 "none NK_TUNE_FWD_WHOLE_WARPS=0 NK_TUNE_FWD_SPLIT_WIDE_ROWS=0 \
+NK_TUNE_FWD_SPLIT_WIDE_ROWS=1 NK_TUNE_FWD_ROWS_PER_GROUP=1 NK_TUNE_FWD_WEIGHT_FIRST=0 \
+NK_TUNE_FWD_PIPELINE_CLUSTERS=1" --fwd-only --dtype fp32 --shapes \
+          1024x32768,512x32768,2048x32768,1024x16384,4096x12288,256x65536
+        knob_runs "few_bwd_$rep" 30 "none NK_TUNE_BWD_ITEMS=1" --bwd-only --shapes \
+          128x4096,256x4096,512x4096,1024x4096,64x8192,128x2048
       done ;;
     weight_first)  # the forward of few rows on registers CTAs that load the weight with x
       # (NK_TUNE_FWD_WEIGHT_FIRST, thirty-sixth session): A/B against the default (pipelined)

@@ -8,7 +8,7 @@
 # sanitize profile method ncu_method ring ncu_detail ncu_peer pending pending_python order_ncu carveout
 # after_gemm compile_gap weight_first fwd_sass_counts lean lean_waves launch rows
 # defaults39 lean_small wide_plain gap64mb lean_many harness_policy flush_demote gap_dram
-# weak_stores flush_retune fp32_wide
+# weak_stores flush_retune fp32_wide fp32_split
 # (default: build test check bench)
 # BUILD=dir names the build tree (default build-device). (A tree built on the CPU machine cannot
 # travel instead: its binaries are over 64 MiB each.) `install` links that tree's libnormkit.a.
@@ -694,6 +694,17 @@ NK_TUNE_FWD_PIPELINE_CLUSTERS=1" --fwd-only --dtype fp32 --shapes \
           1024x32768,512x32768,2048x32768,1024x16384,4096x12288,256x65536
         knob_runs "few_bwd_$rep" 30 "none NK_TUNE_BWD_ITEMS=1" --bwd-only --shapes \
           128x4096,256x4096,512x4096,1024x4096,64x8192,128x2048
+      done ;;
+    fp32_split)  # float32 rows split over clusters by default (plain_fwd_facts, after
+      # fp32_wide): the forward tests and the planner's; the float32 sweep, plain and with a
+      # residual, against the former plans (NK_TUNE_FWD_SPLIT_WIDE_ROWS=0: for the plain
+      # forward what setting 2 did before), twice
+      run ctest_fp32_split ctest --test-dir "$BUILD" --output-on-failure -j"${CTEST_JOBS:-14}" \
+        -R 'FwdFloat32WideRows|FwdLargeShapes|FwdModelShapes|LaunchConfig|Fwd.*Cuda'
+      for rep in a b; do
+        knob_runs "fp32_split_$rep" 90 "none NK_TUNE_FWD_SPLIT_WIDE_ROWS=0" --fwd-only --dtype fp32
+        knob_runs "fp32_split_residual_$rep" 90 "none NK_TUNE_FWD_SPLIT_WIDE_ROWS=0" --fwd-only \
+          --dtype fp32 --residual
       done ;;
     weight_first)  # the forward of few rows on registers CTAs that load the weight with x
       # (NK_TUNE_FWD_WEIGHT_FIRST, thirty-sixth session): A/B against the default (pipelined)

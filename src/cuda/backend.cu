@@ -157,7 +157,8 @@ LaunchConfig plan_fwd_with_reads(int64_t rows, int64_t hidden, int vec, nk_dtype
                                  const KernelFacts& facts) {
   const bool all_16_bit =
       nk_dtype_size(x) == 2 && nk_dtype_size(w) == 2 && nk_dtype_size(y) == 2;
-  LaunchConfig c = plan_fwd(rows, hidden, vec, facts, fwd_staged_bytes(vec, x, with_residual),
+  LaunchConfig c = plan_fwd(rows, hidden, vec, plain_fwd_facts(facts, nk_dtype_size(x)),
+                            fwd_staged_bytes(vec, x, with_residual),
                             common_call && !with_residual && all_16_bit);
   if (!all_16_bit || (with_residual && c.items > 2)) {
     // The kernels of several rows per group, of the small register bounds and of the weight

@@ -369,6 +369,12 @@ LaunchConfig plan_fwd_registers(int64_t rows, int64_t hidden, int vec, const Ker
   return plan(rows, hidden, vec, f, fwd_items_max(vec), kFwdMaxThreadsPerRow, false);
 }
 
+KernelFacts plain_fwd_facts(const KernelFacts& facts, size_t x_bytes) {
+  KernelFacts f = facts;
+  if (f.fwd_split_wide_rows == 2 && x_bytes == 4) f.fwd_split_wide_rows = 1;
+  return f;
+}
+
 LaunchConfig plan_fwd_realigned(int64_t rows, int64_t hidden, const KernelFacts& facts) {
   constexpr int kVec = 8;
   LaunchConfig c = plan_fwd_registers(rows, hidden, kVec, facts);

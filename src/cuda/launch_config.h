@@ -3,6 +3,7 @@
 // printable by `normkit bench --explain`.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -275,7 +276,11 @@ struct KernelFacts {
   // BLOCK, MXFP8), 0 never. Measured (ninth session, H100; 1024 x 32768, 600 x 32768, 2048 x
   // 24576; one CTA per row -> split): token 68.3 -> 51.7, 46.4 -> 34.6, 105.0 -> 83.5 us (its
   // folded one-reduction kernel then applies), block 0.90-0.96x, mxfp8 0.91-0.98x; tensor
-  // 0.97-1.04x and the plain forward 1.04-1.15x, so those keep one CTA per row.
+  // 0.97-1.04x and the plain forward of 16-bit x 1.04-1.15x, so those keep one CTA per row.
+  // Setting 2 also splits the plain forward's float32 rows (plain_fwd_facts): forty-second
+  // session (H100, twice): 1024 x 32768 116.4 -> 95.3 us (the pipelined clusters of 8 that
+  // such rows took before -> 4 CTAs of 4 vectors per thread), 2048 x 32768 0.82x, 4096 x 12288
+  // 0.94x, 1024 x 16384 0.96x, 512 x 32768 and 256 x 65536 level.
   int fwd_split_wide_rows = 2;
   // The pipelined backward splits a row over a cluster when it has more vectors than this
   // (NK_TUNE_BWD_SPLIT_VECTORS). Measured (docs/notes.md v16-v17): 12K-16K columns of 8-element
@@ -904,6 +909,10 @@ inline int64_t fwd_read_once_bytes(int64_t rows, int64_t hidden, int64_t x_bytes
 LaunchConfig plan_fwd(int64_t rows, int64_t hidden, int vec, const KernelFacts& facts,
                       int64_t staged_bytes_per_col = 0, bool lean_call = false);
 LaunchConfig plan_fwd_registers(int64_t rows, int64_t hidden, int vec, const KernelFacts& facts);
+// The facts that plan_fwd takes for the plain forward of x elements of x_bytes bytes: setting 2
+// of fwd_split_wide_rows (the default) splits float32 rows as setting 1 does
+// (KernelFacts::fwd_split_wide_rows).
+KernelFacts plain_fwd_facts(const KernelFacts& facts, size_t x_bytes);
 // Rows of 16-bit elements misaligned for 16-byte vectors whose x and y share the misalignment
 // (the launcher checks the pointers; no residual): plan_fwd_registers at 8-element vectors,
 // realigned; grid 0 where that plan would stream or hold more than kSmallItems vectors per

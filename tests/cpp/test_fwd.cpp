@@ -147,6 +147,40 @@ INSTANTIATE_TEST_SUITE_P(AllBackends, FwdLargeShapes,
                                                               RowsHidden{531, 32768})),
                          ShapeTestName());
 
+// ---- float32 rows that the plain forward splits over clusters by default ----
+
+// Rows of 12K-32K float32 columns on 4 x SMs rows or more, which one CTA would hold at more
+// than 4 vectors per thread: since the forty-second session on clusters of 2-4 CTAs
+// (plain_fwd_facts). The plain call, then with a bias, a residual and zero-centring (the
+// general cluster kernel), then float32 x beside a bf16 weight and y.
+class FwdFloat32WideRows : public ::testing::TestWithParam<std::tuple<nk_backend, RowsHidden>> {
+};
+
+TEST_P(FwdFloat32WideRows, MatchesReference) {
+  const nk_backend backend = std::get<0>(GetParam());
+  const auto [rows, hidden] = std::get<1>(GetParam());
+  NK_SKIP_IF_UNAVAILABLE(backend);
+  NK_SKIP_IF_SLOW_ON_CPU(backend, rows, hidden, "FwdShapes");
+  Rng rng;
+  FwdCase c;
+  c.rows = rows;
+  c.hidden = hidden;
+  c.x = c.w = c.y = NK_FLOAT32;
+  test_fwd_case(backend, c, rng);
+  c.bias = c.residual = c.zero_centered = true;
+  test_fwd_case(backend, c, rng);
+  c.bias = c.residual = c.zero_centered = false;
+  c.w = c.y = NK_BFLOAT16;
+  test_fwd_case(backend, c, rng);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllBackends, FwdFloat32WideRows,
+                         ::testing::Combine(::testing::ValuesIn(all_backends()),
+                                            ::testing::Values(RowsHidden{531, 32768},
+                                                              RowsHidden{600, 16384},
+                                                              RowsHidden{545, 12288})),
+                         ShapeTestName());
+
 // ---- the hidden sizes of current models (bench --shapes models), both kernel variants ----
 
 // Rows that a power of two threads leaves partly empty (5120, 5376, 2304, 2560, 3584 columns),

@@ -1711,6 +1711,32 @@ TEST(LaunchConfig, ForwardOfLongFloat32RowsTakesPipelinedClusters) {
   EXPECT_EQ(normkit::cuda::plan_fwd(4096, 12288, 4, f, 4).plan, RowPlan::kRegisters);
 }
 
+TEST(LaunchConfig, PlainForwardSplitsFloat32RowsByDefault) {
+  const KernelFacts f;
+  ASSERT_EQ(f.fwd_split_wide_rows, 2);
+  // The facts of a float32 forward split its wide rows (setting 1); 16-bit x keeps setting 2.
+  EXPECT_EQ(normkit::cuda::plain_fwd_facts(f, 4).fwd_split_wide_rows, 1);
+  EXPECT_EQ(normkit::cuda::plain_fwd_facts(f, 2).fwd_split_wide_rows, 2);
+  KernelFacts never = f;
+  never.fwd_split_wide_rows = 0;
+  EXPECT_EQ(normkit::cuda::plain_fwd_facts(never, 4).fwd_split_wide_rows, 0);
+  // As measured: 1024 x 32768 on clusters of 4 CTAs at 4 vectors per thread (not the
+  // pipelined clusters of 8), 4096 x 12288 on clusters of 2 at 3 (not one CTA at 6).
+  const KernelFacts fp32 = normkit::cuda::plain_fwd_facts(f, 4);
+  const LaunchConfig wide = normkit::cuda::plan_fwd(1024, 32768, 4, fp32, 4);
+  EXPECT_EQ(wide.plan, RowPlan::kCluster) << wide.describe();
+  EXPECT_EQ(wide.cluster_size, 4);
+  EXPECT_EQ(wide.items, 4);
+  const LaunchConfig mid = normkit::cuda::plan_fwd(4096, 12288, 4, fp32, 4);
+  EXPECT_EQ(mid.plan, RowPlan::kCluster) << mid.describe();
+  EXPECT_EQ(mid.cluster_size, 2);
+  EXPECT_EQ(mid.items, 3);
+  // bf16 rows of the same bytes keep one CTA per row.
+  EXPECT_EQ(normkit::cuda::plan_fwd(1024, 32768, 8, normkit::cuda::plain_fwd_facts(f, 2), 2)
+                .cluster_size,
+            1);
+}
+
 TEST(LaunchConfig, RealignsMisalignedForwardRowsToSixteenByteVectors) {
   KernelFacts f;
   // Not below 1M elements (slower there, as measured): 29 x 17389 stays element by element.

@@ -8,7 +8,7 @@
 # sanitize profile method ncu_method ring ncu_detail ncu_peer pending pending_python order_ncu carveout
 # after_gemm compile_gap weight_first fwd_sass_counts lean lean_waves launch rows
 # defaults39 lean_small wide_plain gap64mb lean_many harness_policy flush_demote gap_dram
-# weak_stores flush_retune fp32_wide fp32_split
+# weak_stores flush_retune fp32_wide fp32_split bwd_4096
 # (default: build test check bench)
 # BUILD=dir names the build tree (default build-device). (A tree built on the CPU machine cannot
 # travel instead: its binaries are over 64 MiB each.) `install` links that tree's libnormkit.a.
@@ -705,6 +705,13 @@ NK_TUNE_FWD_PIPELINE_CLUSTERS=1" --fwd-only --dtype fp32 --shapes \
         knob_runs "fp32_split_$rep" 90 "none NK_TUNE_FWD_SPLIT_WIDE_ROWS=0" --fwd-only --dtype fp32
         knob_runs "fp32_split_residual_$rep" 90 "none NK_TUNE_FWD_SPLIT_WIDE_ROWS=0" --fwd-only \
           --dtype fp32 --residual
+      done ;;
+    bwd_4096)  # the lean backward of 4096-column rows at one vector per thread on 512-thread
+      # CTAs (fp32_wide's few_bwd: 0.93-0.96x at 512 and 1024 rows, 1.02-1.03x at 128), from 128
+      # to 16384 rows, twice; what a rule for 4096 columns beside 2048's would give
+      for rep in a b; do
+        knob_runs "bwd_4096_$rep" 60 "none NK_TUNE_BWD_ITEMS=1" --bwd-only --shapes \
+          128x4096,256x4096,384x4096,512x4096,768x4096,1024x4096,2048x4096,4096x4096,8192x4096,16384x4096
       done ;;
     weight_first)  # the forward of few rows on registers CTAs that load the weight with x
       # (NK_TUNE_FWD_WEIGHT_FIRST, thirty-sixth session): A/B against the default (pipelined)

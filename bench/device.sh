@@ -636,14 +636,16 @@ NK_TUNE_EVICT_LAST_MIN_MIB=0 NK_TUNE_EVICT_FIRST_MAX_MIB=64" --fwd-only --shapes
     gap_dram)  # torch.compile leads by ~3 us at 16384x1024 and 32768x512 in events, not under
       # ncu's own (clean) flush (forty-first session). Each kernel with the events' L2 state (no
       # ncu cache control, card clocks): duration and DRAM bytes read and written, ours (default
-      # and lean on one-warp CTAs) and Triton's, 20 launches each (needs `install`)
+      # and lean on one-warp CTAs) and Triton's, 20 launches each (needs `install`); since the
+      # forty-second session also 4096x1024 and 1024x4096, where torch.compile leads in
+      # compare.py (9.5 against 10.4 us at 4096x1024)
       for cfg in none NK_TUNE_FWD_LEAN_WAVES=8; do
         env_knobs=$(knob_words "$cfg")
         # shellcheck disable=SC2086  # the knobs, one word each
         run "gap_dram_${cfg//[^A-Za-z0-9_]/_}" env $env_knobs timeout 200 ncu --profile-from-start off \
           --cache-control none --clock-control none --csv --kernel-name regex:'rms_norm|triton' \
           --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_srcunit_tex_op_write.sum \
-          python3 bench/kernel_gap.py --reps 20 --shapes 16384x1024,32768x512,4096x4096
+          python3 bench/kernel_gap.py --reps 20 --shapes 16384x1024,32768x512,4096x4096,4096x1024,1024x4096
       done ;;
     weak_stores)  # the lean and rows-per-group forwards' y by weak st.global instead of
       # __stcg's strong GPU-scope stores (NK_TUNE_FWD_WEAK_STORES, forty-first session: Triton's

@@ -1694,6 +1694,8 @@ TEST(LaunchConfig, ForwardOfWideRowsAsMeasured) {
   EXPECT_EQ(block.cols_per_cta * block.cluster_size, 32768);
 }
 
+// The facts as they come (setting 2 of fwd_split_wide_rows not mapped by plain_fwd_facts): the
+// plans that float32 calls get under NK_TUNE_FWD_SPLIT_WIDE_ROWS=0.
 TEST(LaunchConfig, ForwardOfLongFloat32RowsTakesPipelinedClusters) {
   KernelFacts f;
   // float32, 4-element vectors: one CTA per row would hold 16 vectors per thread.

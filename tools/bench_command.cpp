@@ -33,6 +33,7 @@ int run_bench(const BenchOptions& options) {
   config.dtype = parse_dtype(options.dtype);
   config.weight_dtype =
       options.weight_dtype.empty() ? config.dtype : parse_dtype(options.weight_dtype);
+  config.out_dtype = options.out_dtype.empty() ? config.dtype : parse_dtype(options.out_dtype);
   config.bias = options.bias;
   config.zero_centered = options.zero_centered;
   config.residual = options.residual;
@@ -47,6 +48,9 @@ int run_bench(const BenchOptions& options) {
     config.quant_block = q.block;
     config.quant_dtype = parse_quant_dtype(options.quant_dtype);
     if (options.bwd_only) throw std::runtime_error("--quant times the forward; drop --bwd-only");
+    if (!options.out_dtype.empty()) {
+      throw std::runtime_error("--out-dtype: with --quant, y is in --quant-dtype");
+    }
     config.bwd = false;
     config.transposed = options.transposed;
     if (options.transposed && q.mode != NK_QUANT_TENSOR) {

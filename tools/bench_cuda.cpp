@@ -193,7 +193,8 @@ class CudaRunner final : public BenchRunner {
                                                     config_.bias);
           }
           return normkit::cuda::explain_fwd(shape.rows, shape.hidden, config_.dtype,
-                                            config_.weight_dtype, config_.dtype, config_.residual,
+                                            config_.weight_dtype, y_dtype(config_),
+                                            config_.residual,
                                             config_.bias || config_.zero_centered);
         });
       }

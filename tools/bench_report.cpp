@@ -181,6 +181,7 @@ void write_bench_json(std::ostream& file, const std::string& path, const BenchRe
   j.begin_object();
   j.field("dtype", short_name(r.config.dtype));
   j.field("weight_dtype", short_name(r.config.weight_dtype));
+  j.field("out_dtype", short_name(r.config.out_dtype));
   j.field("bias", r.config.bias);
   j.field("zero_centered", r.config.zero_centered);
   j.field("eps", static_cast<double>(r.config.eps));

@@ -4,7 +4,9 @@
 
 namespace nktool {
 
-nk_dtype y_dtype(const BenchConfig& c) { return c.quant != NK_QUANT_NONE ? c.quant_dtype : c.dtype; }
+nk_dtype y_dtype(const BenchConfig& c) {
+  return c.quant != NK_QUANT_NONE ? c.quant_dtype : c.out_dtype;
+}
 
 double scales_bytes(const Shape& s, const BenchConfig& c) {
   const double rows = static_cast<double>(s.rows);
@@ -20,6 +22,9 @@ std::string bench_inputs_text(const BenchConfig& c) {
   std::string t = std::string("weight ") + short_name(c.weight_dtype) +
                   (c.zero_centered ? " near 0, zero-centered (scale 1 + weight)" : " near 1");
   if (c.bias) t += std::string(", bias ") + short_name(c.weight_dtype) + " random";
+  if (c.quant == NK_QUANT_NONE && c.out_dtype != c.dtype) {
+    t += std::string(", y written as ") + short_name(c.out_dtype);
+  }
   return t;
 }
 

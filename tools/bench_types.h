@@ -15,6 +15,7 @@ namespace nktool {
 struct BenchConfig {
   nk_dtype dtype = NK_BFLOAT16;         // x, y, dy, dx (and residual) in this dtype
   nk_dtype weight_dtype = NK_BFLOAT16;  // weight, bias, dweight, dbias (--weight-dtype)
+  nk_dtype out_dtype = NK_BFLOAT16;     // the forward's y (--out-dtype; default dtype)
   bool bias = false;           // forward adds a bias (read); backward also writes dbias
   bool zero_centered = false;  // scale by (1 + weight); the weight is then near 0
   bool residual = false;         // forward fuses a residual add; backward adds dresidual_out
@@ -36,7 +37,7 @@ struct BenchConfig {
   bool demote_inputs = true;
 };
 
-// y's dtype: the quantized one with --quant, else dtype.
+// y's dtype: the quantized one with --quant, else out_dtype.
 nk_dtype y_dtype(const BenchConfig& c);
 // What the forward and backward are given beyond x (and dy), for the header and --explain:
 // "weight bf16 near 1, bias bf16" and the like.

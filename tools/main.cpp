@@ -105,13 +105,18 @@ int main(int argc, char** argv) {
                             "<= 32 Mi elements")
       ->check(validate_shapes);
   bench_cmd->add_option("--dtype", bench.dtype,
-                        "Dtype of x, y, dy and dx (and residual), and of the weight unless "
-                        "--weight-dtype: bf16, fp16 or fp32")
+                        "Dtype of x, dy and dx (and residual), of y unless --out-dtype, and "
+                        "of the weight unless --weight-dtype: bf16, fp16 or fp32")
       ->check(CLI::IsMember({"bf16", "fp16", "fp32"}))
       ->capture_default_str();
   bench_cmd->add_option("--weight-dtype", bench.weight_dtype,
                         "Dtype of the weight, bias, dweight and dbias: fp32, fp16 or bf16 "
                         "(default: --dtype); the bytes count them in this dtype")
+      ->check(CLI::IsMember({"fp32", "fp16", "bf16"}))
+      ->type_name("DTYPE");
+  bench_cmd->add_option("--out-dtype", bench.out_dtype,
+                        "Dtype of the forward's y: fp32, fp16 or bf16 (default: --dtype; not with "
+                        "--quant); the backward's dy and dx stay in --dtype")
       ->check(CLI::IsMember({"fp32", "fp16", "bf16"}))
       ->type_name("DTYPE");
   bench_cmd->add_flag("--bias", bench.bias,

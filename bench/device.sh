@@ -8,7 +8,7 @@
 # sanitize profile method ncu_method ring ncu_detail ncu_peer pending pending_python order_ncu carveout
 # after_gemm compile_gap weight_first fwd_sass_counts lean lean_waves launch rows
 # defaults39 lean_small wide_plain gap64mb lean_many harness_policy flush_demote gap_dram
-# weak_stores flush_retune fp32_wide fp32_split bwd_4096
+# weak_stores flush_retune fp32_wide fp32_split bwd_4096 fp32_mixed
 # (default: build test check bench)
 # BUILD=dir names the build tree (default build-device). (A tree built on the CPU machine cannot
 # travel instead: its binaries are over 64 MiB each.) `install` links that tree's libnormkit.a.
@@ -714,6 +714,15 @@ NK_TUNE_FWD_PIPELINE_CLUSTERS=1" --fwd-only --dtype fp32 --shapes \
       for rep in a b; do
         knob_runs "bwd_4096_$rep" 60 "none NK_TUNE_BWD_ITEMS=1" --bwd-only --shapes \
           128x4096,256x4096,384x4096,512x4096,768x4096,1024x4096,2048x4096,4096x4096,8192x4096,16384x4096
+      done ;;
+    fp32_mixed)  # the float32 split rule (plain_fwd_facts keys on x's size) on calls it reaches
+      # unmeasured: float32 x beside a bf16 y (and a bf16 weight), plain and with a residual,
+      # against the former plans (NK_TUNE_FWD_SPLIT_WIDE_ROWS=0), twice (forty-second session)
+      for rep in a b; do
+        knob_runs "fp32_mixed_$rep" 90 "none NK_TUNE_FWD_SPLIT_WIDE_ROWS=0" --fwd-only \
+          --dtype fp32 --out-dtype bf16 --weight-dtype bf16
+        knob_runs "fp32_mixed_residual_$rep" 90 "none NK_TUNE_FWD_SPLIT_WIDE_ROWS=0" --fwd-only \
+          --dtype fp32 --out-dtype bf16 --weight-dtype bf16 --residual
       done ;;
     weight_first)  # the forward of few rows on registers CTAs that load the weight with x
       # (NK_TUNE_FWD_WEIGHT_FIRST, thirty-sixth session): A/B against the default (pipelined)

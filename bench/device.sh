@@ -8,7 +8,7 @@
 # sanitize profile method ncu_method ring ncu_detail ncu_peer pending pending_python order_ncu carveout
 # after_gemm compile_gap weight_first fwd_sass_counts lean lean_waves launch rows
 # defaults39 lean_small wide_plain gap64mb lean_many harness_policy flush_demote gap_dram
-# weak_stores flush_retune fp32_wide fp32_split bwd_4096 fp32_mixed
+# weak_stores flush_retune fp32_wide fp32_split bwd_4096 fp32_mixed bwd_tail
 # (default: build test check bench)
 # BUILD=dir names the build tree (default build-device). (A tree built on the CPU machine cannot
 # travel instead: its binaries are over 64 MiB each.) `install` links that tree's libnormkit.a.
@@ -723,6 +723,15 @@ NK_TUNE_FWD_PIPELINE_CLUSTERS=1" --fwd-only --dtype fp32 --shapes \
           --dtype fp32 --out-dtype bf16 --weight-dtype bf16
         knob_runs "fp32_mixed_residual_$rep" 90 "none NK_TUNE_FWD_SPLIT_WIDE_ROWS=0" --fwd-only \
           --dtype fp32 --out-dtype bf16 --weight-dtype bf16 --residual
+      done ;;
+    bwd_tail)  # the small backwards' dweight reduction under the demoting flush: the second
+      # kernel launched early (EARLY_DEPENDENT 1: at the main kernel's start, 2: after each CTA's
+      # rows), in the grid after a barrier (REDUCE_IN_GRID), or on more CTAs (REDUCE_KERNEL), all
+      # measured slower or level under the former flush (ninth and thirty-fourth sessions); twice
+      for rep in a b; do
+        knob_runs "bwd_tail_$rep" 60 "none NK_TUNE_BWD_EARLY_DEPENDENT=1 NK_TUNE_BWD_EARLY_DEPENDENT=2 \
+NK_TUNE_BWD_REDUCE_IN_GRID=1 NK_TUNE_BWD_REDUCE_KERNEL=1" --bwd-only --shapes \
+          4096x1024,2048x1024,8192x1024,32768x128,16384x512,2048x2048,8192x2048,128x4096
       done ;;
     weight_first)  # the forward of few rows on registers CTAs that load the weight with x
       # (NK_TUNE_FWD_WEIGHT_FIRST, thirty-sixth session): A/B against the default (pipelined)

@@ -111,14 +111,16 @@ __device__ __forceinline__ void block_sum_and_max(float& sum, float& max, float*
   max = largest;
 }
 
-// Sum over the blockDim.x threads (a multiple of 32, or a power of two under 32: several row
-// groups per warp, each shuffling among its own lanes, lanes_sum) of row group threadIdx.y
-// only: the other groups of the block go on independently (named barrier 1 + threadIdx.y; at
-// most 15 groups of more than a warp). `scratch` holds 2 * kMaxWarps floats; callers alternate
-// `parity` between calls, so that one barrier per call suffices (a group cannot overwrite a
-// half that it may still be reading).
-__device__ __forceinline__ float row_group_sum(float v, float* scratch, int parity) {
-  if (blockDim.x < 32) return lanes_sum(v, blockDim.x);
+// Sum over the blockDim.x threads (a multiple of 32) of row group threadIdx.y only: the other
+// groups of the block go on independently (named barrier 1 + threadIdx.y; at most 15 groups).
+// `scratch` holds 2 * kMaxWarps floats; callers alternate `parity` between calls, so that one
+// barrier per call suffices (a group cannot overwrite a half that it may still be reading).
+// For kernels whose row groups are whole warps (the pipelined forward: its planner never gives
+// it fewer than 32 threads per row). Through row_group_sum's sub-warp test, ptxas gave the
+// float32 pipelined cluster forward 84 registers instead of 64, one 512-thread CTA per SM
+// instead of two: 1024 x 32768 105 -> 116 us (forty-second session, found by bisecting the
+// compile of rms_norm_fwd_f32.cu).
+__device__ __forceinline__ float row_group_sum_whole_warps(float v, float* scratch, int parity) {
   v = group_sum(v, 32);
   if (blockDim.x == 32) return v;
   const int warps = blockDim.x / 32;
@@ -128,6 +130,14 @@ __device__ __forceinline__ float row_group_sum(float v, float* scratch, int pari
   float total = 0.0f;
   for (int w = 0; w < warps; ++w) total += sums[w];
   return total;
+}
+
+// row_group_sum_whole_warps, and also row groups of a power of two threads under 32: several
+// per warp, each shuffling among its own lanes (lanes_sum; the pipelined backward's sub-warp
+// rows).
+__device__ __forceinline__ float row_group_sum(float v, float* scratch, int parity) {
+  if (blockDim.x < 32) return lanes_sum(v, blockDim.x);
+  return row_group_sum_whole_warps(v, scratch, parity);
 }
 
 // Reduction of `v` (already equal on every thread of this CTA) over the CTAs of the cluster,

@@ -146,7 +146,8 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_pipelined(FwdParams p) {
       issue(row + 2 * step, (stage + 2) % kClusterPipelineStages);
       cp_async_wait<kPipelineStages - 1>();  // this row's copies (this thread's own) have landed
       Lanes<XT, VEC> xs[IMAX];
-      const float sum_sq = row_group_sum(load_row(row, stage, true, xs), scratch, parity);
+      const float sum_sq =
+          row_group_sum_whole_warps(load_row(row, stage, true, xs), scratch, parity);
       parity ^= 1;
       cluster_row_push(sum_sq, cluster_sums, k % kClusterRowSlots);
       if (pending >= 0) complete_pending(xs);
@@ -162,7 +163,8 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_pipelined(FwdParams p) {
       issue(row + 2 * step, stage == 0 ? 2 : stage - 1);
       cp_async_wait<kPipelineStages - 1>();  // this row's copies (this thread's own) have landed
       Lanes<XT, VEC> xs[IMAX];
-      const float sum_sq = row_group_sum(load_row(row, stage, true, xs), scratch, parity);
+      const float sum_sq =
+          row_group_sum_whole_warps(load_row(row, stage, true, xs), scratch, parity);
       parity ^= 1;
       store_row_y(row, xs, sum_sq);
       stage = stage == kPipelineStages - 1 ? 0 : stage + 1;

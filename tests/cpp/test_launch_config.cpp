@@ -1694,6 +1694,31 @@ TEST(LaunchConfig, ForwardOfWideRowsAsMeasured) {
   EXPECT_EQ(block.cols_per_cta * block.cluster_size, 32768);
 }
 
+// The pipelined forward sums its rows with row_group_sum_whole_warps: every plan of it gives a
+// row whole warps (only the backward's sub-warp rows take fewer than 32 threads).
+TEST(LaunchConfig, ForwardPipelinedPlansGiveEachRowWholeWarps) {
+  KernelFacts f;
+  f.fwd_pipeline_clusters = 1;  // the pipelined clusters too
+  int pipelined = 0;
+  // (x of 2 or 4 bytes; cp.async stages 4 bytes or more per access, else no staged bytes)
+  for (int64_t x_bytes : {2, 4}) {
+    for (int vec : {1, 2, 4, 8}) {
+      if (vec * x_bytes > 16) continue;
+      const int64_t staged = vec * x_bytes >= 4 ? x_bytes : 0;
+      for (int64_t rows : {1, 3, 64, 200, 264}) {
+        for (int64_t hidden : {8, 64, 96, 128, 200, 256, 1000, 2048, 4096, 17389, 32768, 65536}) {
+          if (hidden % vec != 0) continue;
+          const LaunchConfig c = normkit::cuda::plan_fwd(rows, hidden, vec, f, staged);
+          if (c.plan != RowPlan::kPipelined) continue;
+          ++pipelined;
+          EXPECT_EQ(c.threads_per_row % 32, 0) << rows << "x" << hidden << " " << c.describe();
+        }
+      }
+    }
+  }
+  EXPECT_GT(pipelined, 100);  // (the loops reach the pipelined plans)
+}
+
 // The facts as they come (setting 2 of fwd_split_wide_rows not mapped by plain_fwd_facts): the
 // plans that float32 calls get under NK_TUNE_FWD_SPLIT_WIDE_ROWS=0.
 TEST(LaunchConfig, ForwardOfLongFloat32RowsTakesPipelinedClusters) {

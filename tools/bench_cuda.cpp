@@ -171,8 +171,9 @@ class CudaRunner final : public BenchRunner {
     }
 
     // Every buffer a call reads (the flush demotes their lines first); unset ones are empty.
-    const std::vector<const DeviceBuffer*> inputs = {&x, &weight, &rstd, &bias, &residual, &dy,
-                                                     &scale};
+    // residual_out: the backward's x with --residual (bench_bwd_args).
+    const std::vector<const DeviceBuffer*> inputs = {&x,        &weight,       &rstd, &bias,
+                                                     &residual, &residual_out, &dy,   &scale};
     if (config_.fwd) {
       const nk_rms_norm_fwd_args args = bench_fwd_args(shape, config_, p);
       result.fwd.us = time_calls([&] { check_bench_status(nk_rms_norm_fwd(&args, NK_BACKEND_CUDA, stream_),

@@ -627,7 +627,8 @@ struct KernelFacts {
   // GPU-scope store (0; NK_TUNE_FWD_WEAK_STORES). Why: on the same geometry and
   // read policy torch.compile's Triton kernel, whose stores are weak, read ~3 us faster at
   // 16384 x 1024 after the flush, and no faster under ncu's clean flush (forty-first session).
-  // Not yet measured.
+  // Measured (forty-second session, H100, twice): 0.99-1.01x at 12 shapes; that lead was the
+  // flush leaving x in L2 (nk_cuda_demote_l2), not the stores.
   int fwd_weak_stores = 0;
   // The backward's unsplit pipelined plans of 1-2 whole 16-byte vectors per thread covering the
   // row exactly, on rms_norm_bwd_lean where the call has 16-bit x, weight and dy, a weight, no

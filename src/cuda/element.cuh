@@ -89,6 +89,16 @@ struct Lanes {
     }
     load(p);
   }
+  // 16-byte words, each with the L2 policy `policy` (read_policy_always): one form of load,
+  // without load(p, rp)'s branch between a hinted and a plain copy of every load.
+  __device__ __forceinline__ void load_hinted(const T* p, uint64_t policy) {
+    static_assert(kBytes >= 16, "16-byte words");
+#pragma unroll
+    for (int j = 0; j < kCount / 4; ++j) {
+      const uint4 w = load16_hinted(reinterpret_cast<const uint4*>(p) + j, policy);
+      lane[4 * j] = w.x, lane[4 * j + 1] = w.y, lane[4 * j + 2] = w.z, lane[4 * j + 3] = w.w;
+    }
+  }
   __device__ __forceinline__ void load_readonly(const T* p) {
     if constexpr (kBytes == 2) {
       lane[0] = __ldg(reinterpret_cast<const unsigned short*>(p));

@@ -1,4 +1,5 @@
-# Runs `normkit bench` with --json and checks the recorded options and byte counts.
+# Runs `normkit bench` with --json and checks the recorded options and byte counts (and that
+# each timed pass says whether it was steady).
 #   cmake -DNORMKIT=<tool> -DJSON=<file> "-DARGS=a;b;..." -DWEIGHT_DTYPE=fp32 -DBIAS=ON
 #         -DZERO_CENTERED=OFF -DFWD_BYTES=<n or -> -DBWD_BYTES=<n or -> -DOUT_DTYPE=bf16
 #         -P bench_json_bytes.cmake
@@ -36,5 +37,8 @@ foreach(pass fwd bwd)
   else()
     string(JSON v GET "${doc}" shapes 0 ${pass} bytes)
     expect("shapes[0].${pass}.bytes" "${v}" "${${name}}")
+    # whether its samples spread too widely (a timing: either value, but always there)
+    string(JSON type TYPE "${doc}" shapes 0 ${pass} steady)
+    expect("type of shapes[0].${pass}.steady" "${type}" "BOOLEAN")
   endif()
 endforeach()

@@ -144,6 +144,12 @@ int run_bench(const BenchOptions& options) {
     write_bench_json(json, options.json_path, report);
     std::fprintf(stderr, "normkit bench: wrote %s\n", options.json_path.c_str());
   }
+  if (const int unsteady = count_unsteady_passes(report)) {
+    std::fprintf(stderr,
+                 "normkit bench: %d pass%s spread too widely to trust the median (the "
+                 "\"unsteady\" lines; JSON \"steady\": false)\n",
+                 unsteady, unsteady == 1 ? "'s samples" : "es' samples");
+  }
   if (failures) {
     std::fprintf(stderr, "normkit bench: %d of %zu shapes failed\n", failures, shapes.size());
     return 1;

@@ -28,6 +28,9 @@ std::vector<std::pair<std::string, std::string>> tuning_knobs() {
   return knobs;
 }
 
+// A measured pass whose samples spread too widely for its median to stand for it.
+bool unsteady(const PassTiming& t) { return t.measured && spread_too_wide_us(t.us); }
+
 // Derived numbers of one pass against the copy ceiling.
 struct PassNumbers {
   double gbps = 0, percent_of_copy = 0, floor_us = 0;
@@ -75,6 +78,7 @@ void write_pass(JsonWriter& j, const PassTiming& t, const CopyCeiling& copy) {
   j.field("median_us", t.us.median);
   j.field("min_us", t.us.min);
   j.field("p90_us", t.us.p90);
+  j.field("steady", !unsteady(t));  // spread_too_wide_us: see the table's "unsteady" lines
   j.field("reps", t.us.count);
   j.field("bytes", static_cast<int64_t>(t.bytes));
   j.field("gbps", n.gbps);
@@ -160,7 +164,21 @@ void print_bench_row(std::FILE* out, const BenchReport& r, const ShapeResult& ro
     if (!row.fwd.explain.empty()) std::fprintf(out, "    fwd: %s\n", row.fwd.explain.c_str());
     if (!row.bwd.explain.empty()) std::fprintf(out, "    bwd: %s\n", row.bwd.explain.c_str());
   }
+  for (const auto& [name, pass] : {std::pair<const char*, const PassTiming*>{"fwd", &row.fwd},
+                                   {"bwd", &row.bwd}}) {
+    if (!unsteady(*pass)) continue;
+    std::fprintf(out,
+                 "    unsteady: %s median %.2f us against a fastest sample of %.2f us (p90 %.2f): "
+                 "the run was disturbed or this plan's time varies; measure it again to tell\n",
+                 name, pass->us.median, pass->us.min, pass->us.p90);
+  }
   std::fflush(out);
+}
+
+int count_unsteady_passes(const BenchReport& r) {
+  int count = 0;
+  for (const ShapeResult& row : r.shapes) count += unsteady(row.fwd) + unsteady(row.bwd);
+  return count;
 }
 
 void write_bench_json(std::ostream& file, const std::string& path, const BenchReport& r) {

@@ -20,4 +20,9 @@ TimingStats summarize(std::vector<double> samples) {
   return stats;
 }
 
+bool spread_too_wide_us(const TimingStats& us) {
+  constexpr double kRelative = 1.15, kAbsoluteUs = 2.0;
+  return us.count > 0 && us.median > kRelative * us.min && us.median - us.min > kAbsoluteUs;
+}
+
 }  // namespace nktool

@@ -73,6 +73,24 @@ PEERS = ["torch_eager", "torch_compile", "jax_jit"]  # normkit's speedup is show
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 MAX_REL_ERR = 1e-2  # bf16 rounding gives about 2e-3; anything past 1e-2 is a wrong result
 FLUSH_BYTES = 256 << 20
+# normkit bench's rule (tools/timing.h, spread_too_wide_us): a median more than 15% and more
+# than 2 µs above the fastest sample does not stand for the call; the run was disturbed.
+UNSTEADY_RELATIVE, UNSTEADY_ABSOLUTE_US = 1.15, 2.0
+# What a near-empty op reads under the events method on an idle host (about 4 µs on the H100);
+# past this the host falls behind the GPU and small-shape figures time the host.
+HOST_PROBE_WARN_US = 8.0
+
+
+def sample_stats(samples_us) -> dict:
+    """median, min and nearest-rank p90 of timings in µs, and whether they are steady."""
+    ordered = sorted(samples_us)
+    median = statistics.median(ordered)
+    p90 = ordered[max(math.ceil(0.9 * len(ordered)), 1) - 1]
+    steady = not (median > UNSTEADY_RELATIVE * ordered[0]
+                  and median - ordered[0] > UNSTEADY_ABSOLUTE_US)
+    return {"median_us": median, "min_us": ordered[0], "p90_us": p90, "steady": steady}
+
+
 DTYPE_NAME = ["bf16"]  # for the table titles; set from --dtype
 
 
@@ -113,6 +131,7 @@ class Timer:
         self.cuda = device.type == "cuda"
         self._flush_buf = torch.empty(FLUSH_BYTES, dtype=torch.uint8, device=device) if self.cuda else None
         self._do_bench = None
+        self.last_stats = None  # sample_stats of the last timing, where its samples were kept
         # With normkit's CUDA build present, every implementation is timed by our own loop,
         # which demotes the inputs' L2 lines before each flush (demote_l2), so that no input
         # survives the flush, whoever read it last; else do_bench, as before.
@@ -154,6 +173,7 @@ class Timer:
         if not self.cuda:
             return self.wall(fn)
         if self._do_bench is not None:
+            self.last_stats = None  # (do_bench gives the median alone)
             return 1e3 * self._do_bench(fn, warmup=25, rep=100, return_mode="median")
         return self._own_events(fn, inputs)
 
@@ -185,7 +205,8 @@ class Timer:
             fn()
             ends[i].record()
         torch.cuda.synchronize(self.device)
-        return 1e3 * statistics.median(s.elapsed_time(e) for s, e in zip(starts, ends))
+        self.last_stats = sample_stats([1e3 * s.elapsed_time(e) for s, e in zip(starts, ends)])
+        return self.last_stats["median_us"]
 
     def wall(self, fn) -> float:
         """fn must return only when its work is done (block_until_ready, or CPU torch)."""
@@ -200,7 +221,8 @@ class Timer:
             t0 = time.perf_counter()
             fn()
             times.append(time.perf_counter() - t0)
-        return 1e6 * statistics.median(times)
+        self.last_stats = sample_stats([1e6 * t for t in times])
+        return self.last_stats["median_us"]
 
 
 def copy_bandwidth(device: torch.device, timer: Timer) -> dict:
@@ -214,6 +236,15 @@ def copy_bandwidth(device: torch.device, timer: Timer) -> dict:
     return {"gbps": 2 * nbytes / (us * 1e-6) / 1e9, "buffer_bytes": nbytes, "median_us": us,
             "method": f"dst.copy_(src) of {nbytes >> 20} MiB, bytes read + written; "
                       + timer.events_method()}
+
+
+def host_probe(device: torch.device, timer: Timer) -> float | None:
+    """µs that the events method gives a one-element add_ (None on a CPU): the floor under every
+    small shape, about 4 µs where the host keeps ahead of the GPU."""
+    if device.type != "cuda":
+        return None
+    probe = torch.zeros(1, device=device)
+    return timer.events(lambda: probe.add_(1), (probe,))
 
 
 # ------------------------------------------------------------------- reference and checks
@@ -432,6 +463,8 @@ def measure_shape(rows, hidden, args, device, dtype, timer, jax_state, copy_gbps
                 us = time_fn(fn)
                 gbps = nbytes / (us * 1e-6) / 1e9
                 entry.update(median_us=us, gbps=gbps, percent_of_copy=100 * gbps / copy_gbps)
+                if timer.last_stats is not None:
+                    entry.update({k: timer.last_stats[k] for k in ("min_us", "p90_us", "steady")})
                 if not entry["rel_err"] <= MAX_REL_ERR:
                     entry["check_failed"] = True
             except Exception as e:  # noqa: BLE001
@@ -453,6 +486,8 @@ def fmt_us(entry) -> str:
     if "error" in entry:
         return f"n/a ({entry['error']})"
     cell = f"{entry['median_us']:.1f}"
+    if entry.get("steady") is False:
+        cell += f" (unsteady: min {entry['min_us']:.1f})"
     if entry.get("check_failed"):
         cell += f" (WRONG: rel err {entry['rel_err']:.1e})"
     return cell
@@ -579,6 +614,7 @@ def main(argv=None) -> int:
     print(f"compare: measuring the copy bandwidth on {device_name(device)}...", flush=True)
     copy = copy_bandwidth(device, timer)
     print(f"compare: copy {copy['gbps']:.1f} GB/s", flush=True)
+    probe_start = host_probe(device, timer)
 
     results = []
     for k, (rows, hidden) in enumerate(shapes):
@@ -597,6 +633,8 @@ def main(argv=None) -> int:
         print(f"compare: [{k + 1}/{len(shapes)}] {rows}x{hidden} in {time.perf_counter() - t0:.1f} s; "
               f"rel err: {errs or r.get('error')}", flush=True)
 
+    probe_end = host_probe(device, timer)
+    probes = [v for v in (probe_start, probe_end) if v is not None]
     jax_desc = (f"jax {jax_state.device.platform}:{jax_state.device.id} ({jax_state.device.device_kind})"
                 if not isinstance(jax_state, str) else jax_state)
     header = [
@@ -610,6 +648,12 @@ def main(argv=None) -> int:
         "torch backward = torch.autograd.grad on a retained graph",
         f"checked against float64: max|out - ref| / max|ref| must be <= {MAX_REL_ERR:g}",
     ]
+    if probes:
+        header.append(f"host probe: a one-element add_ reads {probe_start:.1f} µs before the shapes and "
+                      f"{probe_end:.1f} µs after (about 4 on an idle host; above {HOST_PROBE_WARN_US:g} the "
+                      "host falls behind the GPU)")
+    header.append("(unsteady: median over 15% and 2 µs above the fastest call: a disturbed "
+                  "figure, measure again)")
     print()
     print("\n".join(header))
     for d in ("fwd", "bwd"):
@@ -650,6 +694,7 @@ def main(argv=None) -> int:
             "max_rel_err": MAX_REL_ERR,
             "impls": {i: LABELS[i] for i in args.impls},
             "copy": copy,
+            "host_probe_us": {"start": probe_start, "end": probe_end},
             "shapes": results,
             "failures": failures,
             "peer_check_failures": peer_warnings,
@@ -658,6 +703,15 @@ def main(argv=None) -> int:
             json.dump(doc, f, indent=2)
         print(f"compare: wrote {args.json}")
 
+    if probes and max(probes) > HOST_PROBE_WARN_US:
+        print(f"\ncompare: WARNING: the host probe read {max(probes):.1f} µs (about 4 on an idle "
+              "host): the host fell behind the GPU, and figures of small shapes time the host, "
+              "for every implementation; run again on a quiet machine", file=sys.stderr)
+    unsteady = [f"{r['rows']}x{r['hidden']} {d} {i}" for r in results if "error" not in r
+                for d in ("fwd", "bwd") for i, e in r[d]["impls"].items() if e.get("steady") is False]
+    if unsteady:
+        print(f"\ncompare: WARNING: {len(unsteady)} unsteady figure(s) (marked above): "
+              + ", ".join(unsteady), file=sys.stderr)
     if peer_warnings:
         print("\ncompare: WARNING: peer outputs off the float64 reference by more than "
               f"{MAX_REL_ERR:g} (marked WRONG above):\n  " + "\n  ".join(peer_warnings), file=sys.stderr)

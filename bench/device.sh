@@ -724,6 +724,28 @@ NK_TUNE_FWD_PIPELINE_CLUSTERS=1" --fwd-only --dtype fp32 --shapes \
         knob_runs "fp32_mixed_residual_$rep" 90 "none NK_TUNE_FWD_SPLIT_WIDE_ROWS=0" --fwd-only \
           --dtype fp32 --out-dtype bf16 --weight-dtype bf16 --residual
       done ;;
+    build_one_form)  # a second build, build-device-one-form, with every ReadPolicy load in one
+      # form (-DNK_ONE_FORM_LOADS=ON; docs/notes.md, forty-third session), beside build-device
+      run configure_one_form cmake -S . -B build-device-one-form -G Ninja -DNK_CUDA_ARCHITECTURES=90 \
+        -DCMAKE_BUILD_TYPE=Release -DNK_ONE_FORM_LOADS=ON &&
+        run build_one_form cmake --build build-device-one-form -j16 ;;
+    one_form)  # A/B of the two builds (`build` and `build_one_form` first): the one-form build's
+      # CUDA tests of both passes, then the sweep, the models set, float32 and the residual from
+      # each build in turn, twice; JSON one_form_<set>_<default|one_form>_<a|b> (bench/ab.py)
+      run ctest_one_form ctest --test-dir build-device-one-form --output-on-failure \
+        -j"${CTEST_JOBS:-14}" -R 'Fwd.*Cuda|Bwd.*Cuda|fwd_lean|GradCheck.*Cuda'
+      for rep in a b; do
+        for set in "sweep" "models --shapes models" "fp32 --dtype fp32" "residual --residual"; do
+          read -r label set_args <<< "$set"
+          for build in build-device build-device-one-form; do
+            tag=default
+            [ "$build" = build-device-one-form ] && tag=one_form
+            # shellcheck disable=SC2086  # set_args: bench options, one word each
+            run "one_form_${label}_${tag}_$rep" timeout 90 "$build/tools/normkit" bench $set_args \
+              --json "$LOGS/one_form_${label}_${tag}_$rep.json"
+          done
+        done
+      done ;;
     bwd_tail)  # the small backwards' dweight reduction under the demoting flush: the second
       # kernel launched early (EARLY_DEPENDENT 1: at the main kernel's start, 2: after each CTA's
       # rows), in the grid after a barrier (REDUCE_IN_GRID), or on more CTAs (REDUCE_KERNEL), all

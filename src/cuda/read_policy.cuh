@@ -28,19 +28,29 @@ __device__ __forceinline__ uint64_t read_policy_always(bool evict_first, bool ev
   return policy;
 }
 
+// NK_ONE_FORM_LOADS (CMake option, off): every ReadPolicy is hinted, evict-normal where neither
+// hint is asked. Where `hinted` is a runtime value the compiler keeps both a hinted and a plain
+// copy of each load, both issued (one predicated off): in the lean forward that cost 7% of the
+// kernel's time at 4096 x 1024 (forty-third session), so the other kernels get an A/B build.
+#ifndef NK_ONE_FORM_LOADS
+#define NK_ONE_FORM_LOADS 0
+#endif
+
 // One of the two hints (evict-first wins), or none.
 struct ReadPolicy {
   bool hinted = false;  // loads carry `policy`
   uint64_t policy = 0;  // an L2 cache policy (createpolicy) when hinted
 
   __device__ __forceinline__ explicit ReadPolicy(bool first, bool last = false)
-      : hinted(first || last) {
+      : hinted(NK_ONE_FORM_LOADS || first || last) {
     // (Its own two createpolicy forms rather than read_policy_always's: through that function
     // the pipelined kernels took 8 instructions more each, the evict-normal branch kept.)
     if (first) {
       asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
     } else if (last) {
       asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
+    } else if (NK_ONE_FORM_LOADS) {
+      asm volatile("createpolicy.fractional.L2::evict_normal.b64 %0, 1.0;" : "=l"(policy));
     }
   }
 };

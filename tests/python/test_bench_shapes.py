@@ -1,25 +1,11 @@
 """The named shape sets of `normkit bench --shapes` (tools/shapes.cpp) and of bench/compare.py
 list the same shapes in the same order, and compare.py expands a name among explicit shapes."""
-import importlib.util
 import re
-import sys
-from pathlib import Path
 
 import pytest
 
-_ROOT = Path(__file__).resolve().parents[2]
-
-
-def _compare_module():
-    pytest.importorskip("torch")  # compare.py imports torch at its top
-    sys.path.insert(0, str(_ROOT / "bench"))
-    try:
-        spec = importlib.util.spec_from_file_location("nk_bench_compare", _ROOT / "bench" / "compare.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        return module
-    finally:
-        sys.path.pop(0)
+from bench_modules import ROOT as _ROOT
+from bench_modules import compare_module as _compare_module
 
 
 def _tool_shape_sets():

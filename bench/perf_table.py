@@ -6,7 +6,8 @@ Goal per shape (bf16, H100), as the issue's table has it: the faster of the best
 = bytes / 3018 GB/s (the issue's copy bandwidth, not the run's); a result within 1% of a goal
 set by a peer counts as met. The "% copy" columns use the copy bandwidth of the same run. A run
 with `--same-size-copy` adds, per pass, the time of a copy of the same bytes timed the same way,
-and whether that copy itself would meet the goal. A pass the run did not time shows "–".
+and whether that copy itself would meet the goal. A pass the run did not time shows "–"; one
+that `normkit bench` flagged as unsteady says so beside its median.
 Usage: bench/perf_table.py RESULT.json
 """
 import json
@@ -32,7 +33,10 @@ def pass_cells(r, peer_us, scale, fixed, copies):
     """The table cells of one pass (r: its JSON entry, or None when not timed)."""
     if r is None:
         return ["–"] * (6 if copies else 4)
-    cells = [f"{r['median_us']:.1f}", f"{r['percent_of_copy']:.0f}%"]
+    # (steady: false, normkit bench's flag of a median far above the fastest call: a disturbed
+    # figure; absent from runs before 2026-11-27 20:40)
+    unsteady = " (unsteady: min {:.1f})".format(r["min_us"]) if r.get("steady") is False else ""
+    cells = [f"{r['median_us']:.1f}{unsteady}", f"{r['percent_of_copy']:.0f}%"]
     g = None
     if peer_us is not None:
         g = goal(r["bytes"] / ISSUE_COPY_GBPS / 1e3, peer_us, scale, fixed)

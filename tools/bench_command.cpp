@@ -8,6 +8,7 @@
 #include <memory>
 #include <vector>
 
+#include "bench_remeasure.h"
 #include "bench_report.h"
 #include "bench_runner.h"
 #include "bench_types.h"
@@ -123,6 +124,11 @@ int run_bench(const BenchOptions& options) {
     row.skipped = bench_skip_reason(shapes[i], config);
     try {
       if (row.skipped.empty()) row = runner->run(shapes[i], options.explain);
+      if (!options.no_remeasure && row.skipped.empty() && any_unsteady(row)) {
+        std::fprintf(stderr, "normkit bench: %s: samples spread too widely, measuring again\n",
+                     format_shape(shapes[i]).c_str());
+        take_remeasured(row, runner->run(shapes[i], options.explain));
+      }
       row.shape = shapes[i];
       if (config.same_size_copy && row.skipped.empty()) {
         for (PassTiming* pass : {&row.fwd, &row.bwd}) {
@@ -143,6 +149,13 @@ int run_bench(const BenchOptions& options) {
   if (!options.json_path.empty()) {
     write_bench_json(json, options.json_path, report);
     std::fprintf(stderr, "normkit bench: wrote %s\n", options.json_path.c_str());
+  }
+  int remeasured = 0;
+  for (const ShapeResult& row : report.shapes) remeasured += row.fwd.remeasured + row.bwd.remeasured;
+  if (remeasured) {
+    std::fprintf(stderr, "normkit bench: %d pass%s measured again (the \"measured again\" lines; "
+                         "JSON first_run)\n",
+                 remeasured, remeasured == 1 ? "" : "es");
   }
   if (const int unsteady = count_unsteady_passes(report)) {
     std::fprintf(stderr,

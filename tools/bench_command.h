@@ -24,6 +24,7 @@ struct BenchOptions {
   bool transposed = false;  // with quant tensor: also y_t
   bool same_size_copy = false;  // also time a copy of each pass's bytes, the same way
   bool keep_l2_priority = false;  // --keep-l2-priority: flush without demoting the inputs
+  bool no_remeasure = false;  // keep unsteady passes' first figures (bench_remeasure.h)
   std::string command_line;  // recorded in the JSON
 };
 

@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "bench_remeasure.h"
 #include "dtype_names.h"
 #include "json_writer.h"
 #include "normkit/normkit.h"
@@ -27,9 +28,6 @@ std::vector<std::pair<std::string, std::string>> tuning_knobs() {
   }
   return knobs;
 }
-
-// A measured pass whose samples spread too widely for its median to stand for it.
-bool unsteady(const PassTiming& t) { return t.measured && spread_too_wide_us(t.us); }
 
 // Derived numbers of one pass against the copy ceiling.
 struct PassNumbers {
@@ -79,6 +77,14 @@ void write_pass(JsonWriter& j, const PassTiming& t, const CopyCeiling& copy) {
   j.field("min_us", t.us.min);
   j.field("p90_us", t.us.p90);
   j.field("steady", !unsteady(t));  // spread_too_wide_us: see the table's "unsteady" lines
+  if (t.remeasured) {  // these figures are a second run's; the first, unsteady one:
+    j.key("first_run");
+    j.begin_object();
+    j.field("median_us", t.first_us.median);
+    j.field("min_us", t.first_us.min);
+    j.field("p90_us", t.first_us.p90);
+    j.end_object();
+  }
   j.field("reps", t.us.count);
   j.field("bytes", static_cast<int64_t>(t.bytes));
   j.field("gbps", n.gbps);
@@ -166,11 +172,20 @@ void print_bench_row(std::FILE* out, const BenchReport& r, const ShapeResult& ro
   }
   for (const auto& [name, pass] : {std::pair<const char*, const PassTiming*>{"fwd", &row.fwd},
                                    {"bwd", &row.bwd}}) {
+    if (pass->remeasured) {
+      std::fprintf(out,
+                   "    measured again: %s's first median %.2f us lay far above its fastest "
+                   "sample (%.2f us, p90 %.2f)\n",
+                   name, pass->first_us.median, pass->first_us.min, pass->first_us.p90);
+    }
     if (!unsteady(*pass)) continue;
     std::fprintf(out,
                  "    unsteady: %s median %.2f us against a fastest sample of %.2f us (p90 %.2f): "
-                 "the run was disturbed or this plan's time varies; measure it again to tell\n",
-                 name, pass->us.median, pass->us.min, pass->us.p90);
+                 "%s\n",
+                 name, pass->us.median, pass->us.min, pass->us.p90,
+                 pass->remeasured ? "twice, so most likely this plan's time varies"
+                                  : "the run was disturbed or this plan's time varies; measure "
+                                    "it again to tell");
   }
   std::fflush(out);
 }

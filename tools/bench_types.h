@@ -76,6 +76,8 @@ struct PassTiming {
   std::string explain;         // launch configuration (--explain, CUDA only)
   bool copy_measured = false;  // --same-size-copy
   TimingStats copy_us;         // a copy of `bytes` (read + written), timed the same way
+  bool remeasured = false;     // `us` is a second measurement (bench_remeasure.h)
+  TimingStats first_us;        // when remeasured: the first, unsteady one
 };
 
 struct ShapeResult {

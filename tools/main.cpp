@@ -166,6 +166,11 @@ int main(int argc, char** argv) {
                       "CUDA: flush L2 without first giving the inputs' cached lines normal "
                       "eviction priority; the kernels read evict-last, so part of an input may "
                       "then outlive the flush (the bench's method until 2026-11-27)");
+  bench_cmd->add_flag("--no-remeasure", bench.no_remeasure,
+                      "Keep a pass's first figures even where its median lies more than 15% and "
+                      "2 us above its fastest sample; by default such a shape is measured once "
+                      "more and the unsteady pass takes the second run's figures (the first "
+                      "median stays in the output and the JSON's first_run)");
   bench_cmd->add_flag("--transposed", bench.transposed,
                       "With --quant tensor: also write y transposed ([hidden, rows]), counted in "
                       "the bytes");

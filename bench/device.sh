@@ -730,12 +730,15 @@ NK_TUNE_FWD_PIPELINE_CLUSTERS=1" --fwd-only --dtype fp32 --shapes \
         -DCMAKE_BUILD_TYPE=Release -DNK_ONE_FORM_LOADS=ON &&
         run build_one_form cmake --build build-device-one-form -j16 ;;
     one_form)  # A/B of the two builds (`build` and `build_one_form` first): the one-form build's
-      # CUDA tests of both passes, then the sweep, the models set, float32 and the residual from
-      # each build in turn, twice; JSON one_form_<set>_<default|one_form>_<a|b> (bench/ab.py)
+      # CUDA tests of both passes, then the sweep, the models set, float32, the residual and
+      # three quantized forwards from each build in turn, twice; JSON
+      # one_form_<set>_<default|one_form>_<a|b> (bench/ab.py)
       run ctest_one_form ctest --test-dir build-device-one-form --output-on-failure \
         -j"${CTEST_JOBS:-14}" -R 'Fwd.*Cuda|Bwd.*Cuda|fwd_lean|GradCheck.*Cuda'
       for rep in a b; do
-        for set in "sweep" "models --shapes models" "fp32 --dtype fp32" "residual --residual"; do
+        for set in "sweep" "models --shapes models" "fp32 --dtype fp32" "residual --residual" \
+          "tensor --quant tensor --fwd-only" "block --quant block --fwd-only" \
+          "transposed --quant tensor --transposed --fwd-only"; do
           read -r label set_args <<< "$set"
           for build in build-device build-device-one-form; do
             tag=default

@@ -150,18 +150,17 @@ int run_bench(const BenchOptions& options) {
     write_bench_json(json, options.json_path, report);
     std::fprintf(stderr, "normkit bench: wrote %s\n", options.json_path.c_str());
   }
-  int remeasured = 0;
-  for (const ShapeResult& row : report.shapes) remeasured += row.fwd.remeasured + row.bwd.remeasured;
-  if (remeasured) {
+  const RemeasureCounts counts = count_remeasure(report.shapes);
+  if (counts.remeasured) {
     std::fprintf(stderr, "normkit bench: %d pass%s measured again (the \"measured again\" lines; "
                          "JSON first_run)\n",
-                 remeasured, remeasured == 1 ? "" : "es");
+                 counts.remeasured, counts.remeasured == 1 ? "" : "es");
   }
-  if (const int unsteady = count_unsteady_passes(report)) {
+  if (counts.unsteady) {
     std::fprintf(stderr,
                  "normkit bench: %d pass%s spread too widely to trust the median (the "
                  "\"unsteady\" lines; JSON \"steady\": false)\n",
-                 unsteady, unsteady == 1 ? "'s samples" : "es' samples");
+                 counts.unsteady, counts.unsteady == 1 ? "'s samples" : "es' samples");
   }
   if (failures) {
     std::fprintf(stderr, "normkit bench: %d of %zu shapes failed\n", failures, shapes.size());

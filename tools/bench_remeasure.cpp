@@ -18,4 +18,15 @@ void take_remeasured(ShapeResult& row, const ShapeResult& again) {
   }
 }
 
+RemeasureCounts count_remeasure(const std::vector<ShapeResult>& shapes) {
+  RemeasureCounts n;
+  for (const ShapeResult& row : shapes) {
+    for (const PassTiming* pass : {&row.fwd, &row.bwd}) {
+      n.remeasured += pass->remeasured;
+      n.unsteady += unsteady(*pass);
+    }
+  }
+  return n;
+}
+
 }  // namespace nktool

@@ -4,6 +4,8 @@
 // plan whose time varies by nature.
 #pragma once
 
+#include <vector>
+
 #include "bench_types.h"
 
 namespace nktool {
@@ -17,5 +19,11 @@ bool any_unsteady(const ShapeResult& row);
 // Each unsteady pass of `row` takes `again`'s timing of the same pass (launch explanation and
 // same-size copy included); its first timing stays in first_us. Steady passes keep theirs.
 void take_remeasured(ShapeResult& row, const ShapeResult& again);
+
+// Over the passes of `shapes`: how many took a second run, and how many are unsteady still.
+struct RemeasureCounts {
+  int remeasured = 0, unsteady = 0;
+};
+RemeasureCounts count_remeasure(const std::vector<ShapeResult>& shapes);
 
 }  // namespace nktool

@@ -190,12 +190,6 @@ void print_bench_row(std::FILE* out, const BenchReport& r, const ShapeResult& ro
   std::fflush(out);
 }
 
-int count_unsteady_passes(const BenchReport& r) {
-  int count = 0;
-  for (const ShapeResult& row : r.shapes) count += unsteady(row.fwd) + unsteady(row.bwd);
-  return count;
-}
-
 void write_bench_json(std::ostream& file, const std::string& path, const BenchReport& r) {
   JsonWriter j(file);
   j.begin_object();

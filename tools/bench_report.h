@@ -15,9 +15,6 @@ void print_bench_table_header(std::FILE* out, const BenchConfig& config);
 void print_bench_row(std::FILE* out, const BenchReport& report, const ShapeResult& row,
                      bool explain);
 
-// How many measured passes of `report` spread too widely (spread_too_wide_us).
-int count_unsteady_passes(const BenchReport& report);
-
 // Writes the whole report as JSON to `out`; throws std::runtime_error if writing fails
 // (`path` is for the message).
 void write_bench_json(std::ostream& out, const std::string& path, const BenchReport& report);

@@ -75,20 +75,6 @@ struct Lanes {
       }
     }
   }
-  // load, with the read policy rp: 16-byte words with its L2 policy where it has one.
-  __device__ __forceinline__ void load(const T* p, const ReadPolicy& rp) {
-    if constexpr (kBytes >= 16) {
-      if (rp.hinted) {
-#pragma unroll
-        for (int j = 0; j < kCount / 4; ++j) {
-          const uint4 w = load16_hinted(reinterpret_cast<const uint4*>(p) + j, rp.policy);
-          lane[4 * j] = w.x, lane[4 * j + 1] = w.y, lane[4 * j + 2] = w.z, lane[4 * j + 3] = w.w;
-        }
-        return;
-      }
-    }
-    load(p);
-  }
   // 16-byte words, each with the L2 policy `policy` (read_policy_always): one form of load,
   // without load(p, rp)'s branch between a hinted and a plain copy of every load.
   __device__ __forceinline__ void load_hinted(const T* p, uint64_t policy) {
@@ -98,6 +84,16 @@ struct Lanes {
       const uint4 w = load16_hinted(reinterpret_cast<const uint4*>(p) + j, policy);
       lane[4 * j] = w.x, lane[4 * j + 1] = w.y, lane[4 * j + 2] = w.z, lane[4 * j + 3] = w.w;
     }
+  }
+  // load, with the read policy rp: 16-byte words with its L2 policy where it has one.
+  __device__ __forceinline__ void load(const T* p, const ReadPolicy& rp) {
+    if constexpr (kBytes >= 16) {
+      if (rp.hinted) {
+        load_hinted(p, rp.policy);
+        return;
+      }
+    }
+    load(p);
   }
   __device__ __forceinline__ void load_readonly(const T* p) {
     if constexpr (kBytes == 2) {

@@ -36,20 +36,22 @@ __device__ __forceinline__ uint64_t read_policy_always(bool evict_first, bool ev
 #define NK_ONE_FORM_LOADS 0
 #endif
 
-// One of the two hints (evict-first wins), or none.
+// One of the two hints (evict-first wins), or none. `always` (a constant at each call): hinted
+// in any case, evict-normal where neither hint is asked, so that the loads take one form.
 struct ReadPolicy {
   bool hinted = false;  // loads carry `policy`
   uint64_t policy = 0;  // an L2 cache policy (createpolicy) when hinted
 
-  __device__ __forceinline__ explicit ReadPolicy(bool first, bool last = false)
-      : hinted(NK_ONE_FORM_LOADS || first || last) {
+  __device__ __forceinline__ explicit ReadPolicy(bool first, bool last = false,
+                                                 bool always = false)
+      : hinted(NK_ONE_FORM_LOADS || always || first || last) {
     // (Its own two createpolicy forms rather than read_policy_always's: through that function
     // the pipelined kernels took 8 instructions more each, the evict-normal branch kept.)
     if (first) {
       asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
     } else if (last) {
       asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
-    } else if (NK_ONE_FORM_LOADS) {
+    } else if (NK_ONE_FORM_LOADS || always) {
       asm volatile("createpolicy.fractional.L2::evict_normal.b64 %0, 1.0;" : "=l"(policy));
     }
   }

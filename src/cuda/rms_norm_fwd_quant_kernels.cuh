@@ -231,7 +231,7 @@ __device__ __forceinline__ void fwd_quant_registers_row(const FwdParams& p,
   // between the reduction and the first code store).
   const float tensor_factor = MODE == NK_QUANT_TENSOR ? __ldg(p.quant.scale) : 0.0f;
   Lanes<XT, VEC> s[IMAX];
-  load_x_lanes(p, c, s);
+  load_x_lanes</*ONE_FORM=*/true>(p, c, s);
   const unsigned amax_before =
       p.quant.amax && p.quant.amax_per_warp ? amax_seen(p.quant.amax) : 0u;
   constexpr bool kPreloadWeight =
@@ -246,7 +246,7 @@ __device__ __forceinline__ void fwd_quant_registers_row(const FwdParams& p,
   } else {
     prefetch_row_params<WT, IMAX, VEC, EXACT, BIAS>(p, c);
   }
-  add_residual_lanes(p, c, s);
+  add_residual_lanes</*ONE_FORM=*/true>(p, c, s);
   float sum_sq = sum_of_squares(s);
   sum_sq = cta_row_sum(sum_sq, scratch);
   // Pushed to the cluster's CTAs (st.async + mbarrier) as rms_norm_fwd_registers; the two full
@@ -380,7 +380,7 @@ __device__ __forceinline__ void fwd_quant_token_folded_row(const FwdParams& p) {
 
   if (shape.cluster_size > 1) cluster_push_init(cluster_push);
   Lanes<XT, VEC> s[IMAX];
-  load_x_lanes(p, c, s);
+  load_x_lanes</*ONE_FORM=*/true>(p, c, s);
   const unsigned amax_before =
       p.quant.amax && p.quant.amax_per_warp ? amax_seen(p.quant.amax) : 0u;
   // Ones without a weight; else zeros where inactive and past the row's end, as s.
@@ -393,7 +393,7 @@ __device__ __forceinline__ void fwd_quant_token_folded_row(const FwdParams& p) {
                          : Lanes<WT, VEC>{};
   }
   const float w_add = EXTRAS ? weight_add(p) : -0.0f;  // (fwd_quant_registers_row)
-  add_residual_lanes(p, c, s);
+  add_residual_lanes</*ONE_FORM=*/true>(p, c, s);
   // s * w_eff of vector i; zero where s is. No branches: per-vector tests (active, partial)
   // took the kernel to 112 registers (ptxas).
   auto products = [&](int i, float* sw) {

@@ -732,7 +732,8 @@ NK_TUNE_FWD_PIPELINE_CLUSTERS=1" --fwd-only --dtype fp32 --shapes \
     one_form)  # A/B of the two builds (`build` and `build_one_form` first): the one-form build's
       # CUDA tests of both passes, then the sweep, the models set, float32, the residual and
       # three quantized forwards from each build in turn, twice; JSON
-      # one_form_<set>_<default|one_form>_<a|b> (bench/ab.py)
+      # one_form_<set>_<default|one_form>_<a|b> (bench/ab.py). Run on 2026-11-27 22:49
+      # (T2249-h100-one-form): the quantized forwards gained and now take one form by default
       run ctest_one_form ctest --test-dir build-device-one-form --output-on-failure \
         -j"${CTEST_JOBS:-14}" -R 'Fwd.*Cuda|Bwd.*Cuda|fwd_lean|GradCheck.*Cuda'
       for rep in a b; do

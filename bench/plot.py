@@ -124,7 +124,8 @@ def plot(files, out, title=None):
         ax.grid(True, which="both", alpha=0.3)
         ax.set_ylim(bottom=0)
     axes[0].set_ylabel("achieved GB/s (bytes read + written / median time)")
-    devices = sorted({dev for _, _, _, dev in loaded})
+    # By the GPU's name alone: the tools word the details after it differently.
+    devices = sorted({dev.split(" (")[0] for _, _, _, dev in loaded})
     fig.suptitle(title or "RMSNorm bandwidth: " + "; ".join(devices) + "  (marker area grows with rows)",
                  fontsize=10)
     handles, labels = axes[0].get_legend_handles_labels()

@@ -13,21 +13,6 @@
 
 namespace normkit::cuda {
 
-// An L2 policy for every load: evict-first or evict-last as asked (evict-first wins), else
-// evict-normal (what an unhinted load gets), so that copies need no branch between a hinted
-// and a plain form (rms_norm_bwd_lean).
-__device__ __forceinline__ uint64_t read_policy_always(bool evict_first, bool evict_last) {
-  uint64_t policy;
-  if (evict_first) {
-    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
-  } else if (evict_last) {
-    asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
-  } else {
-    asm volatile("createpolicy.fractional.L2::evict_normal.b64 %0, 1.0;" : "=l"(policy));
-  }
-  return policy;
-}
-
 // NK_ONE_FORM_LOADS (CMake option, off): every ReadPolicy is hinted, evict-normal where neither
 // hint is asked. Where `hinted` is a runtime value the compiler keeps both a hinted and a plain
 // copy of each load, both issued (one predicated off): in the lean forward that cost 7% of the
@@ -59,6 +44,13 @@ struct ReadPolicy {
     }
   }
 };
+
+// An L2 policy for every load: evict-first or evict-last as asked (evict-first wins), else
+// evict-normal (what an unhinted load gets), so that copies need no branch between a hinted
+// and a plain form (rms_norm_bwd_lean).
+__device__ __forceinline__ uint64_t read_policy_always(bool evict_first, bool evict_last) {
+  return ReadPolicy(evict_first, evict_last, /*always=*/true).policy;
+}
 
 // 16 bytes through L2 with that policy, not allocated in L1 (read once).
 __device__ __forceinline__ uint4 load16_hinted(const void* p, uint64_t policy) {

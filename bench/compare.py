@@ -652,8 +652,8 @@ def main(argv=None) -> int:
         header.append(f"host probe: a one-element add_ reads {probe_start:.1f} µs before the shapes and "
                       f"{probe_end:.1f} µs after (about 4 on an idle host; above {HOST_PROBE_WARN_US:g} the "
                       "host falls behind the GPU)")
-    header.append("(unsteady: median over 15% and 2 µs above the fastest call: a disturbed "
-                  "figure, measure again)")
+    header.append(f"(unsteady: median over {UNSTEADY_RELATIVE * 100 - 100:.0f}% and "
+                  f"{UNSTEADY_ABSOLUTE_US:g} µs above the fastest call: a disturbed figure, measure again)")
     print()
     print("\n".join(header))
     for d in ("fwd", "bwd"):

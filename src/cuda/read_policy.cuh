@@ -33,8 +33,8 @@ struct ReadPolicy {
   __device__ __forceinline__ explicit ReadPolicy(bool first, bool last = false,
                                                  bool always = false)
       : hinted(NK_ONE_FORM_LOADS || always || first || last) {
-    // (Its own two createpolicy forms rather than read_policy_always's: through that function
-    // the pipelined kernels took 8 instructions more each, the evict-normal branch kept.)
+    // (The evict-normal form only where asked: when ReadPolicy went through read_policy_always,
+    // the pipelined kernels took 8 instructions more each, that branch kept.)
     if (first) {
       asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
     } else if (last) {

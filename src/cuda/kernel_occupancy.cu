@@ -96,12 +96,6 @@ std::vector<KernelOccupancy> planned_occupancy() {
   auto bwd = rms_norm_bwd_pipelined<bf16, bf16, bf16, 8, 2, false, false>;
   auto quant_tensor =
       rms_norm_fwd_quant_registers_exact_small<bf16, bf16, NK_QUANT_TENSOR, 8, false, true>;
-  auto quant_tensor_wide =
-      rms_norm_fwd_quant_registers_exact_small<bf16, bf16, NK_QUANT_TENSOR, 8, false, true, false,
-                                               kPinnedWideRegisters>;
-  auto quant_block_wide =
-      rms_norm_fwd_quant_registers_exact_small<bf16, bf16, NK_QUANT_BLOCK, 8, false, true, true,
-                                               kPinnedWideRegisters>;
   // (The e4m3 variant: the bench's y.)
   auto quant_token = rms_norm_fwd_quant_token_folded_exact_small<bf16, bf16, 8, false, true>;
   auto ticketed = f.quant_ticket_slices == 2 ? rms_norm_fwd_quant_ticketed<bf16, bf16, false, 2>
@@ -109,8 +103,7 @@ std::vector<KernelOccupancy> planned_occupancy() {
   // CTAs per SM by registers (65536 per SM) at the block sizes of these plans: 384 x 4 vectors
   // (12288 columns) three, 256 x 4 four, 512 x 4 and 512 x 8 two, and for the quantized
   // forward's pinned 56 registers 384 x 4 three and 224 x 4 (7168 columns) five (with y_t, the
-  // ticketed grid's tiles must not cost one), at 64 (LaunchConfig::wide_registers) 256 x 4 four
-  // and 512 x 4 two; the backward's plans of 256 threads assume
+  // ticketed grid's tiles must not cost one); the backward's plans of 256 threads assume
   // KernelFacts::bwd_ctas_per_sm (2), those of 160 threads three; the forward's 2 rows per
   // group of 256 threads at 64 registers four (its grid: rows for 2 CTAs per SM or more).
   return {
@@ -132,12 +125,6 @@ std::vector<KernelOccupancy> planned_occupancy() {
               bf16_quant_plan(4096, 12288, true, f), 3),
       measure("quant tensor 16384x7168 (pinned)", quant_tensor,
               bf16_quant_plan(16384, 7168, false, f), 5),
-      measure("quant tensor 8192x8192 (pinned, 64 registers)", quant_tensor_wide,
-              bf16_quant_plan(8192, 8192, false, f), 4),
-      measure("quant block 8192x8192 (pinned, e4m3, 64 registers)", quant_block_wide,
-              bf16_quant_plan(8192, 8192, true, f), 4),
-      measure("quant tensor 2048x16384 (pinned, 64 registers)", quant_tensor_wide,
-              bf16_quant_plan(2048, 16384, false, f), 2),
       measure("quant tensor + y_t 4096x12288 (ticketed)", ticketed,
               bf16_ticketed_plan(4096, 12288, f), 3),
       measure("quant tensor + y_t 8192x8192 (ticketed)", ticketed,

@@ -329,7 +329,6 @@ std::string LaunchConfig::describe() const {
   if (exact) s += " exact";
   if (pinned_registers) s += " pinned";
   if (full_items) s += " full-items";
-  if (wide_registers) s += " registers=" + std::to_string(kPinnedWideRegisters);
   if (fixed_format) s += " e4m3-variant";
   if (tile_rows) s += " tile_rows=" + std::to_string(tile_rows);
   if (tile_buffers == 2) s += " persistent, 2 tiles";
@@ -598,10 +597,6 @@ void pin_quant_registers(LaunchConfig& c, int64_t rows, int64_t hidden, const Ke
   // (Only EXACT plans launch the pinned kernels: a reshape that left rows per CTA not dividing
   // the rows keeps the general kernel, and --explain must not claim the full-items one.)
   c.full_items = full_items_kernels && f.quant_full_items != 0 && c.exact && c.items == kSmallItems;
-  const int cta_threads = c.threads_per_row * c.rows_per_block;
-  c.wide_registers = c.full_items && f.quant_wide_registers != 0 &&
-                     ctas_per_sm_by_registers(kPinnedWideRegisters, cta_threads) ==
-                         ctas_per_sm_by_registers(kPinnedRegisters, cta_threads);
   c.fixed_format = e4m3_kernels && f.quant_fixed_format != 0 && c.exact;
 }
 
@@ -619,7 +614,6 @@ bool quant_e4m3_kernels(nk_quant_mode mode, int scale_block, bool with_residual,
 KernelFacts facts_with_transposed_output(const KernelFacts& facts) {
   KernelFacts f = facts;
   f.quant_cta_threads = facts.quant_ticket_cta_threads;
-  f.quant_wide_registers = 0;  // (the ticketed grid has its own 56-register kernel)
   return f;
 }
 

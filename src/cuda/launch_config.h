@@ -497,15 +497,6 @@ struct KernelFacts {
   // token 0.98x; 1024 x 32768 (the dynamic modes' clusters of two) block 0.90x, MXFP8 0.91x,
   // token 0.97x; every other sweep shape 1.00x (not cluster plans).
   int quant_pin_clusters = 1;
-  // Quantized forward, pinned plans of exactly kSmallItems vectors per thread (full_items) in
-  // CTAs whose count per SM is the same at kPinnedWideRegisters registers per thread as at
-  // kPinnedRegisters (256 or 512 threads: four or two CTAs either way): 1 launches the
-  // per-tensor, per-block and MXFP8 kernels compiled for kPinnedWideRegisters
-  // (LaunchConfig::wide_registers), 0 keeps the 56 (NK_TUNE_QUANT_WIDE_REGISTERS). Where the
-  // SM's CTAs do not change, the 56-register cap buys nothing, and at 8192 columns it cost BLOCK's
-  // kernel address arithmetic recomputed per item from constants (ncu and SASS, forty-fifth
-  // session). Not the ticketed grid with y_t (its own 56-register kernel), nor TOKEN's folded one.
-  int quant_wide_registers = 1;
   // Quantized forward of 16-bit x: rows of more than kFwdMaxThreadsPerRow x kSmallItems vectors
   // (past 16384 bf16 columns) split over a cluster of CTAs of this many threads in every mode
   // (NK_TUNE_QUANT_WIDE_ROW_THREADS; 0, or fwd_split_wide_rows 0: as fwd_split_wide_rows says,
@@ -766,9 +757,6 @@ struct LaunchConfig {
   // Pinned plans of exactly kSmallItems vectors per thread, with KernelFacts::quant_full_items:
   // the kernels compiled for that count.
   bool full_items = false;
-  // Full-items pinned plans with KernelFacts::quant_wide_registers: the kernels compiled for
-  // kPinnedWideRegisters registers per thread rather than kPinnedRegisters.
-  bool wide_registers = false;
   // TOKEN's pinned plans, with KernelFacts::quant_fixed_format: the kernel compiled for e4m3
   // codes where y is e4m3 (the launcher checks the dtype; e5m2 and int8 keep the runtime format);
   // BLOCK's of 128-column blocks too with KernelFacts::quant_block_e4m3, MXFP8's with
@@ -855,19 +843,6 @@ constexpr int kPipelineMaxThreads = 512;
 // Vectors per thread per row that the register kernels hold (a compile-time bound). Narrow
 // vectors get fewer elements: each needs its own address arithmetic, which would spill.
 constexpr int kSmallItems = 4;
-// The register caps of the pinned quantized forward kernels (rms_norm_fwd_quant_registers_exact_small):
-// 56 by default, kPinnedWideRegisters where that keeps the CTAs per SM
-// (KernelFacts::quant_wide_registers).
-constexpr int kPinnedRegisters = 56;
-constexpr int kPinnedWideRegisters = 64;
-// CTAs of `threads` threads that an SM holds by registers at `registers` per thread (65536
-// registers per SM, allocated per warp) and by its 2048 threads.
-constexpr int ctas_per_sm_by_registers(int registers, int threads) {
-  const int warps = (threads + 31) / 32;
-  const int by_registers = 65536 / (registers * 32 * warps);
-  const int by_threads = 2048 / (warps * 32);
-  return by_registers < by_threads ? by_registers : by_threads;
-}
 // The realigned backward's (rms_norm_bwd_realigned) most vectors per thread, by its knob only:
 // 512 threads x 6 vectors of 8 columns hold a row of 24576 in one CTA, no cluster.
 constexpr int kRealignMaxItems = 6;
@@ -1000,8 +975,7 @@ bool quant_e4m3_kernels(nk_quant_mode mode, int scale_block, bool with_residual,
                         const KernelFacts& facts);
 
 // The facts that the per-tensor quantized forward plans with when it also writes y_t: facts with
-// quant_cta_threads set to quant_ticket_cta_threads and quant_wide_registers off (the ticketed
-// grid's kernel is held to 56 registers, and the two-kernel path plans as the ticketed one).
+// quant_cta_threads set to quant_ticket_cta_threads.
 KernelFacts facts_with_transposed_output(const KernelFacts& facts);
 
 // c for the forward whose y a transpose kernel reads next: with

@@ -43,8 +43,7 @@ inline FwdParams fwd_params_with_y_t(const nk_rms_norm_fwd_args& a, const Launch
 // The 56-register kernel of a pinned plan (LaunchConfig::pinned_registers; TOKEN's folded one):
 // EXTRAS as the launch's FwdParams::weight_extras; compiled for exactly kSmallItems vectors per
 // thread where the plan says so (LaunchConfig::full_items; never for TOKEN, which measured
-// slower so: KernelFacts::quant_full_items), and then for 64 registers where the plan says so
-// (LaunchConfig::wide_registers); TOKEN's compiled for e4m3 codes where y is e4m3 and
+// slower so: KernelFacts::quant_full_items); TOKEN's compiled for e4m3 codes where y is e4m3 and
 // the plan says so (LaunchConfig::fixed_format), BLOCK's likewise where the blocks are also 128
 // columns (KernelFacts::quant_block_e4m3), MXFP8's (KernelFacts::quant_mxfp8_e4m3; e5m2 keeps
 // the runtime format).
@@ -62,10 +61,6 @@ auto pinned_quant_kernel_for(const FwdParams& p, const LaunchConfig& cfg) {
       if constexpr (MODE == NK_QUANT_BLOCK || MODE == NK_QUANT_MXFP8) {
         constexpr int kBlock = MODE == NK_QUANT_MXFP8 ? kMxfp8Block : kDefaultQuantBlock;
         if (p.quant.format == QuantFormat::kE4M3 && p.quant.block == kBlock) {
-          if (cfg.wide_registers) {
-            return rms_norm_fwd_quant_registers_exact_small<XT, WT, MODE, VEC, EXTRAS, true, true,
-                                                            kPinnedWideRegisters>;
-          }
           if (cfg.full_items) {
             return rms_norm_fwd_quant_registers_exact_small<XT, WT, MODE, VEC, EXTRAS, true, true>;
           }
@@ -75,10 +70,6 @@ auto pinned_quant_kernel_for(const FwdParams& p, const LaunchConfig& cfg) {
         throw Error(NK_ERROR_INTERNAL,
                     "rms_norm_fwd quantized: an e4m3 kernel plan but for TOKEN, BLOCK or MXFP8");
       }
-    }
-    if (cfg.wide_registers) {
-      return rms_norm_fwd_quant_registers_exact_small<XT, WT, MODE, VEC, EXTRAS, true, false,
-                                                      kPinnedWideRegisters>;
     }
     return cfg.full_items
                ? rms_norm_fwd_quant_registers_exact_small<XT, WT, MODE, VEC, EXTRAS, true>

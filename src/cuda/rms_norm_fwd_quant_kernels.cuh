@@ -347,11 +347,10 @@ __global__ void __launch_bounds__(
 // modes' E4M3_BLOCKS kernels below also drop the runtime block width and scale work.)
 // E4M3_BLOCKS: BLOCK where y is e4m3 in 128-column blocks, or MXFP8 where y is e4m3
 // (LaunchConfig::fixed_format with KernelFacts::quant_block_e4m3 or quant_mxfp8_e4m3;
-// E4m3BlockItems). REGISTERS: the cap, kPinnedRegisters, or kPinnedWideRegisters for FULL plans
-// whose CTAs per SM it keeps (LaunchConfig::wide_registers).
+// E4m3BlockItems).
 template <typename XT, typename WT, int MODE, int VEC, bool EXTRAS, bool FULL,
-          bool E4M3_BLOCKS = false, int REGISTERS = kPinnedRegisters>
-__global__ void __maxnreg__(REGISTERS) rms_norm_fwd_quant_registers_exact_small(FwdParams p) {
+          bool E4M3_BLOCKS = false>
+__global__ void __maxnreg__(56) rms_norm_fwd_quant_registers_exact_small(FwdParams p) {
   static_assert(sizeof(XT) == 2 && sizeof(WT) == 2 && VEC == 8 && MODE != NK_QUANT_TOKEN,
                 "16-byte vectors of 16-bit x and weights at the small budget");
   fwd_quant_registers_row<XT, WT, MODE, VEC, kSmallItems, true, true, EXTRAS, EXTRAS,

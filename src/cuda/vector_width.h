@@ -176,8 +176,6 @@ inline const KernelFacts& tuned_defaults() {
     k.quant_mxfp8_e4m3 = tuning_knob("NK_TUNE_QUANT_MXFP8_E4M3", k.quant_mxfp8_e4m3, 0, 1);
     k.quant_pin_clusters =
         tuning_knob("NK_TUNE_QUANT_PIN_CLUSTERS", k.quant_pin_clusters, 0, 1);
-    k.quant_wide_registers =
-        tuning_knob("NK_TUNE_QUANT_WIDE_REGISTERS", k.quant_wide_registers, 0, 1);
     k.quant_wide_row_threads =
         tuning_knob("NK_TUNE_QUANT_WIDE_ROW_THREADS", k.quant_wide_row_threads, 0, 512);
     k.fwd_items_target = tuning_knob("NK_TUNE_FWD_ITEMS", k.fwd_items_target, 1, 4);

@@ -2111,59 +2111,6 @@ TEST(LaunchConfig, PinnedQuantRegistersTakeTheFewestWholeWarpsAtSetting4) {
   }
 }
 
-// The SM's CTAs by registers: where 64 registers per thread keep the count of 56 (CTAs of 256
-// and 512 threads) and where they cost one (128, 224, 384).
-TEST(LaunchConfig, CtasPerSmByRegisters) {
-  using normkit::cuda::ctas_per_sm_by_registers;
-  for (const auto& [threads, at56, at64] :
-       {std::tuple<int, int, int>{128, 9, 8}, {224, 5, 4}, {256, 4, 4}, {384, 3, 2}, {512, 2, 2},
-        {1024, 1, 1}}) {
-    EXPECT_EQ(ctas_per_sm_by_registers(56, threads), at56) << threads;
-    EXPECT_EQ(ctas_per_sm_by_registers(64, threads), at64) << threads;
-  }
-  EXPECT_EQ(ctas_per_sm_by_registers(24, 128), 16);  // the SM's 2048 threads bound it first
-  EXPECT_EQ(ctas_per_sm_by_registers(56, 100), 9);    // warps are allocated whole: 4 of them
-}
-
-// Full-items pinned plans take the 64-register kernels where the CTAs per SM stay as at 56
-// (KernelFacts::quant_wide_registers): 8192 columns as 256 x 4 and 16384 as 512 x 4, in
-// clusters too (256 x 65536: CTAs of 256), not 12288 (384 threads), 7168 (224), 4096 (128), nor
-// plans of fewer items, TOKEN's (no full-items kernels), the knob off, or the facts with y_t
-// (the ticketed grid's own 56-register kernel).
-TEST(LaunchConfig, PinnedQuantPlansTakeWideRegistersWhereTheCtasPerSmStay) {
-  KernelFacts f;
-  ASSERT_EQ(f.quant_wide_registers, 1);
-  auto pinned = [](int64_t rows, int64_t hidden, bool full_items_kernels, const KernelFacts& k) {
-    LaunchConfig c = normkit::cuda::plan_fwd_quant(rows, hidden, 8, 0, false, k);
-    normkit::cuda::pin_quant_registers(c, rows, hidden, k, full_items_kernels);
-    return c;
-  };
-  for (const auto& [rows, hidden, wide] :
-       {std::tuple<int64_t, int64_t, bool>{8192, 8192, true}, {32768, 8192, true},
-        {2048, 16384, true}, {256, 65536, true}, {4096, 12288, false}, {16384, 7168, false},
-        {16384, 4096, false}, {8192, 1536, false}}) {
-    const LaunchConfig c = pinned(rows, hidden, true, f);
-    SCOPED_TRACE(testing::Message() << rows << "x" << hidden << ": " << c.describe());
-    ASSERT_TRUE(c.pinned_registers);
-    EXPECT_EQ(c.wide_registers, wide);
-    EXPECT_EQ(c.describe().find(" registers=64") != std::string::npos, wide);
-    if (wide) {
-      EXPECT_TRUE(c.full_items);
-      const int threads = c.threads_per_row * c.rows_per_block;
-      EXPECT_EQ(normkit::cuda::ctas_per_sm_by_registers(normkit::cuda::kPinnedWideRegisters,
-                                                        threads),
-                normkit::cuda::ctas_per_sm_by_registers(normkit::cuda::kPinnedRegisters,
-                                                        threads));
-    }
-  }
-  EXPECT_FALSE(pinned(8192, 8192, false, f).wide_registers);  // TOKEN
-  KernelFacts off = f;
-  off.quant_wide_registers = 0;
-  EXPECT_FALSE(pinned(8192, 8192, true, off).wide_registers);
-  const KernelFacts with_y_t = normkit::cuda::facts_with_transposed_output(f);
-  EXPECT_FALSE(pinned(8192, 8192, true, with_y_t).wide_registers);
-}
-
 // Quantized rows past 16384 bf16 columns split over clusters of 256-thread CTAs in every mode
 // (KernelFacts::quant_wide_row_threads): the very plans that NK_TUNE_FWD_SPLIT_WIDE_ROWS=1 with
 // NK_TUNE_FWD_CLUSTER_THREADS=256 gave in the fourteenth session's measurement; narrower rows
@@ -2415,15 +2362,12 @@ TEST(LaunchConfig, TransposedOutputKeepsTheTicketedGridsCtas) {
     EXPECT_EQ(c.threads_per_row * c.rows_per_block, 256);
     EXPECT_EQ(c.grid * c.rows_per_block, rows);
   }
-  // Rows that fill a CTA alone are planned alike with and without y_t, but for the register
-  // cap (y_t's kernels keep 56: PinnedQuantPlansTakeWideRegistersWhereTheCtasPerSmStay).
+  // Rows that fill a CTA alone are planned alike with and without y_t.
   for (const int64_t hidden : {7168, 8192, 12288}) {
     LaunchConfig a = normkit::cuda::plan_fwd_quant(4096, hidden, 8, 0, false, f);
     LaunchConfig b = normkit::cuda::plan_fwd_quant(4096, hidden, 8, 0, false, t);
     normkit::cuda::pin_quant_registers(a, 4096, hidden, f);
     normkit::cuda::pin_quant_registers(b, 4096, hidden, t);
-    EXPECT_FALSE(b.wide_registers) << hidden;
-    a.wide_registers = false;
     EXPECT_EQ(a.describe(), b.describe()) << hidden;
   }
 }

@@ -135,6 +135,39 @@ struct E4m3BlockItems {
       factor = __frcp_rn(scale);
       if (writer) scales[(i * blockDim.x) >> (kShift - 3)] = scale;
     }
+    store_codes(i, v, factor);
+  }
+
+  // BLOCK's items i and i + 1 together (every lane of the warp calls this; `second`: whether
+  // item i + 1 is the thread's, the same in every lane). The first exchange swaps half blocks:
+  // lanes 0-7 of a block go on with item i's maximum, lanes 8-15 with item i + 1's, so the two
+  // maxima take 5 shuffles rather than 8, each lane computes one scale and one reciprocal
+  // rather than two, and one shuffle hands each lane the other item's factor. Lanes 0 and 8 of
+  // the block store item i's and item i + 1's scale. The same maxima, scales and codes as two
+  // calls of quantize (a maximum does not depend on its order).
+  __device__ __forceinline__ void quantize_pair(int i, const float* va, const float* vb,
+                                                bool second) const {
+    static_assert(!kMx, "BLOCK's 16-lane blocks");
+    const bool upper = (threadIdx.x & 8) != 0;
+    const float ma = max_abs<8>(va);
+    const float mb = max_abs<8>(vb);
+    float m = fmaxf(upper ? mb : ma, __shfl_xor_sync(0xffffffffu, upper ? ma : mb, 8));
+#pragma unroll
+    for (int offset = 4; offset > 0; offset /= 2) {
+      m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, offset));
+    }
+    const float scale = e4m3_block_scale(m, bound);
+    const float factor = __frcp_rn(scale);
+    const float other = __shfl_xor_sync(0xffffffffu, factor, 8);
+    if ((threadIdx.x & 7) == 0 && (!upper || second)) {
+      scales[((i + (upper ? 1 : 0)) * blockDim.x) >> (kShift - 3)] = scale;
+    }
+    store_codes(i, va, upper ? other : factor);
+    if (second) store_codes(i + 1, vb, upper ? factor : other);
+  }
+
+ private:
+  __device__ __forceinline__ void store_codes(int i, const float* v, float factor) const {
     unsigned word[2] = {0, 0};
     quantize_words<QuantFormat::kE4M3, 8>(v, factor, word);
     __stcg(reinterpret_cast<uint2*>(y + i * blockDim.x * 8), make_uint2(word[0], word[1]));
@@ -294,7 +327,19 @@ __device__ __forceinline__ void fwd_quant_registers_row(const FwdParams& p,
     }
     factor = token_factor<MODE>(p, row, row_writer, row_max(amax, shape, scratch, &cluster_slot));
   }
-  if constexpr (E4M3_BLOCKS) {
+  if constexpr (E4M3_BLOCKS && MODE == NK_QUANT_BLOCK) {
+    static_assert(IMAX % 2 == 0, "items in pairs");
+    const E4m3BlockItems<MODE> items(p, c);
+#pragma unroll
+    for (int i = 0; i < IMAX; i += 2) {
+      if (i >= c.items) break;  // (as below)
+      float va[VEC], vb[VEC];
+      values(i, va);
+      values(i + 1, vb);  // (zeros past c.items)
+      amax = fmaxf(amax, fmaxf(max_abs<VEC>(va), max_abs<VEC>(vb)));
+      items.quantize_pair(i, va, vb, i + 1 < c.items);
+    }
+  } else if constexpr (E4M3_BLOCKS) {
     const E4m3BlockItems<MODE> items(p, c);
 #pragma unroll
     for (int i = 0; i < IMAX; ++i) {

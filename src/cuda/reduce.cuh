@@ -64,19 +64,6 @@ __device__ __forceinline__ float block_reduce(float v, float* scratch, Op op) {
   return total;
 }
 
-// block_reduce (bit for bit) where scratch has not been used before in the kernel: without the
-// leading barrier, which only keeps a previous call's readers ahead of this call's stores.
-template <typename Op>
-__device__ __forceinline__ float block_reduce_first(float v, float* scratch, Op op) {
-  const int warps = blockDim.x / 32;
-  v = group_reduce(v, 32, op);
-  if (threadIdx.x % 32 == 0) scratch[threadIdx.y * warps + threadIdx.x / 32] = v;
-  __syncthreads();
-  float total = Op::kIdentity;
-  for (int w = 0; w < warps; ++w) total = op(total, scratch[threadIdx.y * warps + w]);
-  return total;
-}
-
 __device__ __forceinline__ float block_sum(float v, float* scratch) {
   return block_reduce(v, scratch, SumOp{});
 }

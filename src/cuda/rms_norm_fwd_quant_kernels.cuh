@@ -281,9 +281,7 @@ __device__ __forceinline__ void fwd_quant_registers_row(const FwdParams& p,
   }
   add_residual_lanes</*ONE_FORM=*/true>(p, c, s);
   float sum_sq = sum_of_squares(s);
-  // (scratch's first use in the kernel: no barrier before its stores)
-  sum_sq = blockDim.x <= 32 ? group_sum(sum_sq, blockDim.x)
-                            : block_reduce_first(sum_sq, scratch, SumOp{});
+  sum_sq = cta_row_sum(sum_sq, scratch);
   // Pushed to the cluster's CTAs (st.async + mbarrier) as rms_norm_fwd_registers; the two full
   // cluster barriers of cluster_sum were a MEMBAR.ALL.GPU and a wait per CTA in the SASS.
   if (shape.cluster_size > 1) sum_sq = cluster_push_sum(sum_sq, cluster_push);

@@ -14,7 +14,7 @@
 # (downloaded once into $SASS_DIR).
 set -euo pipefail
 if [ $# -lt 2 ]; then
-  sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'
+  awk 'NR == 1 { next } !/^#/ { exit } { sub(/^# ?/, ""); print }' "$0"  # the comment above
   exit 2
 fi
 header=$1 kernel=$2

@@ -333,6 +333,8 @@ std::string LaunchConfig::describe() const {
   if (tile_rows) s += " tile_rows=" + std::to_string(tile_rows);
   if (tile_buffers == 2) s += " persistent, 2 tiles";
   if (quant_weight_first != 0) s += " weight-first=" + std::to_string(quant_weight_first);
+  if (amax_per_warp) s += " amax-per-warp";
+  if (amax_ticket) s += " amax-ticket";
   if (slots) s += " slots=" + std::to_string(slots);
   if (reduce_in_grid) s += " reduce-in-grid";
   if (column_sums_grid) {
@@ -609,6 +611,10 @@ bool quant_e4m3_kernels(nk_quant_mode mode, int scale_block, bool with_residual,
   // (With the residual the kernel's spills cost narrow rows more than its instructions save.)
   return !with_residual || facts.quant_block_e4m3 == 2 ||
          hidden >= facts.quant_block_e4m3_residual_min_columns;
+}
+
+void apply_amax_ticket(LaunchConfig& c, const KernelFacts& facts) {
+  c.amax_ticket = !c.amax_per_warp && facts.quant_amax_ticket != 0 && c.threads_per_row > 32;
 }
 
 KernelFacts facts_with_transposed_output(const KernelFacts& facts) {

@@ -447,6 +447,13 @@ struct KernelFacts {
   // update the one word (their amax_seen reads 0). Again (twenty-first session, with the wide
   // rows on clusters): 1.01-1.15x at every shape timed, 2048 x 16384 and 1024 x 32768 included.
   int quant_amax_per_warp = 0;
+  // Quantized forward, registers kernels whose row sum spans warps (threads per row past 32),
+  // without quant_amax_per_warp: 1 adds the CTA's amax without barriers, each warp folding its
+  // maximum into shared memory and the last to arrive adding the CTA's to the global one
+  // (cta_amax_by_ticket; NK_TUNE_QUANT_AMAX_TICKET); 0 after two barriers (cta_amax_to_global).
+  // The same value either way. Per-block at 8192 columns spent 33 instructions per warp and two
+  // barriers on it (ncu, forty-fifth session).
+  int quant_amax_ticket = 1;
   // Quantized forward, pinned plans of exactly kSmallItems vectors per thread (every sweep
   // shape): 1 (the default) launches kernels compiled for that count, so that no per-item test
   // of the runtime count is left (LaunchConfig::full_items); 0 the kernels of up to kSmallItems
@@ -744,6 +751,8 @@ struct LaunchConfig {
   int quant_weight_first = 0;
   // Quantized forward: KernelFacts::quant_amax_per_warp.
   bool amax_per_warp = false;
+  // Quantized forward: KernelFacts::quant_amax_ticket, where the plan's rows span warps.
+  bool amax_ticket = false;
   // Forward registers/cluster plans: every row of every CTA valid and every vector below
   // `items` of every thread whole and inside the row (chunks_exact): the kernels then skip
   // their per-item range checks (RowChunk's EXACT).
@@ -973,6 +982,11 @@ void pin_quant_registers(LaunchConfig& c, int64_t rows, int64_t hidden, const Ke
 // launcher has no others).
 bool quant_e4m3_kernels(nk_quant_mode mode, int scale_block, bool with_residual, int64_t hidden,
                         const KernelFacts& facts);
+
+// Sets c.amax_ticket (a quantized forward's final plan): with KernelFacts::quant_amax_ticket,
+// where c's rows span warps (their row sum's barrier orders the ticket's zeroing) and amax is not
+// added per warp. The kernels test their CTA's width again (add_amax).
+void apply_amax_ticket(LaunchConfig& c, const KernelFacts& facts);
 
 // The facts that the per-tensor quantized forward plans with when it also writes y_t: facts with
 // quant_cta_threads set to quant_ticket_cta_threads.

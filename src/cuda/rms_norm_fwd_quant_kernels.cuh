@@ -241,9 +241,9 @@ __device__ __forceinline__ float token_factor(const FwdParams& p, int64_t row, b
 // the add, an identity, is compiled out (one instruction of about nine per value: measured 1-2%
 // faster, twelfth session). BIAS false: it knows that there is no bias, and the bias's
 // predicated loads and adds leave the SASS (about 19 instructions per vector, issued though
-// predicated off: ncu, fourteenth session; with both false, 3-8% faster). amax: per CTA, or per
-// warp with p.quant.amax_per_warp (measured slower at most shapes: launch_config.h,
-// KernelFacts::quant_amax_per_warp).
+// predicated off: ncu, fourteenth session; with both false, 3-8% faster). amax: add_amax (per
+// CTA after two barriers, per CTA by ticket, or per warp: launch_config.h,
+// KernelFacts::quant_amax_per_warp and quant_amax_ticket).
 //
 // `c`: this thread's rows and columns (RowChunk by blockIdx, or a ticketed grid's forward unit).
 template <typename XT, typename WT, int MODE, int VEC, int IMAX, bool WEIGHT_FIRST, bool EXACT,
@@ -253,10 +253,12 @@ __device__ __forceinline__ void fwd_quant_registers_row(const FwdParams& p,
   __shared__ float scratch[kMaxWarps];
   __shared__ float cluster_slot;        // TOKEN's row maximum (cluster_reduce)
   __shared__ ClusterPush cluster_push;  // the row sum, with clusters
+  __shared__ CtaAmaxTicket amax_ticket;  // with p.quant.amax_ticket (add_amax)
   const RowShape& shape = p.shape;
   const int64_t row = c.row;
 
   if (shape.cluster_size > 1) cluster_push_init(cluster_push);
+  if (p.quant.amax_ticket) cta_amax_ticket_init(amax_ticket);
   // TENSOR's scale, before any store (it was read after the rstd store: one more L2 round trip
   // between the reduction and the first code store).
   const float tensor_factor = MODE == NK_QUANT_TENSOR ? __ldg(p.quant.scale) : 0.0f;
@@ -356,13 +358,7 @@ __device__ __forceinline__ void fwd_quant_registers_row(const FwdParams& p,
       quantize_vector<MODE, VEC>(p, row, c.column(i), c.left(i), c.active(i), v, factor);
     }
   }
-  if (p.quant.amax) {
-    if (p.quant.amax_per_warp) {
-      warp_amax_to_global(amax, amax_before, p.quant.amax);
-    } else {
-      cta_amax_to_global(amax, scratch, p.quant.amax);
-    }
-  }
+  if (p.quant.amax) add_amax(p.quant, amax, amax_before, scratch, amax_ticket);
 }
 
 template <typename XT, typename WT, int MODE, int VEC, int IMAX, bool WEIGHT_FIRST = true,
@@ -416,11 +412,13 @@ __device__ __forceinline__ void fwd_quant_token_folded_row(const FwdParams& p) {
                 "x and the weight are held in registers");
   __shared__ float scratch[2 * kMaxWarps];
   __shared__ ClusterPushPair cluster_push;  // with clusters
+  __shared__ CtaAmaxTicket amax_ticket;      // with p.quant.amax_ticket (add_amax)
   const RowShape& shape = p.shape;
   const RowChunk<VEC, EXACT> c(shape);
   const int64_t row = c.row;
 
   if (shape.cluster_size > 1) cluster_push_init(cluster_push);
+  if (p.quant.amax_ticket) cta_amax_ticket_init(amax_ticket);
   Lanes<XT, VEC> s[IMAX];
   load_x_lanes</*ONE_FORM=*/true>(p, c, s);
   const unsigned amax_before =
@@ -468,11 +466,7 @@ __device__ __forceinline__ void fwd_quant_token_folded_row(const FwdParams& p) {
     quantize_vector<NK_QUANT_TOKEN, VEC>(p, row, c.column(i), c.left(i), c.active(i), v, factor);
   }
   if (p.quant.amax) {
-    if (p.quant.amax_per_warp) {
-      warp_amax_to_global(c.valid ? row_amax : 0.0f, amax_before, p.quant.amax);
-    } else {
-      cta_amax_to_global(c.valid ? row_amax : 0.0f, scratch, p.quant.amax);
-    }
+    add_amax(p.quant, c.valid ? row_amax : 0.0f, amax_before, scratch, amax_ticket);
   }
 }
 

@@ -2344,6 +2344,32 @@ TEST(LaunchConfig, QuantizedForwardTakesSmallerCtasOfShortRows) {
   EXPECT_EQ(plain.threads_per_row * plain.rows_per_block, 256) << plain.describe();
 }
 
+// The CTA's amax by ticket only where the knob asks for it, amax is not added per warp, and the
+// rows span warps (the row sum's barrier orders the ticket's zeroing); printed by --explain.
+TEST(LaunchConfig, AmaxTicketOnlyWhereRowsSpanWarps) {
+  KernelFacts f;
+  const auto planned = [&](int64_t rows, int64_t hidden) {
+    LaunchConfig c = normkit::cuda::plan_fwd_quant(rows, hidden, 8, 128, true, f);
+    normkit::cuda::pin_quant_registers(c, rows, hidden, f, true, true);
+    normkit::cuda::apply_amax_ticket(c, f);
+    return c;
+  };
+  f.quant_amax_ticket = 0;
+  EXPECT_FALSE(planned(8192, 8192).amax_ticket);
+  f.quant_amax_ticket = 1;
+  const LaunchConfig wide = planned(8192, 8192);
+  EXPECT_GT(wide.threads_per_row, 32);
+  EXPECT_TRUE(wide.amax_ticket) << wide.describe();
+  EXPECT_NE(wide.describe().find(" amax-ticket"), std::string::npos);
+  const LaunchConfig narrow = planned(65536, 128);
+  EXPECT_LE(narrow.threads_per_row, 32) << narrow.describe();
+  EXPECT_FALSE(narrow.amax_ticket) << narrow.describe();
+  f.quant_amax_per_warp = 1;
+  const LaunchConfig per_warp = planned(8192, 8192);
+  EXPECT_TRUE(per_warp.amax_per_warp);
+  EXPECT_FALSE(per_warp.amax_ticket) << per_warp.describe();
+}
+
 // With y_t the per-tensor forward keeps CTAs of up to 256 threads (quant_ticket_cta_threads): the
 // plans that the ticketed grid was measured with, its transpose units as wide as those CTAs.
 TEST(LaunchConfig, TransposedOutputKeepsTheTicketedGridsCtas) {

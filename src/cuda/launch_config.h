@@ -685,10 +685,6 @@ struct KernelFacts {
   // 419.1 -> 411.1 us, 16384 x 7168 190.3 -> 185.1, 8192 x 8192 112.9 -> 111.1; 4096 x 1024
   // 14.5 -> 15.0 (the smaller shapes within +-0.5 us).
   int quant_ticket_slices = 2;
-  // Setting 3's forward units of rows that span warps: 1 counts each into its band without a
-  // barrier, the last of its warps to take a ticket adding the release count
-  // (count_band_unit_by_ticket; NK_TUNE_QUANT_BAND_TICKET); 0 after a barrier (count_band_unit).
-  int quant_band_ticket = 1;
   // The quantized forward with y_t (every setting above): CTAs of several short rows up to this
   // many threads, in place of quant_cta_threads (NK_TUNE_QUANT_TICKET_CTA_THREADS; the ticketed
   // grid's forward and transpose units both take their size from it). Measured (sixteenth

@@ -181,8 +181,7 @@ void launch_fwd_quant_for(const nk_rms_norm_fwd_args& a, const LaunchConfig& cfg
 
 template <typename XT, typename WT>
 bool launch_fwd_quant_ticketed_for(const nk_rms_norm_fwd_args& a, const LaunchConfig& cfg,
-                                   int lag_percent, int slices_per_piece, bool count_by_ticket,
-                                   cudaStream_t stream) {
+                                   int lag_percent, int slices_per_piece, cudaStream_t stream) {
   if constexpr (sizeof(XT) == 2 && sizeof(WT) == 2) {
     if (!cfg.pinned_registers || cfg.cluster_size != 1 || cfg.vec != 8) {
       throw Error(NK_ERROR_INTERNAL, "rms_norm_fwd quantized + transposed (one grid): unexpected "
@@ -206,7 +205,6 @@ bool launch_fwd_quant_ticketed_for(const nk_rms_norm_fwd_args& a, const LaunchCo
     if (tp.tickets.grid == 0) return false;
     tp.band_done = band_counters(tp.tickets.bands, stream);
     if (!tp.band_done) return false;
-    tp.count_by_ticket = count_by_ticket;
     launch(kernel, static_cast<int64_t>(tp.tickets.grid), block, {}, stream, what, smem, p, tp);
     return true;
   } else {

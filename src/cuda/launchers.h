@@ -29,15 +29,13 @@ void launch_fwd_quant_transposed_for(const nk_rms_norm_fwd_args& args, const Lau
                                      cudaStream_t stream);
 
 // The per-tensor quantized forward with y_t as one ticketed grid (rms_norm_fwd_quant_ticketed)
-// over a pinned plan of plan_fwd_quant, `lag_percent`, `slices_per_piece` and `count_by_ticket`
-// as KernelFacts::quant_ticket_lag_percent, quant_ticket_slices and quant_band_ticket. false,
-// with nothing launched,
+// over a pinned plan of plan_fwd_quant, `lag_percent` and `slices_per_piece` as
+// KernelFacts::quant_ticket_lag_percent and quant_ticket_slices. false, with nothing launched,
 // where the grid's counts pass 32 bits or no band counters are available (band_counters); the
 // caller then takes the two-kernel path.
 template <typename XT, typename WT>
 bool launch_fwd_quant_ticketed_for(const nk_rms_norm_fwd_args& args, const LaunchConfig& cfg,
-                                   int lag_percent, int slices_per_piece, bool count_by_ticket,
-                                   cudaStream_t stream);
+                                   int lag_percent, int slices_per_piece, cudaStream_t stream);
 
 // `bands` zeroed counters for the ticketed grid on `stream` (one array per device and stream,
 // and per host thread for cudaStreamPerThread: launches on one stream run in order, so they may

@@ -226,8 +226,7 @@ void rms_norm_fwd_quant(const nk_rms_norm_fwd_args& a, void* stream) {
         bool launched = false;
         dispatch_x_and_weight(a, [&](auto x, auto w) {
           launched = launch_fwd_quant_ticketed_for<decltype(x), decltype(w)>(
-              a, cfg, facts.quant_ticket_lag_percent, facts.quant_ticket_slices,
-              facts.quant_band_ticket != 0, s);
+              a, cfg, facts.quant_ticket_lag_percent, facts.quant_ticket_slices, s);
         });
         if (launched) return;
       }

@@ -18,9 +18,6 @@ struct TicketParams {
   // [tickets.bands] counters, zero before the launch; each launch leaves them zero (the last
   // transpose unit of a band resets its counter), so a launch needs no memset.
   unsigned* band_done = nullptr;
-  // Forward units whose rows span warps count into their band by ticket, without a barrier
-  // (count_band_unit_by_ticket; KernelFacts::quant_band_ticket).
-  bool count_by_ticket = false;
 };
 
 // Dynamic shared memory of a transpose unit: kBandRows rows of `cols` codes, each 16 rows
@@ -52,22 +49,6 @@ __device__ __forceinline__ void count_band_unit(unsigned* counter) {
   if (threadIdx.x == 0 && threadIdx.y == 0) {
     asm volatile("red.release.gpu.global.add.u32 [%0], 1;\n" ::"l"(counter) : "memory");
   }
-}
-
-// count_band_unit without its barrier: each warp, once its lanes' stores are issued, takes a
-// ticket (`warps_in`, zeroed before a barrier that every thread passed since: the row sum's);
-// the first lane of the last warp to take one adds the release count. A CTA-scope fence before
-// each ticket and after the last orders every warp's stores before that add, whose release
-// carries them to GPU scope, as the barrier did for thread 0's add. The warps leave as they
-// finish instead of waiting for the slowest (as cta_amax_by_ticket).
-__device__ __forceinline__ void count_band_unit_by_ticket(unsigned* counter, unsigned& warps_in) {
-  __syncwarp();
-  if ((threadIdx.y * blockDim.x + threadIdx.x) % 32 != 0) return;
-  __threadfence_block();
-  const unsigned warps = (blockDim.x * blockDim.y + 31) / 32;
-  if (atomicAdd(&warps_in, 1u) != warps - 1) return;
-  __threadfence_block();
-  asm volatile("red.release.gpu.global.add.u32 [%0], 1;\n" ::"l"(counter) : "memory");
 }
 
 // Waits until the band's `units` forward units have counted, then counts this transpose unit
@@ -171,21 +152,12 @@ __global__ void __maxnreg__(56) rms_norm_fwd_quant_ticketed(FwdParams p, TicketP
   extern __shared__ __align__(16) uint8_t band_tile[];
   const TicketUnit u = tp.tickets.unit(blockIdx.x);
   if (u.forward) {
-    __shared__ unsigned band_warps_in;  // (count_band_unit_by_ticket)
-    const bool has_rows = u.index < tp.tickets.forward_units;
-    // (Rows of one warp or less, or no rows: no barrier orders the zeroing.)
-    const bool by_ticket = tp.count_by_ticket && has_rows && blockDim.x > 32;
-    if (by_ticket && threadIdx.x == 0 && threadIdx.y == 0) band_warps_in = 0;
-    if (has_rows) {
+    if (u.index < tp.tickets.forward_units) {
       const int64_t row = static_cast<int64_t>(u.index) * blockDim.y + threadIdx.y;
       fwd_quant_registers_row<XT, WT, NK_QUANT_TENSOR, 8, kSmallItems, true, true, ADD_WEIGHT>(
           p, RowChunk<8, true>(p.shape, row));
     }
-    if (by_ticket) {
-      count_band_unit_by_ticket(tp.band_done + u.band, band_warps_in);
-    } else {
-      count_band_unit(tp.band_done + u.band);
-    }
+    count_band_unit(tp.band_done + u.band);
   } else {
     wait_for_band(tp.band_done + u.band, tp.tickets.units_per_band, tp.tickets.pieces_per_band);
     const int64_t r0 = static_cast<int64_t>(u.band) * kBandRows;

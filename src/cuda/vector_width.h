@@ -185,7 +185,6 @@ inline const KernelFacts& tuned_defaults() {
     k.quant_ticket_lag_percent =
         tuning_knob("NK_TUNE_QUANT_TICKET_LAG", k.quant_ticket_lag_percent, 0, 1000);
     k.quant_ticket_slices = tuning_knob("NK_TUNE_QUANT_TICKET_SLICES", k.quant_ticket_slices, 1, 2);
-    k.quant_band_ticket = tuning_knob("NK_TUNE_QUANT_BAND_TICKET", k.quant_band_ticket, 0, 1);
     k.quant_ticket_cta_threads =
         tuning_knob("NK_TUNE_QUANT_TICKET_CTA_THREADS", k.quant_ticket_cta_threads, 32, 1024);
     k.quant_transpose_evict_first = tuning_knob("NK_TUNE_QUANT_TRANSPOSE_EVICT_FIRST",

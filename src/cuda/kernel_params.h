@@ -31,9 +31,9 @@ struct QuantParams {
   // The registers kernels: amax per warp (warp_amax_to_global), else per CTA (the default;
   // LaunchConfig::amax_per_warp).
   bool amax_per_warp = false;
-  // The registers kernels: amax per CTA without barriers (cta_amax_by_ticket; 2: acquire-release
-  // fences) where the row sum spans warps (LaunchConfig::amax_ticket), else 0.
-  uint8_t amax_ticket = 0;
+  // The registers kernels: amax per CTA without barriers (cta_amax_by_ticket) where the row sum
+  // spans warps (LaunchConfig::amax_ticket).
+  bool amax_ticket = false;
   // TENSOR's y transposed, [hidden, rows] codes (rms_norm_fwd_quant_transposed only; the
   // two-kernel path passes it to transpose_bytes instead).
   uint8_t* y_t = nullptr;

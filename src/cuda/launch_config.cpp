@@ -334,7 +334,7 @@ std::string LaunchConfig::describe() const {
   if (tile_buffers == 2) s += " persistent, 2 tiles";
   if (quant_weight_first != 0) s += " weight-first=" + std::to_string(quant_weight_first);
   if (amax_per_warp) s += " amax-per-warp";
-  if (amax_ticket) s += amax_ticket == 2 ? " amax-ticket=acq-rel" : " amax-ticket";
+  if (amax_ticket) s += " amax-ticket";
   if (slots) s += " slots=" + std::to_string(slots);
   if (reduce_in_grid) s += " reduce-in-grid";
   if (column_sums_grid) {
@@ -614,7 +614,7 @@ bool quant_e4m3_kernels(nk_quant_mode mode, int scale_block, bool with_residual,
 }
 
 void apply_amax_ticket(LaunchConfig& c, const KernelFacts& facts) {
-  c.amax_ticket = !c.amax_per_warp && c.threads_per_row > 32 ? facts.quant_amax_ticket : 0;
+  c.amax_ticket = !c.amax_per_warp && facts.quant_amax_ticket != 0 && c.threads_per_row > 32;
 }
 
 KernelFacts facts_with_transposed_output(const KernelFacts& facts) {

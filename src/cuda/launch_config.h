@@ -450,8 +450,7 @@ struct KernelFacts {
   // Quantized forward, registers kernels whose row sum spans warps (threads per row past 32),
   // without quant_amax_per_warp: 1 adds the CTA's amax without barriers, each warp folding its
   // maximum into shared memory and the last to arrive adding the CTA's to the global one
-  // (cta_amax_by_ticket; NK_TUNE_QUANT_AMAX_TICKET); 2 likewise with acquire-release fences
-  // rather than sequentially consistent ones; 0 after two barriers (cta_amax_to_global).
+  // (cta_amax_by_ticket; NK_TUNE_QUANT_AMAX_TICKET); 0 after two barriers (cta_amax_to_global).
   // The same value either way. Per-block at 8192 columns spent 33 instructions per warp and two
   // barriers on it (ncu, forty-fifth session).
   int quant_amax_ticket = 1;
@@ -752,9 +751,8 @@ struct LaunchConfig {
   int quant_weight_first = 0;
   // Quantized forward: KernelFacts::quant_amax_per_warp.
   bool amax_per_warp = false;
-  // Quantized forward: KernelFacts::quant_amax_ticket (1 or 2), where the plan's rows span
-  // warps; else 0.
-  int amax_ticket = 0;
+  // Quantized forward: KernelFacts::quant_amax_ticket, where the plan's rows span warps.
+  bool amax_ticket = false;
   // Forward registers/cluster plans: every row of every CTA valid and every vector below
   // `items` of every thread whole and inside the row (chunks_exact): the kernels then skip
   // their per-item range checks (RowChunk's EXACT).

@@ -37,7 +37,7 @@ inline FwdParams fwd_params_with_y_t(const nk_rms_norm_fwd_args& a, const Launch
   p.quant = quant_params(a);
   p.quant.y_t = static_cast<uint8_t*>(a.y_t);
   p.quant.y_t_stride = a.y_t_row_stride;
-  p.quant.amax_ticket = static_cast<uint8_t>(cfg.amax_ticket);
+  p.quant.amax_ticket = cfg.amax_ticket;
   return p;
 }
 
@@ -167,7 +167,7 @@ void launch_fwd_quant_for(const nk_rms_norm_fwd_args& a, const LaunchConfig& cfg
   FwdParams p = fwd_params(a, cfg);
   p.quant = quant_params(a);
   p.quant.amax_per_warp = cfg.amax_per_warp;
-  p.quant.amax_ticket = static_cast<uint8_t>(cfg.amax_ticket);
+  p.quant.amax_ticket = cfg.amax_ticket;
   switch (a.quant) {
     case NK_QUANT_TENSOR: return launch_fwd_quant_mode<XT, WT, NK_QUANT_TENSOR>(p, cfg, stream);
     case NK_QUANT_TOKEN: return launch_fwd_quant_mode<XT, WT, NK_QUANT_TOKEN>(p, cfg, stream);

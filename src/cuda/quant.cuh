@@ -136,51 +136,34 @@ __device__ __forceinline__ void cta_amax_ticket_init(CtaAmaxTicket& t) {
   }
 }
 
-// A CTA-scope fence: sequentially consistent (__threadfence_block, MEMBAR.SC.CTA), or
-// acquire-release (ACQ_REL), which is all that a release and acquire pattern needs.
-template <bool ACQ_REL>
-__device__ __forceinline__ void fence_cta() {
-  if constexpr (ACQ_REL) {
-    asm volatile("fence.acq_rel.cta;\n" ::: "memory");
-  } else {
-    __threadfence_block();
-  }
-}
-
 // cta_amax_to_global without its two barriers: each warp takes its maximum in one reduction
 // (redux, not five shuffles); its first lane folds it into t by a shared atomicMax, then takes a
 // ticket; the lane that takes the last ticket finds every warp's maximum in t and adds the CTA's
 // to the global amax: one global atomic per CTA, as there. The warps leave as they finish
-// instead of waiting for the slowest twice. The fences (fence_cta) order each warp's fold before
-// its ticket and the last ticket before the read. The same value as cta_amax_to_global.
-template <bool ACQ_REL>
+// instead of waiting for the slowest twice. The fences order each warp's fold before its ticket
+// and the last ticket before the read. The same value as cta_amax_to_global (a maximum).
 __device__ __forceinline__ void cta_amax_by_ticket(float v, CtaAmaxTicket& t, float* amax) {
   const unsigned m = __reduce_max_sync(0xffffffffu, __float_as_uint(v));
   if ((threadIdx.y * blockDim.x + threadIdx.x) % 32 != 0) return;
   atomicMax(&t.max_bits, m);
-  fence_cta<ACQ_REL>();
+  __threadfence_block();
   const unsigned warps = (blockDim.x * blockDim.y + 31) / 32;
   if (atomicAdd(&t.warps_in, 1u) != warps - 1) return;
-  fence_cta<ACQ_REL>();
+  __threadfence_block();
   atomicMax(reinterpret_cast<unsigned*>(amax), *static_cast<volatile unsigned*>(&t.max_bits));
 }
 
 // The registers kernels' amax (q.amax set), this thread's largest |v| being `v`: per warp
-// (q.amax_per_warp; `seen` from amax_seen at the kernel's start), by ticket (q.amax_ticket, 2
-// with acquire-release fences; `ticket` zeroed at the start by cta_amax_ticket_init; only where
-// the row sum spans warps, so that its barrier ordered the zeroing), else per CTA after two
-// barriers (`scratch`: kMaxWarps floats that no thread reads any more). Every thread of the CTA
-// calls this.
+// (q.amax_per_warp; `seen` from amax_seen at the kernel's start), by ticket (q.amax_ticket,
+// `ticket` zeroed at the start by cta_amax_ticket_init; only where the row sum spans warps, so
+// that its barrier ordered the zeroing), else per CTA after two barriers (`scratch`: kMaxWarps
+// floats that no thread reads any more). Every thread of the CTA calls this.
 __device__ __forceinline__ void add_amax(const QuantParams& q, float v, unsigned seen,
                                          float* scratch, CtaAmaxTicket& ticket) {
   if (q.amax_per_warp) {
     warp_amax_to_global(v, seen, q.amax);
   } else if (q.amax_ticket && blockDim.x > 32) {
-    if (q.amax_ticket == 2) {
-      cta_amax_by_ticket<true>(v, ticket, q.amax);
-    } else {
-      cta_amax_by_ticket<false>(v, ticket, q.amax);
-    }
+    cta_amax_by_ticket(v, ticket, q.amax);
   } else {
     cta_amax_to_global(v, scratch, q.amax);
   }

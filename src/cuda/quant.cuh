@@ -128,7 +128,8 @@ struct CtaAmaxTicket {
 
 // Zeroes t (from thread (0, 0)). It must come before a barrier that every thread of the CTA
 // passes before any calls cta_amax_by_ticket: in the registers kernels, the row sum's over rows
-// of more than one warp (add_amax).
+// of more than one warp (add_amax). Once per CTA: a second zeroing could overtake a slower warp's
+// ticket of the first (the kernels here take one row group per CTA).
 __device__ __forceinline__ void cta_amax_ticket_init(CtaAmaxTicket& t) {
   if (threadIdx.x == 0 && threadIdx.y == 0) {
     t.max_bits = 0;

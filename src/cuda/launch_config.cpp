@@ -330,6 +330,7 @@ std::string LaunchConfig::describe() const {
   if (pinned_registers) s += " pinned";
   if (full_items) s += " full-items";
   if (fixed_format) s += " e4m3-variant";
+  if (mx_pairs) s += " items-in-pairs";
   if (tile_rows) s += " tile_rows=" + std::to_string(tile_rows);
   if (tile_buffers == 2) s += " persistent, 2 tiles";
   if (quant_weight_first != 0) s += " weight-first=" + std::to_string(quant_weight_first);
@@ -615,6 +616,10 @@ bool quant_e4m3_kernels(nk_quant_mode mode, int scale_block, bool with_residual,
 
 void apply_amax_ticket(LaunchConfig& c, const KernelFacts& facts) {
   c.amax_ticket = !c.amax_per_warp && facts.quant_amax_ticket != 0 && c.threads_per_row > 32;
+}
+
+void apply_mxfp8_pairs(LaunchConfig& c, nk_quant_mode mode, const KernelFacts& facts) {
+  c.mx_pairs = mode == NK_QUANT_MXFP8 && c.fixed_format && facts.quant_mxfp8_pairs != 0;
 }
 
 KernelFacts facts_with_transposed_output(const KernelFacts& facts) {

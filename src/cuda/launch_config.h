@@ -454,6 +454,11 @@ struct KernelFacts {
   // The same value either way. Per-block at 8192 columns spent 33 instructions per warp and two
   // barriers on it (ncu, forty-fifth session).
   int quant_amax_ticket = 1;
+  // Quantized forward, MXFP8's e4m3 kernel (quant_mxfp8_e4m3): 1 quantizes its items in pairs,
+  // as BLOCK's (E4m3BlockItems::quantize_pair: the two block maxima in 2 shuffles instead of 4,
+  // one scale and factor per lane instead of two), 0 item by item (NK_TUNE_QUANT_MXFP8_PAIRS).
+  // Prepared in the forty-sixth session, not yet measured on a GPU.
+  int quant_mxfp8_pairs = 0;
   // Quantized forward, pinned plans of exactly kSmallItems vectors per thread (every sweep
   // shape): 1 (the default) launches kernels compiled for that count, so that no per-item test
   // of the runtime count is left (LaunchConfig::full_items); 0 the kernels of up to kSmallItems
@@ -753,6 +758,8 @@ struct LaunchConfig {
   bool amax_per_warp = false;
   // Quantized forward: KernelFacts::quant_amax_ticket, where the plan's rows span warps.
   bool amax_ticket = false;
+  // Quantized forward, MXFP8 on its e4m3 kernel (fixed_format): KernelFacts::quant_mxfp8_pairs.
+  bool mx_pairs = false;
   // Forward registers/cluster plans: every row of every CTA valid and every vector below
   // `items` of every thread whole and inside the row (chunks_exact): the kernels then skip
   // their per-item range checks (RowChunk's EXACT).
@@ -987,6 +994,10 @@ bool quant_e4m3_kernels(nk_quant_mode mode, int scale_block, bool with_residual,
 // where c's rows span warps (their row sum's barrier orders the ticket's zeroing) and amax is not
 // added per warp. The kernels test their CTA's width again (add_amax).
 void apply_amax_ticket(LaunchConfig& c, const KernelFacts& facts);
+
+// Sets c.mx_pairs (a quantized forward's final plan): MXFP8 (`mode`) on its e4m3 kernel
+// (c.fixed_format) with KernelFacts::quant_mxfp8_pairs.
+void apply_mxfp8_pairs(LaunchConfig& c, nk_quant_mode mode, const KernelFacts& facts);
 
 // The facts that the per-tensor quantized forward plans with when it also writes y_t: facts with
 // quant_cta_threads set to quant_ticket_cta_threads.

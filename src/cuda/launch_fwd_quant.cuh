@@ -47,7 +47,7 @@ inline FwdParams fwd_params_with_y_t(const nk_rms_norm_fwd_args& a, const Launch
 // slower so: KernelFacts::quant_full_items); TOKEN's compiled for e4m3 codes where y is e4m3 and
 // the plan says so (LaunchConfig::fixed_format), BLOCK's likewise where the blocks are also 128
 // columns (KernelFacts::quant_block_e4m3), MXFP8's (KernelFacts::quant_mxfp8_e4m3; e5m2 keeps
-// the runtime format).
+// the runtime format), with its items in pairs where the plan says so (LaunchConfig::mx_pairs).
 template <typename XT, typename WT, int MODE, int VEC, bool EXTRAS>
 auto pinned_quant_kernel_for(const FwdParams& p, const LaunchConfig& cfg) {
   if constexpr (MODE == NK_QUANT_TOKEN) {
@@ -62,6 +62,16 @@ auto pinned_quant_kernel_for(const FwdParams& p, const LaunchConfig& cfg) {
       if constexpr (MODE == NK_QUANT_BLOCK || MODE == NK_QUANT_MXFP8) {
         constexpr int kBlock = MODE == NK_QUANT_MXFP8 ? kMxfp8Block : kDefaultQuantBlock;
         if (p.quant.format == QuantFormat::kE4M3 && p.quant.block == kBlock) {
+          if constexpr (MODE == NK_QUANT_MXFP8) {
+            if (cfg.mx_pairs) {
+              return cfg.full_items ? rms_norm_fwd_quant_registers_exact_small<XT, WT, MODE, VEC,
+                                                                               EXTRAS, true, true,
+                                                                               true>
+                                    : rms_norm_fwd_quant_registers_exact_small<XT, WT, MODE, VEC,
+                                                                               EXTRAS, false,
+                                                                               true, true>;
+            }
+          }
           if (cfg.full_items) {
             return rms_norm_fwd_quant_registers_exact_small<XT, WT, MODE, VEC, EXTRAS, true, true>;
           }

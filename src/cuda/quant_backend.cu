@@ -64,6 +64,7 @@ LaunchConfig plan_quant_with_reads(int64_t rows, int64_t hidden, int vec, int sc
   apply_read_policy(c, fwd_read_once_bytes(rows, hidden, nk_dtype_size(x), with_residual), false,
                     facts);
   apply_amax_ticket(c, facts);  // (after pinning, which may reshape the rows)
+  apply_mxfp8_pairs(c, mode, facts);
   return c;
 }
 

@@ -93,8 +93,8 @@ __device__ __forceinline__ void quantize_vector(const FwdParams& p, int64_t row,
 // (e4m3_block_scale, bit for bit dynamic_scale) or MXFP8's runtime emax, clamps and subnormal
 // case (mx_e4m3_biased, bit for bit mx_scale_exponent); the scale's and the codes' addresses
 // from per-thread pointers stepped per item, not 64-bit index arithmetic; the format's tests
-// gone (a compare and up to three branches per vector). MXFP8 quantizes item by item
-// (quantize), BLOCK two items at a time (quantize_pair).
+// gone (a compare and up to three branches per vector). BLOCK quantizes two items at a time
+// (quantize_pair), MXFP8 item by item (quantize) or, with MX_PAIRS, in pairs too.
 template <int MODE>
 struct E4m3BlockItems {
   static_assert(MODE == NK_QUANT_BLOCK || MODE == NK_QUANT_MXFP8, "the block modes");
@@ -133,30 +133,39 @@ struct E4m3BlockItems {
     store_codes(i, v, factor);
   }
 
-  // BLOCK's items i and i + 1 together (every lane of the warp calls this; `second`: whether
-  // item i + 1 is the thread's, the same in every lane). The first exchange swaps half blocks:
-  // lanes 0-7 of a block go on with item i's maximum, lanes 8-15 with item i + 1's, so the two
-  // maxima take 5 shuffles rather than 8 item by item, each lane computes one scale and one
-  // reciprocal rather than two, and one shuffle hands each lane the other item's factor. Lanes 0
-  // and 8 of the block store item i's and item i + 1's scale. The same maxima, scales and codes
-  // as item by item (a maximum does not depend on its order). Measured (forty-fifth session,
-  // H100): 648 instructions per warp against 687 at 8192 x 8192, 0.98-0.99x the time from 16M
-  // elements (bench/results/2026-11-28T0137-h100-block-pairs).
+  // Items i and i + 1 together (every lane of the warp calls this; `second`: whether item i + 1
+  // is the thread's, the same in every lane). The first exchange swaps half blocks: the lower
+  // half of a block's lanes goes on with item i's maximum, the upper half with item i + 1's, so
+  // the two maxima take log2(kLanes) shuffles rather than two times that (BLOCK: 5 against 8;
+  // MXFP8: 2 against 4), each lane computes one scale and one factor rather than two, and one
+  // shuffle hands each lane the other item's factor. The first lane of each half stores its
+  // item's scale. The same maxima, scales and codes as item by item (a maximum does not depend
+  // on its order). BLOCK measured (forty-fifth session, H100): 648 instructions per warp
+  // against 687 at 8192 x 8192, 0.98-0.99x the time from 16M elements
+  // (bench/results/2026-11-28T0137-h100-block-pairs). MXFP8 in pairs: KernelFacts::quant_mxfp8_pairs.
   __device__ __forceinline__ void quantize_pair(int i, const float* va, const float* vb,
                                                 bool second) const {
-    static_assert(!kMx, "BLOCK's 16-lane blocks");
-    const bool upper = (threadIdx.x & 8) != 0;
+    constexpr int kHalf = kLanes / 2;
+    const bool upper = (threadIdx.x & kHalf) != 0;
     const float ma = max_abs<8>(va);
     const float mb = max_abs<8>(vb);
-    float m = fmaxf(upper ? mb : ma, __shfl_xor_sync(0xffffffffu, upper ? ma : mb, 8));
+    float m = fmaxf(upper ? mb : ma, __shfl_xor_sync(0xffffffffu, upper ? ma : mb, kHalf));
 #pragma unroll
-    for (int offset = 4; offset > 0; offset /= 2) {
+    for (int offset = kHalf / 2; offset > 0; offset /= 2) {
       m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, offset));
     }
-    const float scale = e4m3_block_scale(m, bound);
-    const float factor = __frcp_rn(scale);
-    const float other = __shfl_xor_sync(0xffffffffu, factor, 8);
-    if ((threadIdx.x & 7) == 0 && (!upper || second)) {
+    Scale scale;
+    float factor;
+    if constexpr (kMx) {
+      const uint32_t biased = mx_e4m3_biased(m);
+      factor = mx_e4m3_multiplier(biased);
+      scale = mx_e4m3_scale_byte(biased);
+    } else {
+      scale = e4m3_block_scale(m, bound);
+      factor = __frcp_rn(scale);
+    }
+    const float other = __shfl_xor_sync(0xffffffffu, factor, kHalf);
+    if ((threadIdx.x & (kHalf - 1)) == 0 && (!upper || second)) {
       scales[((i + (upper ? 1 : 0)) * blockDim.x) >> (kShift - 3)] = scale;
     }
     store_codes(i, va, upper ? other : factor);
@@ -247,7 +256,8 @@ __device__ __forceinline__ float token_factor(const FwdParams& p, int64_t row, b
 //
 // `c`: this thread's rows and columns (RowChunk by blockIdx, or a ticketed grid's forward unit).
 template <typename XT, typename WT, int MODE, int VEC, int IMAX, bool WEIGHT_FIRST, bool EXACT,
-          bool ADD_WEIGHT = true, bool BIAS = true, bool E4M3_BLOCKS = false>
+          bool ADD_WEIGHT = true, bool BIAS = true, bool E4M3_BLOCKS = false,
+          bool MX_PAIRS = false>
 __device__ __forceinline__ void fwd_quant_registers_row(const FwdParams& p,
                                                         const RowChunk<VEC, EXACT>& c) {
   __shared__ float scratch[kMaxWarps];
@@ -326,7 +336,7 @@ __device__ __forceinline__ void fwd_quant_registers_row(const FwdParams& p,
     }
     factor = token_factor<MODE>(p, row, row_writer, row_max(amax, shape, scratch, &cluster_slot));
   }
-  if constexpr (E4M3_BLOCKS && MODE == NK_QUANT_BLOCK) {
+  if constexpr (E4M3_BLOCKS && (MODE == NK_QUANT_BLOCK || MX_PAIRS)) {
     static_assert(IMAX % 2 == 0, "items in pairs");
     const E4m3BlockItems<MODE> items(p, c);
 #pragma unroll
@@ -385,14 +395,15 @@ __global__ void __launch_bounds__(
 // modes' E4M3_BLOCKS kernels below also drop the runtime block width and scale work.)
 // E4M3_BLOCKS: BLOCK where y is e4m3 in 128-column blocks, or MXFP8 where y is e4m3
 // (LaunchConfig::fixed_format with KernelFacts::quant_block_e4m3 or quant_mxfp8_e4m3;
-// E4m3BlockItems).
+// E4m3BlockItems). MX_PAIRS: MXFP8's items in pairs (LaunchConfig::mx_pairs).
 template <typename XT, typename WT, int MODE, int VEC, bool EXTRAS, bool FULL,
-          bool E4M3_BLOCKS = false>
+          bool E4M3_BLOCKS = false, bool MX_PAIRS = false>
 __global__ void __maxnreg__(56) rms_norm_fwd_quant_registers_exact_small(FwdParams p) {
   static_assert(sizeof(XT) == 2 && sizeof(WT) == 2 && VEC == 8 && MODE != NK_QUANT_TOKEN,
                 "16-byte vectors of 16-bit x and weights at the small budget");
+  static_assert(!MX_PAIRS || (MODE == NK_QUANT_MXFP8 && E4M3_BLOCKS), "MXFP8's e4m3 kernel");
   fwd_quant_registers_row<XT, WT, MODE, VEC, kSmallItems, true, true, EXTRAS, EXTRAS,
-                          E4M3_BLOCKS>(
+                          E4M3_BLOCKS, MX_PAIRS>(
       p, with_full_items<FULL, kSmallItems>(RowChunk<VEC, true>(p.shape)));
 }
 

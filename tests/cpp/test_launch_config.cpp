@@ -2370,6 +2370,28 @@ TEST(LaunchConfig, AmaxTicketOnlyWhereRowsSpanWarps) {
   EXPECT_FALSE(per_warp.amax_ticket) << per_warp.describe();
 }
 
+// MXFP8's items in pairs only on its e4m3 kernel (fixed_format) and where the knob asks for it;
+// printed by --explain.
+TEST(LaunchConfig, Mxfp8PairsOnlyOnItsE4m3Kernel) {
+  KernelFacts f;
+  const auto planned = [&](nk_quant_mode mode, bool e4m3_kernels) {
+    const int block = mode == NK_QUANT_MXFP8 ? 32 : 128;
+    LaunchConfig c = normkit::cuda::plan_fwd_quant(8192, 8192, 8, block, true, f);
+    normkit::cuda::pin_quant_registers(c, 8192, 8192, f, true, e4m3_kernels);
+    normkit::cuda::apply_mxfp8_pairs(c, mode, f);
+    return c;
+  };
+  f.quant_mxfp8_pairs = 0;
+  EXPECT_FALSE(planned(NK_QUANT_MXFP8, true).mx_pairs);
+  f.quant_mxfp8_pairs = 1;
+  const LaunchConfig pairs = planned(NK_QUANT_MXFP8, true);
+  EXPECT_TRUE(pairs.fixed_format) << pairs.describe();
+  EXPECT_TRUE(pairs.mx_pairs) << pairs.describe();
+  EXPECT_NE(pairs.describe().find(" items-in-pairs"), std::string::npos);
+  EXPECT_FALSE(planned(NK_QUANT_MXFP8, false).mx_pairs);  // (the runtime-format kernel)
+  EXPECT_FALSE(planned(NK_QUANT_BLOCK, true).mx_pairs);   // (BLOCK's pairs are its kernel's own)
+}
+
 // With y_t the per-tensor forward keeps CTAs of up to 256 threads (quant_ticket_cta_threads): the
 // plans that the ticketed grid was measured with, its transpose units as wide as those CTAs.
 TEST(LaunchConfig, TransposedOutputKeepsTheTicketedGridsCtas) {

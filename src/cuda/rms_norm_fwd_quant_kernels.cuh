@@ -136,13 +136,13 @@ struct E4m3BlockItems {
   // Items i and i + 1 together (every lane of the warp calls this; `second`: whether item i + 1
   // is the thread's, the same in every lane). The first exchange swaps half blocks: the lower
   // half of a block's lanes goes on with item i's maximum, the upper half with item i + 1's, so
-  // the two maxima take log2(kLanes) shuffles rather than two times that (BLOCK: 5 against 8;
-  // MXFP8: 2 against 4), each lane computes one scale and one factor rather than two, and one
-  // shuffle hands each lane the other item's factor. The first lane of each half stores its
-  // item's scale. The same maxima, scales and codes as item by item (a maximum does not depend
-  // on its order). BLOCK measured (forty-fifth session, H100): 648 instructions per warp
+  // the two maxima take log2(kLanes) shuffles rather than twice that, each lane computes one
+  // scale and one factor rather than two, and one more shuffle hands each lane the other item's
+  // factor (BLOCK: 5 shuffles against 8; MXFP8: 3 against 4). The first lane of each half stores
+  // its item's scale. The same maxima, scales and codes as item by item (a maximum does not
+  // depend on its order). BLOCK measured (forty-fifth session, H100): 648 instructions per warp
   // against 687 at 8192 x 8192, 0.98-0.99x the time from 16M elements
-  // (bench/results/2026-11-28T0137-h100-block-pairs). MXFP8 in pairs: KernelFacts::quant_mxfp8_pairs.
+  // (bench/results/2026-11-28T0137-h100-block-pairs). MXFP8: KernelFacts::quant_mxfp8_pairs.
   __device__ __forceinline__ void quantize_pair(int i, const float* va, const float* vb,
                                                 bool second) const {
     constexpr int kHalf = kLanes / 2;

@@ -127,9 +127,9 @@ struct E4m3BlockItems {
     for (int offset = kLanes / 2; offset > 0; offset /= 2) {
       m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, offset));
     }
-    const uint32_t biased = mx_e4m3_biased(m);
-    const float factor = mx_e4m3_multiplier(biased);
-    if (writer) scales[(i * blockDim.x) >> (kShift - 3)] = mx_e4m3_scale_byte(biased);
+    float factor;
+    const Scale scale = block_scale(m, factor);
+    if (writer) scales[(i * blockDim.x) >> (kShift - 3)] = scale;
     store_codes(i, v, factor);
   }
 
@@ -154,16 +154,8 @@ struct E4m3BlockItems {
     for (int offset = kHalf / 2; offset > 0; offset /= 2) {
       m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, offset));
     }
-    Scale scale;
     float factor;
-    if constexpr (kMx) {
-      const uint32_t biased = mx_e4m3_biased(m);
-      factor = mx_e4m3_multiplier(biased);
-      scale = mx_e4m3_scale_byte(biased);
-    } else {
-      scale = e4m3_block_scale(m, bound);
-      factor = __frcp_rn(scale);
-    }
+    const Scale scale = block_scale(m, factor);
     const float other = __shfl_xor_sync(0xffffffffu, factor, kHalf);
     if ((threadIdx.x & (kHalf - 1)) == 0 && (!upper || second)) {
       scales[((i + (upper ? 1 : 0)) * blockDim.x) >> (kShift - 3)] = scale;
@@ -173,6 +165,20 @@ struct E4m3BlockItems {
   }
 
  private:
+  // The scale of a block whose largest |v| is m (MXFP8's e8m0 byte, or BLOCK's float32 scale),
+  // and in `factor` what its values are multiplied by before rounding.
+  __device__ __forceinline__ Scale block_scale(float m, float& factor) const {
+    if constexpr (kMx) {
+      const uint32_t biased = mx_e4m3_biased(m);
+      factor = mx_e4m3_multiplier(biased);
+      return mx_e4m3_scale_byte(biased);
+    } else {
+      const float scale = e4m3_block_scale(m, bound);
+      factor = __frcp_rn(scale);
+      return scale;
+    }
+  }
+
   __device__ __forceinline__ void store_codes(int i, const float* v, float factor) const {
     unsigned word[2] = {0, 0};
     quantize_words<QuantFormat::kE4M3, 8>(v, factor, word);

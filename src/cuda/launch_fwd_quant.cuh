@@ -2,6 +2,8 @@
 // per-(x, weight) translation units (src/CMakeLists.txt).
 #pragma once
 
+#include <type_traits>
+
 #include "cuda/launch_fwd.cuh"
 #include "cuda/rms_norm_fwd_quant_kernels.cuh"
 #include "cuda/rms_norm_fwd_quant_ticketed.cuh"
@@ -62,20 +64,19 @@ auto pinned_quant_kernel_for(const FwdParams& p, const LaunchConfig& cfg) {
       if constexpr (MODE == NK_QUANT_BLOCK || MODE == NK_QUANT_MXFP8) {
         constexpr int kBlock = MODE == NK_QUANT_MXFP8 ? kMxfp8Block : kDefaultQuantBlock;
         if (p.quant.format == QuantFormat::kE4M3 && p.quant.block == kBlock) {
+          auto e4m3_kernel = [&](auto pairs) {
+            constexpr bool kPairs = decltype(pairs)::value;
+            return cfg.full_items ? rms_norm_fwd_quant_registers_exact_small<XT, WT, MODE, VEC,
+                                                                             EXTRAS, true, true,
+                                                                             kPairs>
+                                  : rms_norm_fwd_quant_registers_exact_small<XT, WT, MODE, VEC,
+                                                                             EXTRAS, false, true,
+                                                                             kPairs>;
+          };
           if constexpr (MODE == NK_QUANT_MXFP8) {
-            if (cfg.mx_pairs) {
-              return cfg.full_items ? rms_norm_fwd_quant_registers_exact_small<XT, WT, MODE, VEC,
-                                                                               EXTRAS, true, true,
-                                                                               true>
-                                    : rms_norm_fwd_quant_registers_exact_small<XT, WT, MODE, VEC,
-                                                                               EXTRAS, false,
-                                                                               true, true>;
-            }
+            if (cfg.mx_pairs) return e4m3_kernel(std::true_type{});
           }
-          if (cfg.full_items) {
-            return rms_norm_fwd_quant_registers_exact_small<XT, WT, MODE, VEC, EXTRAS, true, true>;
-          }
-          return rms_norm_fwd_quant_registers_exact_small<XT, WT, MODE, VEC, EXTRAS, false, true>;
+          return e4m3_kernel(std::false_type{});
         }
       } else {
         throw Error(NK_ERROR_INTERNAL,

@@ -120,11 +120,9 @@ struct E4m3BlockItems {
   }
 
   // MXFP8's item i, values v (every lane of the warp calls this): the maximum by two shuffles.
-  // Returns this lane's maximum |v|, for the tensor's amax (so the caller need not take it again).
-  __device__ __forceinline__ float quantize(int i, const float* v) const {
+  __device__ __forceinline__ void quantize(int i, const float* v) const {
     static_assert(kMx, "MXFP8's 4-lane blocks (BLOCK's go by quantize_pair)");
-    const float lane_max = max_abs<8>(v);
-    float m = lane_max;
+    float m = max_abs<8>(v);
 #pragma unroll
     for (int offset = kLanes / 2; offset > 0; offset /= 2) {
       m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, offset));
@@ -133,7 +131,6 @@ struct E4m3BlockItems {
     const Scale scale = block_scale(m, factor);
     if (writer) scales[(i * blockDim.x) >> (kShift - 3)] = scale;
     store_codes(i, v, factor);
-    return lane_max;
   }
 
   // Items i and i + 1 together (every lane of the warp calls this; `second`: whether item i + 1
@@ -143,12 +140,10 @@ struct E4m3BlockItems {
   // scale and one factor rather than two, and one more shuffle hands each lane the other item's
   // factor (BLOCK: 5 shuffles against 8; MXFP8: 3 against 4). The first lane of each half stores
   // its item's scale. The same maxima, scales and codes as item by item (a maximum does not
-  // depend on its order). Returns this lane's maximum |v| over both items, for the tensor's amax
-  // (items past the thread's are zeros; returning the block's maximum instead, already held,
-  // compiled to 8 bytes of spills against 4). BLOCK measured (forty-fifth session, H100): 648
-  // instructions per warp against 687 at 8192 x 8192, 0.98-0.99x the time from 16M elements
+  // depend on its order). BLOCK measured (forty-fifth session, H100): 648 instructions per warp
+  // against 687 at 8192 x 8192, 0.98-0.99x the time from 16M elements
   // (bench/results/2026-11-28T0137-h100-block-pairs). MXFP8: KernelFacts::quant_mxfp8_pairs.
-  __device__ __forceinline__ float quantize_pair(int i, const float* va, const float* vb,
+  __device__ __forceinline__ void quantize_pair(int i, const float* va, const float* vb,
                                                 bool second) const {
     constexpr int kHalf = kLanes / 2;
     const bool upper = (threadIdx.x & kHalf) != 0;
@@ -167,7 +162,6 @@ struct E4m3BlockItems {
     }
     store_codes(i, va, upper ? other : factor);
     if (second) store_codes(i + 1, vb, upper ? factor : other);
-    return fmaxf(ma, mb);
   }
 
  private:
@@ -357,7 +351,8 @@ __device__ __forceinline__ void fwd_quant_registers_row(const FwdParams& p,
       float va[VEC], vb[VEC];
       values(i, va);
       values(i + 1, vb);  // (zeros past c.items)
-      amax = fmaxf(amax, items.quantize_pair(i, va, vb, i + 1 < c.items));
+      amax = fmaxf(amax, fmaxf(max_abs<VEC>(va), max_abs<VEC>(vb)));
+      items.quantize_pair(i, va, vb, i + 1 < c.items);
     }
   } else if constexpr (E4M3_BLOCKS) {
     const E4m3BlockItems<MODE> items(p, c);
@@ -366,7 +361,8 @@ __device__ __forceinline__ void fwd_quant_registers_row(const FwdParams& p,
       if (i >= c.items) break;  // (as below)
       float v[VEC];
       values(i, v);
-      amax = fmaxf(amax, items.quantize(i, v));
+      amax = fmaxf(amax, max_abs<VEC>(v));
+      items.quantize(i, v);
     }
   } else {
 #pragma unroll

@@ -619,7 +619,8 @@ void apply_amax_ticket(LaunchConfig& c, const KernelFacts& facts) {
 }
 
 void apply_mxfp8_pairs(LaunchConfig& c, nk_quant_mode mode, const KernelFacts& facts) {
-  c.mx_pairs = mode == NK_QUANT_MXFP8 && c.fixed_format && facts.quant_mxfp8_pairs != 0;
+  const int wanted = c.cluster_size == 1 ? 1 : 2;
+  c.mx_pairs = mode == NK_QUANT_MXFP8 && c.fixed_format && facts.quant_mxfp8_pairs >= wanted;
 }
 
 KernelFacts facts_with_transposed_output(const KernelFacts& facts) {

@@ -456,9 +456,12 @@ struct KernelFacts {
   int quant_amax_ticket = 1;
   // Quantized forward, MXFP8's e4m3 kernel (quant_mxfp8_e4m3): 1 quantizes its items in pairs,
   // as BLOCK's (E4m3BlockItems::quantize_pair: the two block maxima in 2 shuffles instead of 4,
-  // one scale and factor per lane instead of two), 0 item by item (NK_TUNE_QUANT_MXFP8_PAIRS).
-  // Prepared in the forty-sixth session, not yet measured on a GPU.
-  int quant_mxfp8_pairs = 0;
+  // one scale and factor per lane instead of two), where one CTA holds each row; 2 on cluster
+  // plans too; 0 item by item (NK_TUNE_QUANT_MXFP8_PAIRS). Measured (forty-seventh session,
+  // H100, against 0): 0.98-0.99x at 2048 x 16384, 4096 x 12288, 8192 x 2048, 16384 x 4096,
+  // level at 8192 x 8192 and above; on clusters level (1024 x 32768, 4 CTAs) to 1.01x slower
+  // (256 x 65536, 8 CTAs).
+  int quant_mxfp8_pairs = 1;
   // Quantized forward, pinned plans of exactly kSmallItems vectors per thread (every sweep
   // shape): 1 (the default) launches kernels compiled for that count, so that no per-item test
   // of the runtime count is left (LaunchConfig::full_items); 0 the kernels of up to kSmallItems
@@ -996,7 +999,8 @@ bool quant_e4m3_kernels(nk_quant_mode mode, int scale_block, bool with_residual,
 void apply_amax_ticket(LaunchConfig& c, const KernelFacts& facts);
 
 // Sets c.mx_pairs (a quantized forward's final plan): MXFP8 (`mode`) on its e4m3 kernel
-// (c.fixed_format) with KernelFacts::quant_mxfp8_pairs.
+// (c.fixed_format) with KernelFacts::quant_mxfp8_pairs: 1 where one CTA holds each row, 2 on
+// cluster plans too.
 void apply_mxfp8_pairs(LaunchConfig& c, nk_quant_mode mode, const KernelFacts& facts);
 
 // The facts that the per-tensor quantized forward plans with when it also writes y_t: facts with

@@ -163,7 +163,7 @@ inline const KernelFacts& tuned_defaults() {
     k.quant_amax_per_warp =
         tuning_knob("NK_TUNE_QUANT_AMAX_PER_WARP", k.quant_amax_per_warp, 0, 1);
     k.quant_amax_ticket = tuning_knob("NK_TUNE_QUANT_AMAX_TICKET", k.quant_amax_ticket, 0, 1);
-    k.quant_mxfp8_pairs = tuning_knob("NK_TUNE_QUANT_MXFP8_PAIRS", k.quant_mxfp8_pairs, 0, 1);
+    k.quant_mxfp8_pairs = tuning_knob("NK_TUNE_QUANT_MXFP8_PAIRS", k.quant_mxfp8_pairs, 0, 2);
     k.quant_full_items = tuning_knob("NK_TUNE_QUANT_FULL_ITEMS", k.quant_full_items, 0, 1);
     k.fwd_wide_row_threads =
         tuning_knob("NK_TUNE_FWD_WIDE_ROW_THREADS", k.fwd_wide_row_threads, 0, 512);

@@ -2370,26 +2370,37 @@ TEST(LaunchConfig, AmaxTicketOnlyWhereRowsSpanWarps) {
   EXPECT_FALSE(per_warp.amax_ticket) << per_warp.describe();
 }
 
-// MXFP8's items in pairs only on its e4m3 kernel (fixed_format) and where the knob asks for it;
-// printed by --explain.
+// MXFP8's items in pairs only on its e4m3 kernel (fixed_format) and as far as the knob asks:
+// by default where one CTA holds each row, with 2 on clusters too; printed by --explain.
 TEST(LaunchConfig, Mxfp8PairsOnlyOnItsE4m3Kernel) {
   KernelFacts f;
-  const auto planned = [&](nk_quant_mode mode, bool e4m3_kernels) {
+  const auto planned = [&](nk_quant_mode mode, bool e4m3_kernels, int64_t rows = 8192,
+                           int64_t hidden = 8192) {
     const int block = mode == NK_QUANT_MXFP8 ? 32 : 128;
-    LaunchConfig c = normkit::cuda::plan_fwd_quant(8192, 8192, 8, block, true, f);
-    normkit::cuda::pin_quant_registers(c, 8192, 8192, f, true, e4m3_kernels);
+    LaunchConfig c = normkit::cuda::plan_fwd_quant(rows, hidden, 8, block, true, f);
+    normkit::cuda::pin_quant_registers(c, rows, hidden, f, true, e4m3_kernels);
     normkit::cuda::apply_mxfp8_pairs(c, mode, f);
     return c;
   };
-  f.quant_mxfp8_pairs = 0;
-  EXPECT_FALSE(planned(NK_QUANT_MXFP8, true).mx_pairs);
-  f.quant_mxfp8_pairs = 1;
+  EXPECT_EQ(f.quant_mxfp8_pairs, 1);  // the default
   const LaunchConfig pairs = planned(NK_QUANT_MXFP8, true);
+  EXPECT_EQ(pairs.cluster_size, 1) << pairs.describe();
   EXPECT_TRUE(pairs.fixed_format) << pairs.describe();
   EXPECT_TRUE(pairs.mx_pairs) << pairs.describe();
   EXPECT_NE(pairs.describe().find(" items-in-pairs"), std::string::npos);
   EXPECT_FALSE(planned(NK_QUANT_MXFP8, false).mx_pairs);  // (the runtime-format kernel)
   EXPECT_FALSE(planned(NK_QUANT_BLOCK, true).mx_pairs);   // (BLOCK's pairs are its kernel's own)
+  // 256 x 65536: a row over a cluster's CTAs, item by item unless the knob is 2.
+  const LaunchConfig clustered = planned(NK_QUANT_MXFP8, true, 256, 65536);
+  EXPECT_GT(clustered.cluster_size, 1) << clustered.describe();
+  EXPECT_TRUE(clustered.fixed_format) << clustered.describe();
+  EXPECT_FALSE(clustered.mx_pairs) << clustered.describe();
+  f.quant_mxfp8_pairs = 2;
+  EXPECT_TRUE(planned(NK_QUANT_MXFP8, true, 256, 65536).mx_pairs);
+  EXPECT_TRUE(planned(NK_QUANT_MXFP8, true).mx_pairs);
+  f.quant_mxfp8_pairs = 0;
+  EXPECT_FALSE(planned(NK_QUANT_MXFP8, true).mx_pairs);
+  EXPECT_FALSE(planned(NK_QUANT_MXFP8, true, 256, 65536).mx_pairs);
 }
 
 // With y_t the per-tensor forward keeps CTAs of up to 256 threads (quant_ticket_cta_threads): the

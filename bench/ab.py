@@ -5,10 +5,11 @@ of NK_TUNE_* knobs, or two builds), with each run's ratio to the first.
 Usage: bench/ab.py A.json B.json [C.json ...]
 Each run is labelled by its NK_TUNE_* knobs (recorded by normkit bench) or else its file name.
 
-       bench/ab.py --pool RUN.json [RUN.json ...]
+       bench/ab.py --pool [--build NAME] RUN.json [RUN.json ...] [--build NAME RUN.json ...]
 pools repeated runs by their knobs (runs without knobs: "defaults"), in the order each set first
 appears: per shape and pass, each set's median of its runs' medians with their range, its ratio
-to the first set, and "apart" where the ranges do not overlap.
+to the first set, and "apart" where the ranges do not overlap. `--build NAME` labels the runs
+after it as another build's (two builds' runs with the same knobs are then two sets).
 """
 import json
 import os
@@ -34,13 +35,23 @@ def medians(run):
     return out
 
 
-def pooled(paths):
-    """The runs of `paths` grouped by their knobs: [(label, [medians(run), ...])], in order."""
+def pooled(args):
+    """The runs named in `args` grouped by their build (`--build NAME` before them) and knobs:
+    [(label, [medians(run), ...])], in order."""
     groups = {}
-    for path in paths:
+    build = ""
+    args = iter(args)
+    for path in args:
+        if path == "--build":
+            build = next(args, None)
+            if not build:
+                sys.exit("ab.py --pool: --build needs a name")
+            continue
         run = json.load(open(path))
         knobs = run.get("config", {}).get("tuning", {})
         name = label(run, path) if knobs else "defaults"
+        if build:
+            name = f"[{build}] {name}"
         groups.setdefault(name, []).append(medians(run))
     return list(groups.items())
 
@@ -48,7 +59,7 @@ def pooled(paths):
 def main_pool(paths):
     groups = pooled(paths)
     if len(groups) < 2:
-        sys.exit("ab.py --pool: the runs hold a single set of knobs; nothing to compare")
+        sys.exit("ab.py --pool: the runs hold a single set of knobs and build; nothing to compare")
     names = [chr(ord("A") + i) for i in range(len(groups))]
     for name, (group, tables) in zip(names, groups):
         print(f"{name}: {group} ({len(tables)} runs)")

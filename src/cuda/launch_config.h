@@ -458,9 +458,9 @@ struct KernelFacts {
   // as BLOCK's (E4m3BlockItems::quantize_pair: the two block maxima in 2 shuffles instead of 4,
   // one scale and factor per lane instead of two), where one CTA holds each row; 2 on cluster
   // plans too; 0 item by item (NK_TUNE_QUANT_MXFP8_PAIRS). Measured (forty-seventh session,
-  // H100, against 0): 0.98-0.99x at 2048 x 16384, 4096 x 12288, 8192 x 2048, 16384 x 4096,
-  // level at 8192 x 8192 and above; on clusters level (1024 x 32768, 4 CTAs) to 1.01x slower
-  // (256 x 65536, 8 CTAs).
+  // two H100s, against 0): 0.98-0.99x at 2048 x 16384 and 4096 x 12288, 0.99-1.00x at
+  // 16384 x 4096, level at 8192 x 8192 and above; on clusters level (1024 x 32768, 4 CTAs per
+  // row) to 1.01x slower (256 x 65536, 8 CTAs), hence 1 (bench/results/2026-11-28T0536-*).
   int quant_mxfp8_pairs = 1;
   // Quantized forward, pinned plans of exactly kSmallItems vectors per thread (every sweep
   // shape): 1 (the default) launches kernels compiled for that count, so that no per-item test

@@ -331,6 +331,7 @@ std::string LaunchConfig::describe() const {
   if (full_items) s += " full-items";
   if (fixed_format) s += " e4m3-variant";
   if (mx_pairs) s += " items-in-pairs";
+  if (row_sum_quads) s += " row-sum-quads";
   if (tile_rows) s += " tile_rows=" + std::to_string(tile_rows);
   if (tile_buffers == 2) s += " persistent, 2 tiles";
   if (quant_weight_first != 0) s += " weight-first=" + std::to_string(quant_weight_first);
@@ -621,6 +622,11 @@ void apply_amax_ticket(LaunchConfig& c, const KernelFacts& facts) {
 void apply_mxfp8_pairs(LaunchConfig& c, nk_quant_mode mode, const KernelFacts& facts) {
   const int wanted = c.cluster_size == 1 ? 1 : 2;
   c.mx_pairs = mode == NK_QUANT_MXFP8 && c.fixed_format && facts.quant_mxfp8_pairs >= wanted;
+}
+
+void apply_row_sum_quads(LaunchConfig& c, nk_quant_mode mode, const KernelFacts& facts) {
+  c.row_sum_quads = facts.quant_row_sum_quads != 0 && c.pinned_registers && c.full_items &&
+                    mode != NK_QUANT_TOKEN && c.threads_per_row > 32;
 }
 
 KernelFacts facts_with_transposed_output(const KernelFacts& facts) {

@@ -462,6 +462,13 @@ struct KernelFacts {
   // 16384 x 4096, level at 8192 x 8192 and above; on clusters level (1024 x 32768, 4 CTAs per
   // row) to 1.01x slower (256 x 65536, 8 CTAs), hence 1 (bench/results/2026-11-28T0536-*).
   int quant_mxfp8_pairs = 1;
+  // Quantized forward, the pinned 56-register kernels of exactly kSmallItems vectors per thread
+  // (LaunchConfig::full_items) of rows that span warps, but TOKEN's: 1 reads the warps' partial sums of the row sum four at a time
+  // (block_sum_by_quads: 2 shared loads and 8 additions for 8 warps, where cta_row_sum's loop
+  // over the runtime count executed 44 instructions per warp of 625 in MXFP8's kernel at
+  // 8192 x 8192: ncu, forty-seventh session), bit for bit the same sum; 0 cta_row_sum
+  // (NK_TUNE_QUANT_ROW_SUM_QUADS). Prepared in the forty-seventh session, not yet run on a GPU.
+  int quant_row_sum_quads = 0;
   // Quantized forward, pinned plans of exactly kSmallItems vectors per thread (every sweep
   // shape): 1 (the default) launches kernels compiled for that count, so that no per-item test
   // of the runtime count is left (LaunchConfig::full_items); 0 the kernels of up to kSmallItems
@@ -763,6 +770,8 @@ struct LaunchConfig {
   bool amax_ticket = false;
   // Quantized forward, MXFP8 on its e4m3 kernel (fixed_format): KernelFacts::quant_mxfp8_pairs.
   bool mx_pairs = false;
+  // Quantized forward, full-items plans of rows that span warps: KernelFacts::quant_row_sum_quads.
+  bool row_sum_quads = false;
   // Forward registers/cluster plans: every row of every CTA valid and every vector below
   // `items` of every thread whole and inside the row (chunks_exact): the kernels then skip
   // their per-item range checks (RowChunk's EXACT).
@@ -1002,6 +1011,12 @@ void apply_amax_ticket(LaunchConfig& c, const KernelFacts& facts);
 // (c.fixed_format) with KernelFacts::quant_mxfp8_pairs: 1 where one CTA holds each row, 2 on
 // cluster plans too.
 void apply_mxfp8_pairs(LaunchConfig& c, nk_quant_mode mode, const KernelFacts& facts);
+
+// Sets c.row_sum_quads (a quantized forward's final plan): with
+// KernelFacts::quant_row_sum_quads, on the pinned kernels of exactly kSmallItems vectors per
+// thread (c.full_items: compiled with quads, the others spilled 4-8 bytes more) of every mode but
+// TOKEN (whose folded kernel sums and takes maxima together), where the row spans warps.
+void apply_row_sum_quads(LaunchConfig& c, nk_quant_mode mode, const KernelFacts& facts);
 
 // The facts that the per-tensor quantized forward plans with when it also writes y_t: facts with
 // quant_cta_threads set to quant_ticket_cta_threads.

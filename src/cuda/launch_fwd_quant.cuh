@@ -50,7 +50,9 @@ inline FwdParams fwd_params_with_y_t(const nk_rms_norm_fwd_args& a, const Launch
 // the plan says so (LaunchConfig::fixed_format), BLOCK's likewise where the blocks are also 128
 // columns (KernelFacts::quant_block_e4m3), MXFP8's (KernelFacts::quant_mxfp8_e4m3; e5m2 keeps
 // the runtime format), with its items in pairs where the plan says so (LaunchConfig::mx_pairs).
-template <typename XT, typename WT, int MODE, int VEC, bool EXTRAS>
+// QUADS: the row sum by block_sum_by_quads (LaunchConfig::row_sum_quads: full-items plans only,
+// not TOKEN's).
+template <typename XT, typename WT, int MODE, int VEC, bool EXTRAS, bool QUADS>
 auto pinned_quant_kernel_for(const FwdParams& p, const LaunchConfig& cfg) {
   if constexpr (MODE == NK_QUANT_TOKEN) {
     if (cfg.full_items) {
@@ -68,7 +70,7 @@ auto pinned_quant_kernel_for(const FwdParams& p, const LaunchConfig& cfg) {
             constexpr bool kPairs = decltype(pairs)::value;
             return cfg.full_items ? rms_norm_fwd_quant_registers_exact_small<XT, WT, MODE, VEC,
                                                                              EXTRAS, true, true,
-                                                                             kPairs>
+                                                                             kPairs, QUADS>
                                   : rms_norm_fwd_quant_registers_exact_small<XT, WT, MODE, VEC,
                                                                              EXTRAS, false, true,
                                                                              kPairs>;
@@ -83,16 +85,25 @@ auto pinned_quant_kernel_for(const FwdParams& p, const LaunchConfig& cfg) {
                     "rms_norm_fwd quantized: an e4m3 kernel plan but for TOKEN, BLOCK or MXFP8");
       }
     }
-    return cfg.full_items
-               ? rms_norm_fwd_quant_registers_exact_small<XT, WT, MODE, VEC, EXTRAS, true>
-               : rms_norm_fwd_quant_registers_exact_small<XT, WT, MODE, VEC, EXTRAS, false>;
+    return cfg.full_items ? rms_norm_fwd_quant_registers_exact_small<XT, WT, MODE, VEC, EXTRAS,
+                                                                     true, false, false, QUADS>
+                          : rms_norm_fwd_quant_registers_exact_small<XT, WT, MODE, VEC, EXTRAS,
+                                                                     false>;
   }
+}
+
+template <typename XT, typename WT, int MODE, int VEC, bool EXTRAS>
+auto pinned_quant_kernel_summed(const FwdParams& p, const LaunchConfig& cfg) {
+  if constexpr (MODE != NK_QUANT_TOKEN) {
+    if (cfg.row_sum_quads) return pinned_quant_kernel_for<XT, WT, MODE, VEC, EXTRAS, true>(p, cfg);
+  }
+  return pinned_quant_kernel_for<XT, WT, MODE, VEC, EXTRAS, false>(p, cfg);
 }
 
 template <typename XT, typename WT, int MODE, int VEC>
 auto pinned_quant_kernel(const FwdParams& p, const LaunchConfig& cfg) {
-  return p.weight_extras() ? pinned_quant_kernel_for<XT, WT, MODE, VEC, true>(p, cfg)
-                           : pinned_quant_kernel_for<XT, WT, MODE, VEC, false>(p, cfg);
+  return p.weight_extras() ? pinned_quant_kernel_summed<XT, WT, MODE, VEC, true>(p, cfg)
+                           : pinned_quant_kernel_summed<XT, WT, MODE, VEC, false>(p, cfg);
 }
 
 template <typename XT, typename WT, int MODE>

@@ -65,6 +65,7 @@ LaunchConfig plan_quant_with_reads(int64_t rows, int64_t hidden, int vec, int sc
                     facts);
   apply_amax_ticket(c, facts);  // (after pinning, which may reshape the rows)
   apply_mxfp8_pairs(c, mode, facts);
+  apply_row_sum_quads(c, mode, facts);
   return c;
 }
 

@@ -258,15 +258,16 @@ __device__ __forceinline__ float token_factor(const FwdParams& p, int64_t row, b
 // predicated loads and adds leave the SASS (about 19 instructions per vector, issued though
 // predicated off: ncu, fourteenth session; with both false, 3-8% faster). amax: add_amax (per
 // CTA after two barriers, per CTA by ticket, or per warp: launch_config.h,
-// KernelFacts::quant_amax_per_warp and quant_amax_ticket).
+// KernelFacts::quant_amax_per_warp and quant_amax_ticket). ROW_SUM_QUADS: the row sum by
+// block_sum_by_quads (bit for bit cta_row_sum's; KernelFacts::quant_row_sum_quads).
 //
 // `c`: this thread's rows and columns (RowChunk by blockIdx, or a ticketed grid's forward unit).
 template <typename XT, typename WT, int MODE, int VEC, int IMAX, bool WEIGHT_FIRST, bool EXACT,
           bool ADD_WEIGHT = true, bool BIAS = true, bool E4M3_BLOCKS = false,
-          bool MX_PAIRS = false>
+          bool MX_PAIRS = false, bool ROW_SUM_QUADS = false>
 __device__ __forceinline__ void fwd_quant_registers_row(const FwdParams& p,
                                                         const RowChunk<VEC, EXACT>& c) {
-  __shared__ float scratch[kMaxWarps];
+  __shared__ alignas(16) float scratch[ROW_SUM_QUADS ? kQuadSumFloats : kMaxWarps];
   __shared__ float cluster_slot;        // TOKEN's row maximum (cluster_reduce)
   __shared__ ClusterPush cluster_push;  // the row sum, with clusters
   __shared__ CtaAmaxTicket amax_ticket;  // with p.quant.amax_ticket (add_amax)
@@ -296,7 +297,11 @@ __device__ __forceinline__ void fwd_quant_registers_row(const FwdParams& p,
   }
   add_residual_lanes</*ONE_FORM=*/true>(p, c, s);
   float sum_sq = sum_of_squares(s);
-  sum_sq = cta_row_sum(sum_sq, scratch);
+  if constexpr (ROW_SUM_QUADS) {
+    sum_sq = blockDim.x <= 32 ? group_sum(sum_sq, blockDim.x) : block_sum_by_quads(sum_sq, scratch);
+  } else {
+    sum_sq = cta_row_sum(sum_sq, scratch);
+  }
   // Pushed to the cluster's CTAs (st.async + mbarrier) as rms_norm_fwd_registers; the two full
   // cluster barriers of cluster_sum were a MEMBAR.ALL.GPU and a wait per CTA in the SASS.
   if (shape.cluster_size > 1) sum_sq = cluster_push_sum(sum_sq, cluster_push);
@@ -401,15 +406,16 @@ __global__ void __launch_bounds__(
 // modes' E4M3_BLOCKS kernels below also drop the runtime block width and scale work.)
 // E4M3_BLOCKS: BLOCK where y is e4m3 in 128-column blocks, or MXFP8 where y is e4m3
 // (LaunchConfig::fixed_format with KernelFacts::quant_block_e4m3 or quant_mxfp8_e4m3;
-// E4m3BlockItems). MX_PAIRS: MXFP8's items in pairs (LaunchConfig::mx_pairs).
+// E4m3BlockItems). MX_PAIRS: MXFP8's items in pairs (LaunchConfig::mx_pairs). ROW_SUM_QUADS:
+// the row sum's warp sums read four at a time (block_sum_by_quads; LaunchConfig::row_sum_quads).
 template <typename XT, typename WT, int MODE, int VEC, bool EXTRAS, bool FULL,
-          bool E4M3_BLOCKS = false, bool MX_PAIRS = false>
+          bool E4M3_BLOCKS = false, bool MX_PAIRS = false, bool ROW_SUM_QUADS = false>
 __global__ void __maxnreg__(56) rms_norm_fwd_quant_registers_exact_small(FwdParams p) {
   static_assert(sizeof(XT) == 2 && sizeof(WT) == 2 && VEC == 8 && MODE != NK_QUANT_TOKEN,
                 "16-byte vectors of 16-bit x and weights at the small budget");
   static_assert(!MX_PAIRS || (MODE == NK_QUANT_MXFP8 && E4M3_BLOCKS), "MXFP8's e4m3 kernel");
   fwd_quant_registers_row<XT, WT, MODE, VEC, kSmallItems, true, true, EXTRAS, EXTRAS,
-                          E4M3_BLOCKS, MX_PAIRS>(
+                          E4M3_BLOCKS, MX_PAIRS, ROW_SUM_QUADS>(
       p, with_full_items<FULL, kSmallItems>(RowChunk<VEC, true>(p.shape)));
 }
 

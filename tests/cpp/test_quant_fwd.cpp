@@ -116,7 +116,9 @@ INSTANTIATE_TEST_SUITE_P(
 // 16-bit x and weights, rows covered exactly by 16-byte vectors: on a GPU the kernels held to
 // 56 registers, 12288 columns reshaped to 384 x 4 and 7168 as 224 x 4, and rows of 3 vectors per
 // thread (the CPU runs the same cases against the reference). Every mode, with and without
-// residual, bias, zero-centered.
+// residual, bias, zero-centered. The CTA widths cover the row sum's forms: 16 warps (16384
+// columns), 12, 8, 7, 5 and 3 (block_sum_by_quads pads the last three to whole quads), 2 warps
+// with two rows per CTA (600 rows of 1536 columns), and under a warp.
 class QuantPinnedShapes : public ::testing::TestWithParam<nk_backend> {};
 
 TEST_P(QuantPinnedShapes, MatchReferenceInEveryMode) {
@@ -126,13 +128,14 @@ TEST_P(QuantPinnedShapes, MatchReferenceInEveryMode) {
   for (const ModeDtype& m : all_mode_dtypes()) {
     // (12288 and 7168 columns: 384 x 4 and 224 x 4 vectors; 1536 and 384: 64 x 3 and 16 x 3,
     // an odd count, so BLOCK's e4m3 kernel quantizes its last item without a pair.)
-    for (int64_t hidden : {int64_t{12288}, int64_t{7168}, int64_t{1536}, int64_t{384}}) {
+    for (int64_t hidden : {int64_t{16384}, int64_t{12288}, int64_t{8192}, int64_t{7168},
+                           int64_t{5120}, int64_t{3072}, int64_t{1536}, int64_t{384}}) {
       for (nk_dtype x : {NK_BFLOAT16, NK_FLOAT16}) {
         QuantCase c;
         c.mode = m.mode;
         c.y = m.y;
         c.block = m.block;
-        c.fwd.rows = 6;
+        c.fwd.rows = hidden == 1536 && x == NK_BFLOAT16 ? 600 : 6;
         c.fwd.hidden = hidden;
         c.fwd.x = c.fwd.w = x;
         c.fwd.residual = k % 2 == 0;

@@ -625,8 +625,10 @@ void apply_mxfp8_pairs(LaunchConfig& c, nk_quant_mode mode, const KernelFacts& f
 }
 
 void apply_row_sum_quads(LaunchConfig& c, nk_quant_mode mode, const KernelFacts& facts) {
-  c.row_sum_quads = facts.quant_row_sum_quads != 0 && c.pinned_registers && c.full_items &&
-                    mode != NK_QUANT_TOKEN && c.threads_per_row > 32;
+  // (TOKEN's folded kernel has no full-items variant: its plans of kSmallItems vectors.)
+  const bool full = mode == NK_QUANT_TOKEN ? c.items == kSmallItems : c.full_items;
+  c.row_sum_quads = facts.quant_row_sum_quads != 0 && c.pinned_registers && full &&
+                    c.threads_per_row > 32;
 }
 
 KernelFacts facts_with_transposed_output(const KernelFacts& facts) {

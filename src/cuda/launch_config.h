@@ -462,11 +462,12 @@ struct KernelFacts {
   // 16384 x 4096, level at 8192 x 8192 and above; on clusters level (1024 x 32768, 4 CTAs per
   // row) to 1.01x slower (256 x 65536, 8 CTAs), hence 1 (bench/results/2026-11-28T0536-*).
   int quant_mxfp8_pairs = 1;
-  // Quantized forward, the pinned 56-register kernels of exactly kSmallItems vectors per thread
-  // (LaunchConfig::full_items) of rows that span warps, but TOKEN's: 1 reads the warps' partial sums of the row sum four at a time
-  // (block_sum_by_quads: 2 shared loads and 8 additions for 8 warps, where cta_row_sum's loop
-  // over the runtime count executed 44 instructions per warp of 625 in MXFP8's kernel at
-  // 8192 x 8192: ncu, forty-seventh session), bit for bit the same sum; 0 cta_row_sum
+  // Quantized forward, the pinned 56-register kernels of plans of exactly kSmallItems vectors
+  // per thread (LaunchConfig::full_items; TOKEN's folded kernel at that count) whose rows span
+  // warps: 1 reads the warps' partial sums of the row sum (TOKEN: and of its maximum) four at a
+  // time (block_sum_by_quads: 2 shared loads and 8 additions for 8 warps, where cta_row_sum's
+  // loop over the runtime count executed 44 instructions per warp of 625 in MXFP8's kernel at
+  // 8192 x 8192: ncu, forty-seventh session), bit for bit the same results; 0 cta_row_sum
   // (NK_TUNE_QUANT_ROW_SUM_QUADS). Prepared in the forty-seventh session, not yet run on a GPU.
   int quant_row_sum_quads = 0;
   // Quantized forward, pinned plans of exactly kSmallItems vectors per thread (every sweep
@@ -1013,9 +1014,9 @@ void apply_amax_ticket(LaunchConfig& c, const KernelFacts& facts);
 void apply_mxfp8_pairs(LaunchConfig& c, nk_quant_mode mode, const KernelFacts& facts);
 
 // Sets c.row_sum_quads (a quantized forward's final plan): with
-// KernelFacts::quant_row_sum_quads, on the pinned kernels of exactly kSmallItems vectors per
-// thread (c.full_items: compiled with quads, the others spilled 4-8 bytes more) of every mode but
-// TOKEN (whose folded kernel sums and takes maxima together), where the row spans warps.
+// KernelFacts::quant_row_sum_quads, on the pinned kernels of plans of exactly kSmallItems
+// vectors per thread (c.full_items, or TOKEN's folded kernel at that count: compiled with quads,
+// the others spilled 4-8 bytes more), where the row spans warps.
 void apply_row_sum_quads(LaunchConfig& c, nk_quant_mode mode, const KernelFacts& facts);
 
 // The facts that the per-tensor quantized forward plans with when it also writes y_t: facts with

@@ -50,8 +50,8 @@ inline FwdParams fwd_params_with_y_t(const nk_rms_norm_fwd_args& a, const Launch
 // the plan says so (LaunchConfig::fixed_format), BLOCK's likewise where the blocks are also 128
 // columns (KernelFacts::quant_block_e4m3), MXFP8's (KernelFacts::quant_mxfp8_e4m3; e5m2 keeps
 // the runtime format), with its items in pairs where the plan says so (LaunchConfig::mx_pairs).
-// QUADS: the row sum by block_sum_by_quads (LaunchConfig::row_sum_quads: full-items plans only,
-// not TOKEN's).
+// QUADS: the row sum (TOKEN: with the row maximum) read four warps at a time
+// (LaunchConfig::row_sum_quads: plans of exactly kSmallItems vectors per thread).
 template <typename XT, typename WT, int MODE, int VEC, bool EXTRAS, bool QUADS>
 auto pinned_quant_kernel_for(const FwdParams& p, const LaunchConfig& cfg) {
   if constexpr (MODE == NK_QUANT_TOKEN) {
@@ -59,8 +59,8 @@ auto pinned_quant_kernel_for(const FwdParams& p, const LaunchConfig& cfg) {
       throw Error(NK_ERROR_INTERNAL, "rms_norm_fwd quantized: a full-items plan for TOKEN");
     }
     return cfg.fixed_format && p.quant.format == QuantFormat::kE4M3
-               ? rms_norm_fwd_quant_token_folded_exact_small<XT, WT, VEC, EXTRAS, true>
-               : rms_norm_fwd_quant_token_folded_exact_small<XT, WT, VEC, EXTRAS, false>;
+               ? rms_norm_fwd_quant_token_folded_exact_small<XT, WT, VEC, EXTRAS, true, QUADS>
+               : rms_norm_fwd_quant_token_folded_exact_small<XT, WT, VEC, EXTRAS, false, QUADS>;
   } else {
     if (cfg.fixed_format) {
       if constexpr (MODE == NK_QUANT_BLOCK || MODE == NK_QUANT_MXFP8) {
@@ -94,10 +94,8 @@ auto pinned_quant_kernel_for(const FwdParams& p, const LaunchConfig& cfg) {
 
 template <typename XT, typename WT, int MODE, int VEC, bool EXTRAS>
 auto pinned_quant_kernel_summed(const FwdParams& p, const LaunchConfig& cfg) {
-  if constexpr (MODE != NK_QUANT_TOKEN) {
-    if (cfg.row_sum_quads) return pinned_quant_kernel_for<XT, WT, MODE, VEC, EXTRAS, true>(p, cfg);
-  }
-  return pinned_quant_kernel_for<XT, WT, MODE, VEC, EXTRAS, false>(p, cfg);
+  return cfg.row_sum_quads ? pinned_quant_kernel_for<XT, WT, MODE, VEC, EXTRAS, true>(p, cfg)
+                           : pinned_quant_kernel_for<XT, WT, MODE, VEC, EXTRAS, false>(p, cfg);
 }
 
 template <typename XT, typename WT, int MODE, int VEC>

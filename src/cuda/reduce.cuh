@@ -72,33 +72,47 @@ __device__ __forceinline__ float block_sum(float v, float* scratch) {
 // (64 at most: 16 groups of 2 warps).
 constexpr int kQuadSumFloats = 2 * kMaxWarps;
 
-// block_sum bit for bit, the warps' sums read four at a time: each row group's slots padded to a
-// multiple of 4 with +0 (a sum that starts at +0 is never -0, and adding +0 to anything else
-// changes no bit), added in the same order. For 8 warps, 2 shared loads and 8 additions in
-// place of a loop over a runtime count (44 instructions per warp in MXFP8's kernel, ncu,
-// forty-seventh session). `scratch`: kQuadSumFloats floats, 16-byte aligned.
-__device__ __forceinline__ float block_sum_by_quads(float v, float* scratch) {
+// Writes this warp's `v` to its row group's slot of `slots` (kQuadSumFloats floats, groups padded
+// to whole quads) and pads the group's last quad with +0 (lanes 1-3 of its last warp). Returns
+// the row group's first slot.
+__device__ __forceinline__ float* write_quad_slots(float v, float* slots) {
   const int warps = blockDim.x / 32;
   const int padded = (warps + 3) & ~3;
-  v = group_sum(v, 32);
-  __syncthreads();
-  float* slots = scratch + threadIdx.y * padded;
-  // Lane 0 of each warp writes its sum; lanes 1-3 of the last warp pad its quad with +0.
+  float* group = slots + threadIdx.y * padded;
   const int lane = threadIdx.x % 32, w = threadIdx.x / 32;
-  if (lane == 0 || (w == warps - 1 && w + lane < padded)) slots[w + lane] = lane == 0 ? v : 0.0f;
-  __syncthreads();
-  const float4* quads = reinterpret_cast<const float4*>(slots);
-  float total = SumOp::kIdentity;
+  if (lane == 0 || (w == warps - 1 && w + lane < padded)) group[w + lane] = lane == 0 ? v : 0.0f;
+  return group;
+}
+
+// op over a row group's slots from write_quad_slots, in slot order, four at a time.
+template <typename Op>
+__device__ __forceinline__ float reduce_quad_slots(const float* group, Op op) {
+  const int warps = blockDim.x / 32;
+  const float4* quads = reinterpret_cast<const float4*>(group);
+  float total = Op::kIdentity;
 #pragma unroll
   for (int q = 0; q < kMaxWarps / 4; ++q) {
     if (4 * q >= warps) break;
     const float4 s = quads[q];
-    total += s.x;
-    total += s.y;
-    total += s.z;
-    total += s.w;
+    total = op(total, s.x);
+    total = op(total, s.y);
+    total = op(total, s.z);
+    total = op(total, s.w);
   }
   return total;
+}
+
+// block_sum bit for bit, the warps' sums read four at a time: each row group's slots padded to a
+// multiple of 4 with +0 (a sum that starts at +0 is never -0, and adding +0 to anything else
+// changes no bit), added in the same order. For 8 warps, 2 shared loads and 8 additions in
+// place of a loop over a runtime count (44 instructions per warp in MXFP8's kernel at
+// 8192 x 8192, ncu, forty-seventh session). `scratch`: kQuadSumFloats floats, 16-byte aligned.
+__device__ __forceinline__ float block_sum_by_quads(float v, float* scratch) {
+  v = group_sum(v, 32);
+  __syncthreads();
+  const float* group = write_quad_slots(v, scratch);
+  __syncthreads();
+  return reduce_quad_slots(group, SumOp{});
 }
 
 // block_sum of each of the N values, behind the same two barriers (each bit for bit as
@@ -142,6 +156,21 @@ __device__ __forceinline__ void block_sum_and_max(float& sum, float& max, float*
   }
   sum = total;
   max = largest;
+}
+
+// block_sum_and_max bit for bit, each read four at a time as block_sum_by_quads (the maxima are
+// of non-negative values, so the +0 pads change none). `scratch`: 2 * kQuadSumFloats floats,
+// 16-byte aligned.
+__device__ __forceinline__ void block_sum_and_max_by_quads(float& sum, float& max,
+                                                           float* scratch) {
+  sum = group_reduce(sum, 32, SumOp{});
+  max = group_reduce(max, 32, MaxOp{});
+  __syncthreads();
+  const float* sums = write_quad_slots(sum, scratch);
+  const float* maxima = write_quad_slots(max, scratch + kQuadSumFloats);
+  __syncthreads();
+  sum = reduce_quad_slots(sums, SumOp{});
+  max = reduce_quad_slots(maxima, MaxOp{});
 }
 
 // Sum over the blockDim.x threads (a multiple of 32) of row group threadIdx.y only: the other

@@ -429,11 +429,14 @@ __global__ void __maxnreg__(56) rms_norm_fwd_quant_registers_exact_small(FwdPara
 // (Never called with a bias.) EXTRAS false: no zero-centered add (FwdParams::weight_extras).
 // (No variant for exactly IMAX vectors, as rms_norm_fwd_quant_registers_exact_small has: at the
 // 56-register cap it spilled 56 bytes and ran 2-9% slower, fourteenth session.)
-template <typename XT, typename WT, int VEC, int IMAX, bool EXACT, bool EXTRAS = true>
+// ROW_SUM_QUADS: the row's sum and maximum by block_sum_and_max_by_quads
+// (KernelFacts::quant_row_sum_quads).
+template <typename XT, typename WT, int VEC, int IMAX, bool EXACT, bool EXTRAS = true,
+          bool ROW_SUM_QUADS = false>
 __device__ __forceinline__ void fwd_quant_token_folded_row(const FwdParams& p) {
   static_assert(sizeof(WT) * VEC * IMAX <= 64 && sizeof(XT) * VEC * IMAX <= 64,
                 "x and the weight are held in registers");
-  __shared__ float scratch[2 * kMaxWarps];
+  __shared__ alignas(16) float scratch[2 * (ROW_SUM_QUADS ? kQuadSumFloats : kMaxWarps)];
   __shared__ ClusterPushPair cluster_push;  // with clusters
   __shared__ CtaAmaxTicket amax_ticket;      // with p.quant.amax_ticket (add_amax)
   const RowShape& shape = p.shape;
@@ -472,7 +475,11 @@ __device__ __forceinline__ void fwd_quant_token_folded_row(const FwdParams& p) {
     largest = fmaxf(largest, max_abs<VEC>(sw));
   }
   // The cluster's part pushed (no full cluster barriers: see rms_norm_fwd_quant_registers).
-  cta_row_sum_and_max(sum_sq, largest, scratch);
+  if (ROW_SUM_QUADS && blockDim.x > 32) {
+    block_sum_and_max_by_quads(sum_sq, largest, scratch);
+  } else {
+    cta_row_sum_and_max(sum_sq, largest, scratch);
+  }
   if (shape.cluster_size > 1) cluster_push_sum_and_max(sum_sq, largest, cluster_push);
   const float rstd = 1.0f / sqrtf(sum_sq * shape.inv_hidden + p.eps);
   const bool row_writer = c.valid && c.rank == 0 && threadIdx.x == 0;
@@ -500,12 +507,14 @@ __global__ void __launch_bounds__(512, 2) rms_norm_fwd_quant_token_folded(FwdPar
 
 // rms_norm_fwd_quant_token_folded's EXACT small-budget plans of 16-byte vectors of 16-bit x and
 // weights, held to 56 registers (see rms_norm_fwd_quant_registers_exact_small). E4M3: y is e4m3
-// (LaunchConfig::fixed_format), so the format's tests fold away (with_e4m3).
-template <typename XT, typename WT, int VEC, bool EXTRAS, bool E4M3>
+// (LaunchConfig::fixed_format), so the format's tests fold away (with_e4m3). ROW_SUM_QUADS: as
+// fwd_quant_token_folded_row (LaunchConfig::row_sum_quads).
+template <typename XT, typename WT, int VEC, bool EXTRAS, bool E4M3, bool ROW_SUM_QUADS = false>
 __global__ void __maxnreg__(56) rms_norm_fwd_quant_token_folded_exact_small(FwdParams p) {
   static_assert(sizeof(XT) == 2 && sizeof(WT) == 2 && VEC == 8,
                 "16-byte vectors of 16-bit x and weights at the small budget");
-  fwd_quant_token_folded_row<XT, WT, VEC, kSmallItems, true, EXTRAS>(with_e4m3<E4M3>(p));
+  fwd_quant_token_folded_row<XT, WT, VEC, kSmallItems, true, EXTRAS, ROW_SUM_QUADS>(
+      with_e4m3<E4M3>(p));
 }
 
 // Any row length: one CTA per row (blockDim = (threads, 1)). Pass 1 sums squares (writing

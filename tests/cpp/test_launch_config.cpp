@@ -2403,33 +2403,33 @@ TEST(LaunchConfig, Mxfp8PairsOnlyOnItsE4m3Kernel) {
   EXPECT_FALSE(planned(NK_QUANT_MXFP8, true, 256, 65536).mx_pairs);
 }
 
-// The row sum by quads only where the knob asks for it, on full-items pinned plans whose rows span
-// warps, and not for TOKEN (its folded kernel); printed by --explain.
+// The row sum by quads only where the knob asks for it, on pinned plans of 4 vectors per thread
+// (full-items; TOKEN's folded kernel at that count) whose rows span warps; printed by --explain.
 TEST(LaunchConfig, RowSumQuadsOnlyOnPinnedRowsOfSeveralWarps) {
   KernelFacts f;
   const auto planned = [&](nk_quant_mode mode, int64_t rows, int64_t hidden, bool pin = true) {
     const int block = mode == NK_QUANT_MXFP8 ? 32 : 128;
     LaunchConfig c = normkit::cuda::plan_fwd_quant(rows, hidden, 8, block,
                                                    mode != NK_QUANT_TENSOR, f);
-    if (pin) normkit::cuda::pin_quant_registers(c, rows, hidden, f, true, false);
+    if (pin) normkit::cuda::pin_quant_registers(c, rows, hidden, f, mode != NK_QUANT_TOKEN, false);
     normkit::cuda::apply_row_sum_quads(c, mode, f);
     return c;
   };
   EXPECT_EQ(f.quant_row_sum_quads, 0);  // the default
   EXPECT_FALSE(planned(NK_QUANT_BLOCK, 8192, 8192).row_sum_quads);
   f.quant_row_sum_quads = 1;
-  for (nk_quant_mode mode : {NK_QUANT_TENSOR, NK_QUANT_BLOCK, NK_QUANT_MXFP8}) {
+  for (nk_quant_mode mode : {NK_QUANT_TENSOR, NK_QUANT_TOKEN, NK_QUANT_BLOCK, NK_QUANT_MXFP8}) {
     const LaunchConfig c = planned(mode, 8192, 8192);
-    EXPECT_TRUE(c.pinned_registers && c.full_items) << c.describe();
+    EXPECT_TRUE(c.pinned_registers && c.items == 4) << c.describe();
     EXPECT_GT(c.threads_per_row, 32) << c.describe();
     EXPECT_TRUE(c.row_sum_quads) << mode << ": " << c.describe();
     EXPECT_NE(c.describe().find(" row-sum-quads"), std::string::npos);
   }
-  EXPECT_FALSE(planned(NK_QUANT_TOKEN, 8192, 8192).row_sum_quads);
   EXPECT_FALSE(planned(NK_QUANT_BLOCK, 8192, 8192, /*pin=*/false).row_sum_quads);
   const LaunchConfig three_items = planned(NK_QUANT_BLOCK, 6, 1536);  // 64 threads x 3 vectors
   EXPECT_TRUE(three_items.pinned_registers && !three_items.full_items) << three_items.describe();
   EXPECT_FALSE(three_items.row_sum_quads) << three_items.describe();
+  EXPECT_FALSE(planned(NK_QUANT_TOKEN, 6, 1536).row_sum_quads);
   const LaunchConfig one_warp = planned(NK_QUANT_TENSOR, 8192, 256);  // 32 vectors: one warp
   EXPECT_LE(one_warp.threads_per_row, 32) << one_warp.describe();
   EXPECT_FALSE(one_warp.row_sum_quads) << one_warp.describe();

@@ -229,9 +229,11 @@ LaunchConfig plan_bwd_rows(int64_t rows, int64_t hidden, int vec, nk_dtype x, nk
         plan_bwd_with_reads(rows, hidden, vec, x, dy, weight_bytes, dbias, dresidual, one_item);
     if (bwd_lean_plan(o, hidden, facts)) {
       o.lean = true;
+      apply_bwd_row_sum_quads(o, facts);
       return o;
     }
   }
+  apply_bwd_row_sum_quads(c, facts);
   return c;
 }
 

@@ -224,9 +224,13 @@ void launch_bwd(const nk_rms_norm_bwd_args& a, const LaunchConfig& planned, cuda
               bwd_lean_plan(cfg, a.hidden, tuned_defaults())) {
             const dim3 block(cfg.threads_per_row, cfg.rows_per_block);
             cfg.smem_bytes = main_smem(cfg.smem_bytes, block);
-            launch_main(cfg.items == 1 ? rms_norm_bwd_lean<XT, WT, DYT, 1>
-                                       : rms_norm_bwd_lean<XT, WT, DYT, 2>,
-                        block, "rms_norm_bwd (lean)");
+            auto lean = cfg.items == 1 ? rms_norm_bwd_lean<XT, WT, DYT, 1>
+                                       : rms_norm_bwd_lean<XT, WT, DYT, 2>;
+            if (cfg.row_sum_quads) {
+              lean = cfg.items == 1 ? rms_norm_bwd_lean<XT, WT, DYT, 1, true>
+                                    : rms_norm_bwd_lean<XT, WT, DYT, 2, true>;
+            }
+            launch_main(lean, block, "rms_norm_bwd (lean)");
             return;
           }
         }

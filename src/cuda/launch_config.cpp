@@ -631,6 +631,10 @@ void apply_row_sum_quads(LaunchConfig& c, nk_quant_mode mode, const KernelFacts&
                     c.threads_per_row > 32;
 }
 
+void apply_bwd_row_sum_quads(LaunchConfig& c, const KernelFacts& facts) {
+  c.row_sum_quads = facts.bwd_row_sum_quads != 0 && c.lean && c.threads_per_row > 32;
+}
+
 KernelFacts facts_with_transposed_output(const KernelFacts& facts) {
   KernelFacts f = facts;
   f.quant_cta_threads = facts.quant_ticket_cta_threads;

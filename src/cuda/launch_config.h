@@ -470,6 +470,12 @@ struct KernelFacts {
   // 8192 x 8192: ncu, forty-seventh session), bit for bit the same results; 0 cta_row_sum
   // (NK_TUNE_QUANT_ROW_SUM_QUADS). Prepared in the forty-seventh session, not yet run on a GPU.
   int quant_row_sum_quads = 0;
+  // Backward on rms_norm_bwd_lean (LaunchConfig::lean) of rows that span warps: 1 sums each
+  // row's dot product over its warps by row_group_sum_by_quads (bit for bit; the lean kernel's
+  // rows of 8-16 values per thread spend a larger share on that loop than the forwards do);
+  // 0 row_group_sum (NK_TUNE_BWD_ROW_SUM_QUADS). Prepared in the forty-seventh session, not yet
+  // run on a GPU.
+  int bwd_row_sum_quads = 0;
   // Quantized forward, pinned plans of exactly kSmallItems vectors per thread (every sweep
   // shape): 1 (the default) launches kernels compiled for that count, so that no per-item test
   // of the runtime count is left (LaunchConfig::full_items); 0 the kernels of up to kSmallItems
@@ -771,7 +777,8 @@ struct LaunchConfig {
   bool amax_ticket = false;
   // Quantized forward, MXFP8 on its e4m3 kernel (fixed_format): KernelFacts::quant_mxfp8_pairs.
   bool mx_pairs = false;
-  // Quantized forward, full-items plans of rows that span warps: KernelFacts::quant_row_sum_quads.
+  // Quantized forward, full-items plans of rows that span warps: KernelFacts::quant_row_sum_quads;
+  // backward, lean plans of rows that span warps: KernelFacts::bwd_row_sum_quads.
   bool row_sum_quads = false;
   // Forward registers/cluster plans: every row of every CTA valid and every vector below
   // `items` of every thread whole and inside the row (chunks_exact): the kernels then skip
@@ -1018,6 +1025,10 @@ void apply_mxfp8_pairs(LaunchConfig& c, nk_quant_mode mode, const KernelFacts& f
 // vectors per thread (c.full_items, or TOKEN's folded kernel at that count: compiled with quads,
 // the others spilled 4-8 bytes more), where the row spans warps.
 void apply_row_sum_quads(LaunchConfig& c, nk_quant_mode mode, const KernelFacts& facts);
+
+// Sets c.row_sum_quads for a backward's final plan: with KernelFacts::bwd_row_sum_quads, on
+// rms_norm_bwd_lean (c.lean) where the row spans warps.
+void apply_bwd_row_sum_quads(LaunchConfig& c, const KernelFacts& facts);
 
 // The facts that the per-tensor quantized forward plans with when it also writes y_t: facts with
 // quant_cta_threads set to quant_ticket_cta_threads.

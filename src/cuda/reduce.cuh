@@ -194,6 +194,18 @@ __device__ __forceinline__ float row_group_sum_whole_warps(float v, float* scrat
   return total;
 }
 
+// row_group_sum bit for bit (whole warps; sub-warp groups as lanes_sum), the warps' sums read
+// four at a time as block_sum_by_quads. `scratch` holds 2 * kQuadSumFloats floats, 16-byte
+// aligned; callers alternate `parity` as for row_group_sum_whole_warps.
+__device__ __forceinline__ float row_group_sum_by_quads(float v, float* scratch, int parity) {
+  if (blockDim.x < 32) return lanes_sum(v, blockDim.x);
+  v = group_sum(v, 32);
+  if (blockDim.x == 32) return v;
+  const float* group = write_quad_slots(v, scratch + parity * kQuadSumFloats);
+  named_barrier(1 + threadIdx.y, blockDim.x);
+  return reduce_quad_slots(group, SumOp{});
+}
+
 // row_group_sum_whole_warps, and also row groups of a power of two threads under 32: several
 // per warp, each shuffling among its own lanes (lanes_sum; the pipelined backward's sub-warp
 // rows).

@@ -153,15 +153,17 @@ INSTANTIATE_TEST_SUITE_P(
 // Rows that the threads cover exactly at 1-2 vectors per thread (rms_norm_bwd_lean by default;
 // the pipelined kernel under NK_TUNE_BWD_LEAN=0, ctest entry bwd_pipelined_common_calls), in
 // each form the lean kernel takes: rows left over past the slots, sub-warp rows, the
-// zero-centered weight, no dweight, dx in place of x or of dy, mixed 16-bit types. (The shapes
+// zero-centered weight, no dweight, dx in place of x or of dy, mixed 16-bit types; rows of 3, 6,
+// 10 and 12 warps too (row_group_sum_by_quads pads the first three to whole quads). (The shapes
 // above give the weight as float32 or ask for dbias, which the lean kernel does not take.)
 class BwdCommonCalls : public ::testing::TestWithParam<nk_backend> {};
 
 TEST_P(BwdCommonCalls, ExactRowsInEveryForm) {
   NK_SKIP_IF_UNAVAILABLE(GetParam());
   Rng rng;
-  const RowsHidden shapes[] = {{4096, 1024}, {1001, 1024}, {16385, 128},
-                               {2049, 256},  {333, 2048},  {300, 4096}};
+  const RowsHidden shapes[] = {{4096, 1024}, {1001, 1024}, {16385, 128}, {2049, 256},
+                               {333, 2048},  {300, 4096},  {500, 1536},  {64, 5120},
+                               {130, 3072}};
   int form = 0;
   for (const RowsHidden& shape : shapes) {
     for (const DtypeTriple& t : {DtypeTriple{NK_BFLOAT16, NK_BFLOAT16, NK_BFLOAT16},

@@ -2435,6 +2435,28 @@ TEST(LaunchConfig, RowSumQuadsOnlyOnPinnedRowsOfSeveralWarps) {
   EXPECT_FALSE(one_warp.row_sum_quads) << one_warp.describe();
 }
 
+// The backward's row sum by quads only under its knob, on lean plans whose rows span warps.
+TEST(LaunchConfig, BwdRowSumQuadsOnlyOnLeanRowsOfSeveralWarps) {
+  KernelFacts f;
+  LaunchConfig c;
+  c.lean = true;
+  c.threads_per_row = 256;
+  EXPECT_EQ(f.bwd_row_sum_quads, 0);  // the default
+  normkit::cuda::apply_bwd_row_sum_quads(c, f);
+  EXPECT_FALSE(c.row_sum_quads);
+  f.bwd_row_sum_quads = 1;
+  normkit::cuda::apply_bwd_row_sum_quads(c, f);
+  EXPECT_TRUE(c.row_sum_quads);
+  EXPECT_NE(c.describe().find(" row-sum-quads"), std::string::npos);
+  c.threads_per_row = 32;  // one warp: its shuffles alone
+  normkit::cuda::apply_bwd_row_sum_quads(c, f);
+  EXPECT_FALSE(c.row_sum_quads);
+  c.threads_per_row = 256;
+  c.lean = false;  // rms_norm_bwd_pipelined keeps row_group_sum
+  normkit::cuda::apply_bwd_row_sum_quads(c, f);
+  EXPECT_FALSE(c.row_sum_quads);
+}
+
 // With y_t the per-tensor forward keeps CTAs of up to 256 threads (quant_ticket_cta_threads): the
 // plans that the ticketed grid was measured with, its transpose units as wide as those CTAs.
 TEST(LaunchConfig, TransposedOutputKeepsTheTicketedGridsCtas) {

@@ -73,11 +73,12 @@ knob_array() {  # knob_array CFG: the array `knobs` of CFG's knobs (joined by co
   if [ "$1" != none ]; then IFS=, read -ra knobs <<< "$1"; fi
 }
 mode_runs() {  # mode_runs MODES CONFIGS: `normkit bench --fwd-only` of each of MODES (plain,
-  # tensor, token, block, mxfp8, transposed) under each of CONFIGS (words joined by commas:
-  # NK_TUNE_* knobs or bench options such as --zero-centered; "none": the defaults), the whole
+  # tensor, token, block, mxfp8, transposed; backward: `--bwd-only`) under each of CONFIGS
+  # (words joined by commas: NK_TUNE_* knobs or bench options such as --zero-centered; "none":
+  # the defaults), the whole
   # set twice; JSON as bench_ab_<mode>_<config>_<a|b>.json in the logs (ab.py compares them;
   # ab.py --pool pools the repeats of each config)
-  local rep cfg words w mode
+  local rep cfg words w mode pass
   local -a knobs margs args
   for rep in a b; do
     for cfg in $2; do
@@ -87,11 +88,12 @@ mode_runs() {  # mode_runs MODES CONFIGS: `normkit bench --fwd-only` of each of 
         case $w in NK_TUNE_*) knobs+=("$w") ;; *) args+=("$w") ;; esac
       done
       for mode in $1; do
-        margs=(--quant "$mode")
+        margs=(--quant "$mode") pass=--fwd-only
         [ "$mode" = plain ] && margs=()
+        [ "$mode" = backward ] && margs=() pass=--bwd-only
         [ "$mode" = transposed ] && margs=(--quant tensor --transposed)
         run "bench_ab_${mode}_${cfg//[^A-Za-z0-9_]/_}_$rep" env "${knobs[@]}" \
-          "$BUILD/tools/normkit" bench --fwd-only "${margs[@]}" "${args[@]}" \
+          "$BUILD/tools/normkit" bench "$pass" "${margs[@]}" "${args[@]}" \
           --json "$LOGS/bench_ab_${mode}_${cfg//[^A-Za-z0-9_]/_}_$rep.json"
       done
     done
@@ -366,8 +368,8 @@ for step in "${steps[@]}"; do
       [ "$shapes" = sweep ] && shape_args=()
       knob_runs bench_probe 600 "${PROBE_CONFIGS:-NK_TUNE_BWD_ITEMS=0 NK_TUNE_BWD_ITEMS=1 NK_TUNE_BWD_CTAS_PER_SM=1 NK_TUNE_BWD_CTAS_PER_SM=3}" \
         --bwd-only "${shape_args[@]}" ;;
-    modes)  # A/B over the plain forward and the quantized modes in one run (mode_runs) of
-      # AB_MODES under AB_CONFIGS
+    modes)  # A/B over the plain forward, the quantized modes and the backward in one run
+      # (mode_runs) of AB_MODES under AB_CONFIGS
       mode_runs "${AB_MODES:-plain tensor token block mxfp8 transposed}" "${AB_CONFIGS:-none}" ;;
     pending)  # the thirty-seventh session's prepared runs (docs/notes.md, its Next 0-1): the
       # CUDA forward and planner tests (fwd_lean_small_params new); the lean kernel on 64 bytes

@@ -635,6 +635,13 @@ void apply_bwd_row_sum_quads(LaunchConfig& c, const KernelFacts& facts) {
   c.row_sum_quads = facts.bwd_row_sum_quads != 0 && c.lean && c.threads_per_row > 32;
 }
 
+void apply_fwd_row_sum_quads(LaunchConfig& c, bool all_16_bit, const KernelFacts& facts) {
+  const bool registers = c.plan == RowPlan::kRegisters || c.plan == RowPlan::kCluster;
+  c.row_sum_quads = facts.fwd_row_sum_quads != 0 && all_16_bit && registers && c.exact &&
+                    c.vec == 8 && c.threads_per_row > 32 && c.rows_per_group == 1 &&
+                    c.register_bound == 0 && !c.weight_first && !c.lean;
+}
+
 KernelFacts facts_with_transposed_output(const KernelFacts& facts) {
   KernelFacts f = facts;
   f.quant_cta_threads = facts.quant_ticket_cta_threads;

@@ -476,6 +476,13 @@ struct KernelFacts {
   // 0 row_group_sum (NK_TUNE_BWD_ROW_SUM_QUADS). Prepared in the forty-seventh session, not yet
   // run on a GPU.
   int bwd_row_sum_quads = 0;
+  // Forward of 16-bit x, weight and y on the EXACT registers kernels of one row per row group
+  // (rms_norm_fwd_registers_exact_small, and rms_norm_fwd_registers of more vectors: not the
+  // lean, weight-with-x, rows-per-group or register-bound kernels) whose rows span warps: 1 sums
+  // the row by cta_row_sum_by_quads (bit for bit), as quant_row_sum_quads; 0 cta_row_sum
+  // (NK_TUNE_FWD_ROW_SUM_QUADS). Aimed at 16 warps per row (16384-32768 columns). Prepared in
+  // the forty-seventh session, not yet run on a GPU.
+  int fwd_row_sum_quads = 0;
   // Quantized forward, pinned plans of exactly kSmallItems vectors per thread (every sweep
   // shape): 1 (the default) launches kernels compiled for that count, so that no per-item test
   // of the runtime count is left (LaunchConfig::full_items); 0 the kernels of up to kSmallItems
@@ -778,7 +785,8 @@ struct LaunchConfig {
   // Quantized forward, MXFP8 on its e4m3 kernel (fixed_format): KernelFacts::quant_mxfp8_pairs.
   bool mx_pairs = false;
   // Quantized forward, full-items plans of rows that span warps: KernelFacts::quant_row_sum_quads;
-  // backward, lean plans of rows that span warps: KernelFacts::bwd_row_sum_quads.
+  // backward, lean plans of rows that span warps: KernelFacts::bwd_row_sum_quads; forward:
+  // KernelFacts::fwd_row_sum_quads.
   bool row_sum_quads = false;
   // Forward registers/cluster plans: every row of every CTA valid and every vector below
   // `items` of every thread whole and inside the row (chunks_exact): the kernels then skip
@@ -1029,6 +1037,11 @@ void apply_row_sum_quads(LaunchConfig& c, nk_quant_mode mode, const KernelFacts&
 // Sets c.row_sum_quads for a backward's final plan: with KernelFacts::bwd_row_sum_quads, on
 // rms_norm_bwd_lean (c.lean) where the row spans warps.
 void apply_bwd_row_sum_quads(LaunchConfig& c, const KernelFacts& facts);
+
+// Sets c.row_sum_quads for a plain forward's final plan (all_16_bit: x, weight and y): with
+// KernelFacts::fwd_row_sum_quads, on the EXACT registers or cluster plans of 16-byte vectors that
+// the launcher runs on fwd_registers_row with one row per row group, where the row spans warps.
+void apply_fwd_row_sum_quads(LaunchConfig& c, bool all_16_bit, const KernelFacts& facts);
 
 // The facts that the per-tensor quantized forward plans with when it also writes y_t: facts with
 // quant_cta_threads set to quant_ticket_cta_threads.

@@ -182,6 +182,20 @@ void launch_fwd(const nk_rms_norm_fwd_args& a, const LaunchConfig& cfg, cudaStre
           }();
           kernel = cfg.items <= IMAX_SMALL ? small_kernel
                                            : rms_norm_fwd_registers<XT, WT, YT, VEC, IMAX, true>;
+          // The same kernels with the row sum by quads (KernelFacts::fwd_row_sum_quads; 16-bit
+          // x, weight and y only: fewer instantiations).
+          if constexpr (sizeof(XT) == 2 && sizeof(WT) == 2 && sizeof(YT) == 2) {
+            if (cfg.row_sum_quads) {
+              constexpr int S = IMAX_SMALL;
+              if (cfg.items > S) {
+                kernel = rms_norm_fwd_registers<XT, WT, YT, VEC, IMAX, true, true>;
+              } else {
+                kernel = p.weight_extras()
+                             ? rms_norm_fwd_registers_exact_small<XT, WT, YT, VEC, S, true, true>
+                             : rms_norm_fwd_registers_exact_small<XT, WT, YT, VEC, S, false, true>;
+              }
+            }
+          }
           // The kernels of KernelFacts::fwd_tiny_registers, fwd_rows_per_group,
           // fwd_weight_first and fwd_lean (16-bit types only: plan_fwd_with_reads).
           if constexpr (sizeof(XT) == 2 && sizeof(WT) == 2 && sizeof(YT) == 2) {

@@ -119,8 +119,11 @@ __global__ void __launch_bounds__(512, ITEMS == 1 ? 2 : 1) rms_norm_bwd_lean(Bwd
         dot = fmaf(dy * weight_at(i, k), xhat, dot);
       }
     }
-    dot = ROW_SUM_QUADS ? row_group_sum_by_quads(dot, scratch, parity)
-                        : row_group_sum(dot, scratch, parity);
+    if constexpr (ROW_SUM_QUADS) {
+      dot = row_group_sum_by_quads(dot, scratch, parity);
+    } else {
+      dot = row_group_sum(dot, scratch, parity);
+    }
     parity ^= 1;
     // dx = (rstd * dy) * w - (rstd^2 * mean) * x, mean = the row's dot / hidden.
     const float x_coef = rstd * rstd * (dot * shape.inv_hidden);

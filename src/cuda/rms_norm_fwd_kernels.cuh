@@ -66,6 +66,12 @@ __device__ __forceinline__ float cta_row_sum(float v, float* scratch) {
   return blockDim.x <= 32 ? group_sum(v, blockDim.x) : block_sum(v, scratch);
 }
 
+// cta_row_sum bit for bit, rows of more than a warp by block_sum_by_quads (the warps' sums read
+// four at a time). `scratch`: kQuadSumFloats floats, 16-byte aligned.
+__device__ __forceinline__ float cta_row_sum_by_quads(float v, float* scratch) {
+  return blockDim.x <= 32 ? group_sum(v, blockDim.x) : block_sum_by_quads(v, scratch);
+}
+
 // cta_row_sum (bit for bit) for a kernel of one row per CTA that sums once: block_reduce's
 // leading barrier, which guards scratch for a next call, is left out. `warp_sums` holds
 // blockDim.x / 32 floats.
@@ -96,6 +102,17 @@ __device__ __forceinline__ void cta_row_sum_and_max(float& sum, float& max,
     max = group_reduce(max, blockDim.x, MaxOp{});
   } else {
     block_sum_and_max(sum, max, scratch);
+  }
+}
+
+// cta_row_sum_and_max bit for bit, rows of more than a warp by block_sum_and_max_by_quads.
+// `scratch`: 2 * kQuadSumFloats floats, 16-byte aligned.
+__device__ __forceinline__ void cta_row_sum_and_max_by_quads(float& sum, float& max,
+                                                             float* scratch) {
+  if (blockDim.x <= 32) {
+    cta_row_sum_and_max(sum, max, scratch);
+  } else {
+    block_sum_and_max_by_quads(sum, max, scratch);
   }
 }
 
@@ -337,11 +354,13 @@ __device__ __forceinline__ float sum_of_squares(const Lanes<XT, VEC> (&s)[IMAX])
 // stores. EXACT: no per-item range checks (RowChunk), where the plan says so. EXTRAS false: the
 // launcher knows that p.weight_extras() is false (no zero-centered add, no bias). WEIGHT_FIRST:
 // the weight loaded with x, before the reduction (kWeightWithX, or the plan's weight_first),
-// rather than prefetched to L2 and read after it. The kernels below are its entry points.
+// rather than prefetched to L2 and read after it. ROW_SUM_QUADS: the row sum by
+// cta_row_sum_by_quads (LaunchConfig::row_sum_quads). The kernels below are its entry points.
 template <typename XT, typename WT, typename YT, int VEC, int IMAX, bool EXACT,
-          bool EXTRAS = true, bool WEIGHT_FIRST = kWeightWithX<XT, VEC, IMAX>>
+          bool EXTRAS = true, bool WEIGHT_FIRST = kWeightWithX<XT, VEC, IMAX>,
+          bool ROW_SUM_QUADS = false>
 __device__ __forceinline__ void fwd_registers_row(const FwdParams& p) {
-  __shared__ float scratch[kMaxWarps];
+  __shared__ alignas(16) float scratch[ROW_SUM_QUADS ? kQuadSumFloats : kMaxWarps];
   __shared__ ClusterPush cluster_push;  // with clusters
   const RowShape& shape = p.shape;
   const RowChunk<VEC, EXACT> c(shape);
@@ -359,7 +378,11 @@ __device__ __forceinline__ void fwd_registers_row(const FwdParams& p) {
   }
   add_residual_lanes(p, c, s);
   float sum_sq = sum_of_squares(s);
-  sum_sq = cta_row_sum(sum_sq, scratch);
+  if constexpr (ROW_SUM_QUADS) {
+    sum_sq = cta_row_sum_by_quads(sum_sq, scratch);
+  } else {
+    sum_sq = cta_row_sum(sum_sq, scratch);
+  }
   if (shape.cluster_size > 1) sum_sq = cluster_push_sum(sum_sq, cluster_push);
   if (!c.valid) return;
   const float rstd = 1.0f / sqrtf(sum_sq * shape.inv_hidden + p.eps);
@@ -382,9 +405,12 @@ __device__ __forceinline__ void fwd_registers_row(const FwdParams& p) {
   }
 }
 
-template <typename XT, typename WT, typename YT, int VEC, int IMAX, bool EXACT = false>
+// ROW_SUM_QUADS: as fwd_registers_row (16-bit x, weight and y, EXACT plans only).
+template <typename XT, typename WT, typename YT, int VEC, int IMAX, bool EXACT = false,
+          bool ROW_SUM_QUADS = false>
 __global__ void __launch_bounds__(512) rms_norm_fwd_registers(FwdParams p) {
-  fwd_registers_row<XT, WT, YT, VEC, IMAX, EXACT>(p);
+  fwd_registers_row<XT, WT, YT, VEC, IMAX, EXACT, true, kWeightWithX<XT, VEC, IMAX>,
+                    ROW_SUM_QUADS>(p);
 }
 
 // The EXACT plans of 16-bit x at up to kSmallItems vectors per thread, held to 56 registers so
@@ -392,12 +418,14 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_registers(FwdParams p) {
 // 512 threads ptxas gave this code 53 or 64 registers depending on unrelated changes elsewhere
 // (eleventh session: at 64, two CTAs per SM, 4096 x 12288 forward 72.7 -> 75 us). (__maxnreg__
 // does not combine with __launch_bounds__, and as the only bound on the other kernels it let
-// ptxas take 82-90 registers where 63-64 fit two CTAs of 512 threads.) EXTRAS: as
-// fwd_registers_row.
-template <typename XT, typename WT, typename YT, int VEC, int IMAX, bool EXTRAS>
+// ptxas take 82-90 registers where 63-64 fit two CTAs of 512 threads.) EXTRAS, ROW_SUM_QUADS:
+// as fwd_registers_row.
+template <typename XT, typename WT, typename YT, int VEC, int IMAX, bool EXTRAS,
+          bool ROW_SUM_QUADS = false>
 __global__ void __maxnreg__(56) rms_norm_fwd_registers_exact_small(FwdParams p) {
   static_assert(IMAX <= kSmallItems && sizeof(XT) == 2, "16-bit x at the small budget");
-  fwd_registers_row<XT, WT, YT, VEC, IMAX, true, EXTRAS>(p);
+  fwd_registers_row<XT, WT, YT, VEC, IMAX, true, EXTRAS, kWeightWithX<XT, VEC, IMAX>,
+                    ROW_SUM_QUADS>(p);
 }
 
 // The EXACT plans of 16-bit types on few CTAs per SM with the weight loaded with x

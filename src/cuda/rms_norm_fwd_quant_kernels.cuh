@@ -298,7 +298,7 @@ __device__ __forceinline__ void fwd_quant_registers_row(const FwdParams& p,
   add_residual_lanes</*ONE_FORM=*/true>(p, c, s);
   float sum_sq = sum_of_squares(s);
   if constexpr (ROW_SUM_QUADS) {
-    sum_sq = blockDim.x <= 32 ? group_sum(sum_sq, blockDim.x) : block_sum_by_quads(sum_sq, scratch);
+    sum_sq = cta_row_sum_by_quads(sum_sq, scratch);
   } else {
     sum_sq = cta_row_sum(sum_sq, scratch);
   }
@@ -475,8 +475,8 @@ __device__ __forceinline__ void fwd_quant_token_folded_row(const FwdParams& p) {
     largest = fmaxf(largest, max_abs<VEC>(sw));
   }
   // The cluster's part pushed (no full cluster barriers: see rms_norm_fwd_quant_registers).
-  if (ROW_SUM_QUADS && blockDim.x > 32) {
-    block_sum_and_max_by_quads(sum_sq, largest, scratch);
+  if constexpr (ROW_SUM_QUADS) {
+    cta_row_sum_and_max_by_quads(sum_sq, largest, scratch);
   } else {
     cta_row_sum_and_max(sum_sq, largest, scratch);
   }

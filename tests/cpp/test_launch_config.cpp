@@ -2457,6 +2457,35 @@ TEST(LaunchConfig, BwdRowSumQuadsOnlyOnLeanRowsOfSeveralWarps) {
   EXPECT_FALSE(c.row_sum_quads);
 }
 
+// The plain forward's row sum by quads only under its knob, for 16-bit types, on EXACT plans of
+// one row per row group that the registers kernels take (not rows per group, not the lean or
+// weight-with-x kernels), whose rows span warps.
+TEST(LaunchConfig, FwdRowSumQuadsOnlyOnTheRegistersKernels) {
+  KernelFacts f;
+  const auto planned = [&](int64_t rows, int64_t hidden, bool all_16_bit = true) {
+    LaunchConfig c = normkit::cuda::plan_fwd(rows, hidden, 8, f);
+    normkit::cuda::apply_fwd_row_sum_quads(c, all_16_bit, f);
+    return c;
+  };
+  EXPECT_EQ(f.fwd_row_sum_quads, 0);  // the default
+  EXPECT_FALSE(planned(2048, 16384).row_sum_quads);
+  f.fwd_row_sum_quads = 1;
+  for (const int64_t hidden : {int64_t{16384}, int64_t{32768}}) {
+    const LaunchConfig c = planned(2048, hidden);
+    EXPECT_TRUE(c.exact && c.rows_per_group == 1 && c.threads_per_row > 32) << c.describe();
+    EXPECT_TRUE(c.row_sum_quads) << c.describe();
+    EXPECT_NE(c.describe().find(" row-sum-quads"), std::string::npos);
+    EXPECT_FALSE(planned(2048, hidden, /*all_16_bit=*/false).row_sum_quads);
+  }
+  const LaunchConfig grouped = planned(8192, 8192);  // 2 rows per group
+  EXPECT_GT(grouped.rows_per_group, 1) << grouped.describe();
+  EXPECT_FALSE(grouped.row_sum_quads) << grouped.describe();
+  LaunchConfig lean = normkit::cuda::plan_fwd(128, 4096, 8, f, 0, /*lean_call=*/true);
+  ASSERT_TRUE(lean.lean || lean.weight_first) << lean.describe();
+  normkit::cuda::apply_fwd_row_sum_quads(lean, true, f);
+  EXPECT_FALSE(lean.row_sum_quads) << lean.describe();
+}
+
 // With y_t the per-tensor forward keeps CTAs of up to 256 threads (quant_ticket_cta_threads): the
 // plans that the ticketed grid was measured with, its transpose units as wide as those CTAs.
 TEST(LaunchConfig, TransposedOutputKeepsTheTicketedGridsCtas) {

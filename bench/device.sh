@@ -75,9 +75,8 @@ knob_array() {  # knob_array CFG: the array `knobs` of CFG's knobs (joined by co
 mode_runs() {  # mode_runs MODES CONFIGS: `normkit bench --fwd-only` of each of MODES (plain,
   # tensor, token, block, mxfp8, transposed; backward: `--bwd-only`) under each of CONFIGS
   # (words joined by commas: NK_TUNE_* knobs or bench options such as --zero-centered; "none":
-  # the defaults), the whole
-  # set twice; JSON as bench_ab_<mode>_<config>_<a|b>.json in the logs (ab.py compares them;
-  # ab.py --pool pools the repeats of each config)
+  # the defaults), the whole set twice; JSON as bench_ab_<mode>_<config>_<a|b>.json in the logs
+  # (ab.py compares them; ab.py --pool pools the repeats of each config)
   local rep cfg words w mode pass
   local -a knobs margs args
   for rep in a b; do

@@ -471,7 +471,7 @@ struct KernelFacts {
   // (NK_TUNE_QUANT_ROW_SUM_QUADS). Prepared in the forty-seventh session, not yet run on a GPU.
   int quant_row_sum_quads = 0;
   // Backward on rms_norm_bwd_lean (LaunchConfig::lean) of rows that span warps: 1 sums each
-  // row's dot product over its warps by row_group_sum_by_quads (bit for bit; the lean kernel's
+  // row's dot product over its warps by row_group_sum<true> (bit for bit; the lean kernel's
   // rows of 8-16 values per thread spend a larger share on that loop than the forwards do);
   // 0 row_group_sum (NK_TUNE_BWD_ROW_SUM_QUADS). Prepared in the forty-seventh session, not yet
   // run on a GPU.
@@ -479,7 +479,7 @@ struct KernelFacts {
   // Forward of 16-bit x, weight and y on the EXACT registers kernels of one row per row group
   // (rms_norm_fwd_registers_exact_small, and rms_norm_fwd_registers of more vectors: not the
   // lean, weight-with-x, rows-per-group or register-bound kernels) whose rows span warps: 1 sums
-  // the row by cta_row_sum_by_quads (bit for bit), as quant_row_sum_quads; 0 cta_row_sum
+  // the row by cta_row_sum<true> (bit for bit), as quant_row_sum_quads; 0 cta_row_sum
   // (NK_TUNE_FWD_ROW_SUM_QUADS). Aimed at 16 warps per row (16384-32768 columns). Prepared in
   // the forty-seventh session, not yet run on a GPU.
   int fwd_row_sum_quads = 0;

@@ -72,6 +72,10 @@ __device__ __forceinline__ float block_sum(float v, float* scratch) {
 // (64 at most: 16 groups of 2 warps).
 constexpr int kQuadSumFloats = 2 * kMaxWarps;
 
+// Floats of one sum's scratch for the reductions below, by quads (QUADS) or warp by warp.
+template <bool QUADS>
+constexpr int kRowSumFloats = QUADS ? kQuadSumFloats : kMaxWarps;
+
 // Writes this warp's `v` to its row group's slot of `slots` (kQuadSumFloats floats, groups padded
 // to whole quads) and pads the group's last quad with +0 (lanes 1-3 of its last warp). Returns
 // the row group's first slot.
@@ -194,11 +198,11 @@ __device__ __forceinline__ float row_group_sum_whole_warps(float v, float* scrat
   return total;
 }
 
-// row_group_sum bit for bit (whole warps; sub-warp groups as lanes_sum), the warps' sums read
-// four at a time as block_sum_by_quads. `scratch` holds 2 * kQuadSumFloats floats, 16-byte
-// aligned; callers alternate `parity` as for row_group_sum_whole_warps.
-__device__ __forceinline__ float row_group_sum_by_quads(float v, float* scratch, int parity) {
-  if (blockDim.x < 32) return lanes_sum(v, blockDim.x);
+// row_group_sum_whole_warps bit for bit, the warps' sums read four at a time as
+// block_sum_by_quads. `scratch` holds 2 * kQuadSumFloats floats, 16-byte aligned; callers
+// alternate `parity` as for row_group_sum_whole_warps.
+__device__ __forceinline__ float row_group_sum_whole_warps_by_quads(float v, float* scratch,
+                                                                    int parity) {
   v = group_sum(v, 32);
   if (blockDim.x == 32) return v;
   const float* group = write_quad_slots(v, scratch + parity * kQuadSumFloats);
@@ -208,9 +212,12 @@ __device__ __forceinline__ float row_group_sum_by_quads(float v, float* scratch,
 
 // row_group_sum_whole_warps, and also row groups of a power of two threads under 32: several
 // per warp, each shuffling among its own lanes (lanes_sum; the pipelined backward's sub-warp
-// rows).
+// rows). QUADS: the whole warps' sums by row_group_sum_whole_warps_by_quads (bit for bit;
+// `scratch` then 2 * kQuadSumFloats floats, 16-byte aligned).
+template <bool QUADS = false>
 __device__ __forceinline__ float row_group_sum(float v, float* scratch, int parity) {
   if (blockDim.x < 32) return lanes_sum(v, blockDim.x);
+  if constexpr (QUADS) return row_group_sum_whole_warps_by_quads(v, scratch, parity);
   return row_group_sum_whole_warps(v, scratch, parity);
 }
 

@@ -32,7 +32,7 @@ namespace normkit::cuda {
 // rms_norm_bwd_pipelined's ~100), two at 1 vector (64 registers, no spills). Two CTAs' budget
 // at 2 vectors spilled and measured 1.02-1.19x slower; 256-thread CTAs on three CTAs' budget
 // 1.04-1.10x slower (thirty-ninth and fortieth sessions). ROW_SUM_QUADS: the row's dot product
-// summed over its warps by row_group_sum_by_quads (bit for bit row_group_sum's;
+// summed over its warps four at a time (row_group_sum's QUADS, bit for bit;
 // LaunchConfig::row_sum_quads).
 template <typename XT, typename WT, typename DYT, int ITEMS, bool ROW_SUM_QUADS = false>
 __global__ void __launch_bounds__(512, ITEMS == 1 ? 2 : 1) rms_norm_bwd_lean(BwdParams p) {
@@ -41,7 +41,7 @@ __global__ void __launch_bounds__(512, ITEMS == 1 ? 2 : 1) rms_norm_bwd_lean(Bwd
   constexpr int VEC = 8;  // 16 bytes
   if (p.early_dependent) allow_dependent_launch();
   extern __shared__ __align__(16) unsigned char block_smem[];
-  __shared__ alignas(16) float scratch[2 * (ROW_SUM_QUADS ? kQuadSumFloats : kMaxWarps)];
+  __shared__ alignas(16) float scratch[2 * kRowSumFloats<ROW_SUM_QUADS>];
   const RowShape& shape = p.shape;  // cols_per_cta == hidden == blockDim.x * ITEMS * VEC
   const StageRing st(block_smem, shape.cols_per_cta, sizeof(XT), sizeof(DYT), 0);
   const int64_t slot = blockIdx.x;
@@ -119,11 +119,7 @@ __global__ void __launch_bounds__(512, ITEMS == 1 ? 2 : 1) rms_norm_bwd_lean(Bwd
         dot = fmaf(dy * weight_at(i, k), xhat, dot);
       }
     }
-    if constexpr (ROW_SUM_QUADS) {
-      dot = row_group_sum_by_quads(dot, scratch, parity);
-    } else {
-      dot = row_group_sum(dot, scratch, parity);
-    }
+    dot = row_group_sum<ROW_SUM_QUADS>(dot, scratch, parity);
     parity ^= 1;
     // dx = (rstd * dy) * w - (rstd^2 * mean) * x, mean = the row's dot / hidden.
     const float x_coef = rstd * rstd * (dot * shape.inv_hidden);

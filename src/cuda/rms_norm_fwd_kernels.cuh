@@ -61,15 +61,14 @@ __device__ __forceinline__ void load_input(const FwdParams& p, int64_t row, int6
   }
 }
 
-// Sum over the threads of this CTA that share a row.
+// Sum over the threads of this CTA that share a row. QUADS: rows of more than a warp by
+// block_sum_by_quads (the warps' sums read four at a time; bit for bit the same sum), `scratch`
+// then kQuadSumFloats floats, 16-byte aligned.
+template <bool QUADS = false>
 __device__ __forceinline__ float cta_row_sum(float v, float* scratch) {
-  return blockDim.x <= 32 ? group_sum(v, blockDim.x) : block_sum(v, scratch);
-}
-
-// cta_row_sum bit for bit, rows of more than a warp by block_sum_by_quads (the warps' sums read
-// four at a time). `scratch`: kQuadSumFloats floats, 16-byte aligned.
-__device__ __forceinline__ float cta_row_sum_by_quads(float v, float* scratch) {
-  return blockDim.x <= 32 ? group_sum(v, blockDim.x) : block_sum_by_quads(v, scratch);
+  if (blockDim.x <= 32) return group_sum(v, blockDim.x);
+  if constexpr (QUADS) return block_sum_by_quads(v, scratch);
+  return block_sum(v, scratch);
 }
 
 // cta_row_sum (bit for bit) for a kernel of one row per CTA that sums once: block_reduce's
@@ -94,25 +93,18 @@ __device__ __forceinline__ float row_sum(float v, const RowShape& shape, float* 
 }
 
 // cta_row_sum of `sum` (bit for bit) and the CTA's maximum of `max` (non-negative), sharing
-// barriers. `scratch` holds 2 * kMaxWarps floats.
+// barriers. `scratch` holds 2 * kRowSumFloats<QUADS> floats (QUADS: block_sum_and_max_by_quads,
+// 16-byte aligned).
+template <bool QUADS = false>
 __device__ __forceinline__ void cta_row_sum_and_max(float& sum, float& max,
                                                     float* scratch) {
   if (blockDim.x <= 32) {
     sum = group_sum(sum, blockDim.x);
     max = group_reduce(max, blockDim.x, MaxOp{});
+  } else if constexpr (QUADS) {
+    block_sum_and_max_by_quads(sum, max, scratch);
   } else {
     block_sum_and_max(sum, max, scratch);
-  }
-}
-
-// cta_row_sum_and_max bit for bit, rows of more than a warp by block_sum_and_max_by_quads.
-// `scratch`: 2 * kQuadSumFloats floats, 16-byte aligned.
-__device__ __forceinline__ void cta_row_sum_and_max_by_quads(float& sum, float& max,
-                                                             float* scratch) {
-  if (blockDim.x <= 32) {
-    cta_row_sum_and_max(sum, max, scratch);
-  } else {
-    block_sum_and_max_by_quads(sum, max, scratch);
   }
 }
 
@@ -354,13 +346,13 @@ __device__ __forceinline__ float sum_of_squares(const Lanes<XT, VEC> (&s)[IMAX])
 // stores. EXACT: no per-item range checks (RowChunk), where the plan says so. EXTRAS false: the
 // launcher knows that p.weight_extras() is false (no zero-centered add, no bias). WEIGHT_FIRST:
 // the weight loaded with x, before the reduction (kWeightWithX, or the plan's weight_first),
-// rather than prefetched to L2 and read after it. ROW_SUM_QUADS: the row sum by
-// cta_row_sum_by_quads (LaunchConfig::row_sum_quads). The kernels below are its entry points.
+// rather than prefetched to L2 and read after it. ROW_SUM_QUADS: cta_row_sum's QUADS
+// (LaunchConfig::row_sum_quads). The kernels below are its entry points.
 template <typename XT, typename WT, typename YT, int VEC, int IMAX, bool EXACT,
           bool EXTRAS = true, bool WEIGHT_FIRST = kWeightWithX<XT, VEC, IMAX>,
           bool ROW_SUM_QUADS = false>
 __device__ __forceinline__ void fwd_registers_row(const FwdParams& p) {
-  __shared__ alignas(16) float scratch[ROW_SUM_QUADS ? kQuadSumFloats : kMaxWarps];
+  __shared__ alignas(16) float scratch[kRowSumFloats<ROW_SUM_QUADS>];
   __shared__ ClusterPush cluster_push;  // with clusters
   const RowShape& shape = p.shape;
   const RowChunk<VEC, EXACT> c(shape);
@@ -378,11 +370,7 @@ __device__ __forceinline__ void fwd_registers_row(const FwdParams& p) {
   }
   add_residual_lanes(p, c, s);
   float sum_sq = sum_of_squares(s);
-  if constexpr (ROW_SUM_QUADS) {
-    sum_sq = cta_row_sum_by_quads(sum_sq, scratch);
-  } else {
-    sum_sq = cta_row_sum(sum_sq, scratch);
-  }
+  sum_sq = cta_row_sum<ROW_SUM_QUADS>(sum_sq, scratch);
   if (shape.cluster_size > 1) sum_sq = cluster_push_sum(sum_sq, cluster_push);
   if (!c.valid) return;
   const float rstd = 1.0f / sqrtf(sum_sq * shape.inv_hidden + p.eps);

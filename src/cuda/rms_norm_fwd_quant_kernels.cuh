@@ -258,8 +258,8 @@ __device__ __forceinline__ float token_factor(const FwdParams& p, int64_t row, b
 // predicated loads and adds leave the SASS (about 19 instructions per vector, issued though
 // predicated off: ncu, fourteenth session; with both false, 3-8% faster). amax: add_amax (per
 // CTA after two barriers, per CTA by ticket, or per warp: launch_config.h,
-// KernelFacts::quant_amax_per_warp and quant_amax_ticket). ROW_SUM_QUADS: the row sum by
-// block_sum_by_quads (bit for bit cta_row_sum's; KernelFacts::quant_row_sum_quads).
+// KernelFacts::quant_amax_per_warp and quant_amax_ticket). ROW_SUM_QUADS: cta_row_sum's QUADS
+// (KernelFacts::quant_row_sum_quads).
 //
 // `c`: this thread's rows and columns (RowChunk by blockIdx, or a ticketed grid's forward unit).
 template <typename XT, typename WT, int MODE, int VEC, int IMAX, bool WEIGHT_FIRST, bool EXACT,
@@ -267,7 +267,7 @@ template <typename XT, typename WT, int MODE, int VEC, int IMAX, bool WEIGHT_FIR
           bool MX_PAIRS = false, bool ROW_SUM_QUADS = false>
 __device__ __forceinline__ void fwd_quant_registers_row(const FwdParams& p,
                                                         const RowChunk<VEC, EXACT>& c) {
-  __shared__ alignas(16) float scratch[ROW_SUM_QUADS ? kQuadSumFloats : kMaxWarps];
+  __shared__ alignas(16) float scratch[kRowSumFloats<ROW_SUM_QUADS>];
   __shared__ float cluster_slot;        // TOKEN's row maximum (cluster_reduce)
   __shared__ ClusterPush cluster_push;  // the row sum, with clusters
   __shared__ CtaAmaxTicket amax_ticket;  // with p.quant.amax_ticket (add_amax)
@@ -297,11 +297,7 @@ __device__ __forceinline__ void fwd_quant_registers_row(const FwdParams& p,
   }
   add_residual_lanes</*ONE_FORM=*/true>(p, c, s);
   float sum_sq = sum_of_squares(s);
-  if constexpr (ROW_SUM_QUADS) {
-    sum_sq = cta_row_sum_by_quads(sum_sq, scratch);
-  } else {
-    sum_sq = cta_row_sum(sum_sq, scratch);
-  }
+  sum_sq = cta_row_sum<ROW_SUM_QUADS>(sum_sq, scratch);
   // Pushed to the cluster's CTAs (st.async + mbarrier) as rms_norm_fwd_registers; the two full
   // cluster barriers of cluster_sum were a MEMBAR.ALL.GPU and a wait per CTA in the SASS.
   if (shape.cluster_size > 1) sum_sq = cluster_push_sum(sum_sq, cluster_push);
@@ -429,14 +425,13 @@ __global__ void __maxnreg__(56) rms_norm_fwd_quant_registers_exact_small(FwdPara
 // (Never called with a bias.) EXTRAS false: no zero-centered add (FwdParams::weight_extras).
 // (No variant for exactly IMAX vectors, as rms_norm_fwd_quant_registers_exact_small has: at the
 // 56-register cap it spilled 56 bytes and ran 2-9% slower, fourteenth session.)
-// ROW_SUM_QUADS: the row's sum and maximum by block_sum_and_max_by_quads
-// (KernelFacts::quant_row_sum_quads).
+// ROW_SUM_QUADS: cta_row_sum_and_max's QUADS (KernelFacts::quant_row_sum_quads).
 template <typename XT, typename WT, int VEC, int IMAX, bool EXACT, bool EXTRAS = true,
           bool ROW_SUM_QUADS = false>
 __device__ __forceinline__ void fwd_quant_token_folded_row(const FwdParams& p) {
   static_assert(sizeof(WT) * VEC * IMAX <= 64 && sizeof(XT) * VEC * IMAX <= 64,
                 "x and the weight are held in registers");
-  __shared__ alignas(16) float scratch[2 * (ROW_SUM_QUADS ? kQuadSumFloats : kMaxWarps)];
+  __shared__ alignas(16) float scratch[2 * kRowSumFloats<ROW_SUM_QUADS>];
   __shared__ ClusterPushPair cluster_push;  // with clusters
   __shared__ CtaAmaxTicket amax_ticket;      // with p.quant.amax_ticket (add_amax)
   const RowShape& shape = p.shape;
@@ -475,11 +470,7 @@ __device__ __forceinline__ void fwd_quant_token_folded_row(const FwdParams& p) {
     largest = fmaxf(largest, max_abs<VEC>(sw));
   }
   // The cluster's part pushed (no full cluster barriers: see rms_norm_fwd_quant_registers).
-  if constexpr (ROW_SUM_QUADS) {
-    cta_row_sum_and_max_by_quads(sum_sq, largest, scratch);
-  } else {
-    cta_row_sum_and_max(sum_sq, largest, scratch);
-  }
+  cta_row_sum_and_max<ROW_SUM_QUADS>(sum_sq, largest, scratch);
   if (shape.cluster_size > 1) cluster_push_sum_and_max(sum_sq, largest, cluster_push);
   const float rstd = 1.0f / sqrtf(sum_sq * shape.inv_hidden + p.eps);
   const bool row_writer = c.valid && c.rank == 0 && threadIdx.x == 0;

@@ -154,7 +154,7 @@ INSTANTIATE_TEST_SUITE_P(
 // the pipelined kernel under NK_TUNE_BWD_LEAN=0, ctest entry bwd_pipelined_common_calls), in
 // each form the lean kernel takes: rows left over past the slots, sub-warp rows, the
 // zero-centered weight, no dweight, dx in place of x or of dy, mixed 16-bit types; rows of 3, 6,
-// 10 and 12 warps too (row_group_sum_by_quads pads the first three to whole quads). (The shapes
+// 10 and 12 warps too (row_group_sum<true> pads the first three to whole quads). (The shapes
 // above give the weight as float32 or ask for dbias, which the lean kernel does not take.)
 class BwdCommonCalls : public ::testing::TestWithParam<nk_backend> {};
 

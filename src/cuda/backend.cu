@@ -220,6 +220,8 @@ LaunchConfig plan_bwd_rows(int64_t rows, int64_t hidden, int vec, nk_dtype x, nk
                            nk_dtype dy, bool weight, bool dbias, bool dresidual,
                            const KernelFacts& facts) {
   const int64_t weight_bytes = weight ? int64_t(nk_dtype_size(w)) : 0;
+  const bool sixteen_bit =
+      nk_dtype_size(x) == 2 && nk_dtype_size(w) == 2 && nk_dtype_size(dy) == 2;
   LaunchConfig c =
       plan_bwd_with_reads(rows, hidden, vec, x, dy, weight_bytes, dbias, dresidual, facts);
   c.lean = bwd_lean_call(x, w, dy, weight, dbias, dresidual) && bwd_lean_plan(c, hidden, facts);
@@ -230,11 +232,11 @@ LaunchConfig plan_bwd_rows(int64_t rows, int64_t hidden, int vec, nk_dtype x, nk
         plan_bwd_with_reads(rows, hidden, vec, x, dy, weight_bytes, dbias, dresidual, one_item);
     if (bwd_lean_plan(o, hidden, facts)) {
       o.lean = true;
-      apply_bwd_row_sum_quads(o, facts);
+      apply_bwd_row_sum_quads(o, sixteen_bit, dbias, facts);
       return o;
     }
   }
-  apply_bwd_row_sum_quads(c, facts);
+  apply_bwd_row_sum_quads(c, sixteen_bit, dbias, facts);
   return c;
 }
 

@@ -255,6 +255,22 @@ void launch_bwd(const nk_rms_norm_bwd_args& a, const LaunchConfig& planned, cuda
                              : rms_norm_bwd_pipelined<XT, WT, DYT, VEC, kSmall, false, false>)
                     : (dbias ? rms_norm_bwd_pipelined<XT, WT, DYT, VEC, kLarge, true, false>
                              : rms_norm_bwd_pipelined<XT, WT, DYT, VEC, kLarge, false, false>);
+        if constexpr (sizeof(XT) == 2 && sizeof(WT) == 2 && sizeof(DYT) == 2 && VEC == 8) {
+          // (apply_bwd_row_sum_quads: without dbias, the pending row in registers or the
+          // weight in shared memory.)
+          if (cfg.row_sum_quads && !dbias && !cfg.pending_in_registers && !cfg.smem_weight) {
+            constexpr bool kQuads = true;
+            kernel = cfg.cluster_size > 1
+                         ? (small ? rms_norm_bwd_pipelined<XT, WT, DYT, VEC, kSmall, false, true,
+                                                           false, false, kQuads>
+                                  : rms_norm_bwd_pipelined<XT, WT, DYT, VEC, kLarge, false, true,
+                                                           false, false, kQuads>)
+                     : small ? rms_norm_bwd_pipelined<XT, WT, DYT, VEC, kSmall, false, false, false,
+                                                      false, kQuads>
+                             : rms_norm_bwd_pipelined<XT, WT, DYT, VEC, kLarge, false, false, false,
+                                                      false, kQuads>;
+          }
+        }
         const dim3 block(cfg.threads_per_row, cfg.rows_per_block);
         cfg.smem_bytes = main_smem(cfg.smem_bytes, block);  // (the stages usually hold more)
         launch_main(kernel, block, "rms_norm_bwd (pipelined)");

@@ -631,8 +631,16 @@ void apply_row_sum_quads(LaunchConfig& c, nk_quant_mode mode, const KernelFacts&
                     c.threads_per_row > 32;
 }
 
-void apply_bwd_row_sum_quads(LaunchConfig& c, const KernelFacts& facts) {
-  c.row_sum_quads = facts.bwd_row_sum_quads != 0 && c.lean && c.threads_per_row > 32;
+void apply_bwd_row_sum_quads(LaunchConfig& c, bool sixteen_bit, bool dbias,
+                             const KernelFacts& facts) {
+  // (The launcher's pipelined quads kernels: 16-byte vectors of 16-bit types, neither the
+  // pending row in registers nor the weight in shared memory.)
+  const bool pipelined = facts.bwd_pipelined_row_sum_quads != 0 && !c.lean &&
+                         c.plan == RowPlan::kPipelined && !c.realigned &&
+                         !c.pending_in_registers && !c.smem_weight && c.vec == 8 &&
+                         sixteen_bit && !dbias;
+  c.row_sum_quads =
+      c.threads_per_row > 32 && ((facts.bwd_row_sum_quads != 0 && c.lean) || pipelined);
 }
 
 void apply_fwd_row_sum_quads(LaunchConfig& c, bool all_16_bit, const KernelFacts& facts) {

@@ -468,21 +468,31 @@ struct KernelFacts {
   // time (block_sum_by_quads: 2 shared loads and 8 additions for 8 warps, where cta_row_sum's
   // loop over the runtime count executed 44 instructions per warp of 625 in MXFP8's kernel at
   // 8192 x 8192: ncu, forty-seventh session), bit for bit the same results; 0 cta_row_sum
-  // (NK_TUNE_QUANT_ROW_SUM_QUADS). Prepared in the forty-seventh session, not yet run on a GPU.
-  int quant_row_sum_quads = 0;
+  // (NK_TUNE_QUANT_ROW_SUM_QUADS). Measured (forty-eighth session, H200, four runs each, against
+  // 0): 0.95-0.99x from 16-32M elements in TENSOR, TOKEN and BLOCK, 0.98-0.99x in MXFP8 (but
+  // 1.01x at 8192 x 2048), hence 1 (bench/results/2026-11-28T0800-h200-row-sum-quads).
+  int quant_row_sum_quads = 1;
   // Backward on rms_norm_bwd_lean (LaunchConfig::lean) of rows that span warps: 1 sums each
   // row's dot product over its warps by row_group_sum<true> (bit for bit; the lean kernel's
   // rows of 8-16 values per thread spend a larger share on that loop than the forwards do);
-  // 0 row_group_sum (NK_TUNE_BWD_ROW_SUM_QUADS). Prepared in the forty-seventh session, not yet
-  // run on a GPU.
-  int bwd_row_sum_quads = 0;
+  // 0 row_group_sum (NK_TUNE_BWD_ROW_SUM_QUADS). Measured (forty-eighth session, H200, four runs
+  // each, against 0): 0.98x at 8192 x 2048, 32768 x 8192 and 16384 x 7168, 0.99-1.00x at the
+  // other 4096-8192-column shapes, level elsewhere, hence 1.
+  int bwd_row_sum_quads = 1;
+  // Backward on rms_norm_bwd_pipelined of 16-bit x, weight and dy without dbias (neither the
+  // pending row in registers nor the weight in shared memory), rows whose CTA spans warps: 1 sums
+  // each CTA's part of the row's dot product by row_group_sum<true>, as bwd_row_sum_quads does on
+  // the lean kernel (bit for bit); 0 row_group_sum (NK_TUNE_BWD_PIPELINED_ROW_SUM_QUADS). Aimed
+  // at the split rows of 12288-65536 columns (clusters of 2-8 CTAs of 8-16 warps: 2048 x 16384,
+  // 4096 x 12288, 1024 x 32768, 256 x 65536). Prepared in the forty-eighth session.
+  int bwd_pipelined_row_sum_quads = 0;
   // Forward of 16-bit x, weight and y on the EXACT registers kernels of one row per row group
   // (rms_norm_fwd_registers_exact_small, and rms_norm_fwd_registers of more vectors: not the
   // lean, weight-with-x, rows-per-group or register-bound kernels) whose rows span warps: 1 sums
   // the row by cta_row_sum<true> (bit for bit), as quant_row_sum_quads; 0 cta_row_sum
-  // (NK_TUNE_FWD_ROW_SUM_QUADS). Aimed at 16 warps per row (16384-32768 columns). Prepared in
-  // the forty-seventh session, not yet run on a GPU.
-  int fwd_row_sum_quads = 0;
+  // (NK_TUNE_FWD_ROW_SUM_QUADS). Measured (forty-eighth session, H200, four runs each, against
+  // 0): 0.99x at 2048 x 16384, 0.98x at 4096 x 12288, level at every other sweep shape, hence 1.
+  int fwd_row_sum_quads = 1;
   // Quantized forward, pinned plans of exactly kSmallItems vectors per thread (every sweep
   // shape): 1 (the default) launches kernels compiled for that count, so that no per-item test
   // of the runtime count is left (LaunchConfig::full_items); 0 the kernels of up to kSmallItems
@@ -1034,9 +1044,13 @@ void apply_mxfp8_pairs(LaunchConfig& c, nk_quant_mode mode, const KernelFacts& f
 // the others spilled 4-8 bytes more), where the row spans warps.
 void apply_row_sum_quads(LaunchConfig& c, nk_quant_mode mode, const KernelFacts& facts);
 
-// Sets c.row_sum_quads for a backward's final plan: with KernelFacts::bwd_row_sum_quads, on
-// rms_norm_bwd_lean (c.lean) where the row spans warps.
-void apply_bwd_row_sum_quads(LaunchConfig& c, const KernelFacts& facts);
+// Sets c.row_sum_quads for a backward's final plan where the row spans warps: with
+// KernelFacts::bwd_row_sum_quads on rms_norm_bwd_lean (c.lean); with
+// KernelFacts::bwd_pipelined_row_sum_quads on rms_norm_bwd_pipelined (without the pending row
+// in registers or the weight in shared memory) for a call of 16-bit x, weight and dy
+// (`sixteen_bit`) without dbias.
+void apply_bwd_row_sum_quads(LaunchConfig& c, bool sixteen_bit, bool dbias,
+                             const KernelFacts& facts);
 
 // Sets c.row_sum_quads for a plain forward's final plan (all_16_bit: x, weight and y): with
 // KernelFacts::fwd_row_sum_quads, on the EXACT registers or cluster plans of 16-byte vectors that

@@ -115,8 +115,10 @@ __device__ __forceinline__ void write_cta_sums(const BwdParams& p, int64_t slot,
 // Each iteration completes the pending row first, then loads the current one into the same
 // registers (holding both at once, with the current row's dot product first as above, spilled
 // 64 bytes per thread and ran 1.6x slower: docs/notes.md, twenty-second session).
+// ROW_SUM_QUADS: each row's dot product summed over its warps four slots at a time
+// (row_group_sum's QUADS, bit for bit; LaunchConfig::row_sum_quads).
 template <typename XT, typename WT, typename DYT, int VEC, int IMAX, bool DBIAS, bool CLUSTER,
-          bool PENDING_REGS = false, bool SMEM_WEIGHT = false>
+          bool PENDING_REGS = false, bool SMEM_WEIGHT = false, bool ROW_SUM_QUADS = false>
 __global__ void __launch_bounds__(512) rms_norm_bwd_pipelined(BwdParams p) {
   static_assert(!PENDING_REGS || (CLUSTER && IMAX > kClusterDeferMaxItems && !DBIAS),
                 "registers hold the pending row of the longer split rows only");
@@ -126,7 +128,7 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_pipelined(BwdParams p) {
   // Rows in flight ahead of the current one.
   constexpr int kAhead = CLUSTER && IMAX > kClusterDeferMaxItems && !PENDING_REGS ? 1 : 2;
   extern __shared__ __align__(16) unsigned char block_smem[];
-  __shared__ float scratch[2 * kMaxWarps];
+  __shared__ alignas(16) float scratch[2 * kRowSumFloats<ROW_SUM_QUADS>];
   __shared__ ClusterRowSums cluster_sums;  // with CLUSTER (then one row group per CTA)
   const RowShape& shape = p.shape;
   const int64_t hidden = shape.hidden;
@@ -279,7 +281,7 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_pipelined(BwdParams p) {
         store_row_dx(pending, 0, rstd_pending, pending_dot, xs_pending, dys_pending);
       }
       const float dot =
-          row_group_sum(row_dot(stage, rstd, xs_pending, dys_pending), scratch, parity);
+          row_group_sum<ROW_SUM_QUADS>(row_dot(stage, rstd, xs_pending, dys_pending), scratch, parity);
       cluster_row_push(dot, cluster_sums, k % kClusterRowSlots);
       parity ^= 1;
       pending = row;
@@ -318,7 +320,7 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_pipelined(BwdParams p) {
       const float rstd = rstd_ring[0];
       Lanes<XT, VEC> xs[IMAX];
       Lanes<DYT, VEC> dys[IMAX];
-      const float dot = row_group_sum(row_dot(stage, rstd, xs, dys), scratch, parity);
+      const float dot = row_group_sum<ROW_SUM_QUADS>(row_dot(stage, rstd, xs, dys), scratch, parity);
       parity ^= 1;
       cluster_row_push(dot, cluster_sums, k % kClusterRowSlots);
       if (pending >= 0) complete_pending(xs, dys);
@@ -341,7 +343,7 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_pipelined(BwdParams p) {
       const float rstd = rstd_ring[0];
       Lanes<XT, VEC> xs[IMAX];
       Lanes<DYT, VEC> dys[IMAX];
-      const float dot = row_group_sum(row_dot(stage, rstd, xs, dys), scratch, parity);
+      const float dot = row_group_sum<ROW_SUM_QUADS>(row_dot(stage, rstd, xs, dys), scratch, parity);
       parity ^= 1;
       store_row_dx(row, stage, rstd, dot, xs, dys);
       rstd_ring[0] = rstd_ring[1];

@@ -167,6 +167,8 @@ inline const KernelFacts& tuned_defaults() {
     k.quant_row_sum_quads =
         tuning_knob("NK_TUNE_QUANT_ROW_SUM_QUADS", k.quant_row_sum_quads, 0, 1);
     k.bwd_row_sum_quads = tuning_knob("NK_TUNE_BWD_ROW_SUM_QUADS", k.bwd_row_sum_quads, 0, 1);
+    k.bwd_pipelined_row_sum_quads = tuning_knob("NK_TUNE_BWD_PIPELINED_ROW_SUM_QUADS",
+                                                k.bwd_pipelined_row_sum_quads, 0, 1);
     k.fwd_row_sum_quads = tuning_knob("NK_TUNE_FWD_ROW_SUM_QUADS", k.fwd_row_sum_quads, 0, 1);
     k.quant_full_items = tuning_knob("NK_TUNE_QUANT_FULL_ITEMS", k.quant_full_items, 0, 1);
     k.fwd_wide_row_threads =

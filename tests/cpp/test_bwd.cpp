@@ -154,8 +154,10 @@ INSTANTIATE_TEST_SUITE_P(
 // the pipelined kernel under NK_TUNE_BWD_LEAN=0, ctest entry bwd_pipelined_common_calls), in
 // each form the lean kernel takes: rows left over past the slots, sub-warp rows, the
 // zero-centered weight, no dweight, dx in place of x or of dy, mixed 16-bit types; rows of 3, 6,
-// 10 and 12 warps too (row_group_sum<true> pads the first three to whole quads). (The shapes
-// above give the weight as float32 or ask for dbias, which the lean kernel does not take.)
+// 10 and 12 warps too (row_group_sum<true> pads the first three to whole quads). Then rows split
+// over clusters (the pipelined kernel's common calls, NK_TUNE_BWD_PIPELINED_ROW_SUM_QUADS): CTAs
+// of 7 and 6 warps (padded), 8 warps on persistent slots, a last CTA of part of its columns.
+// (The shapes above give the weight as float32 or ask for dbias, which these kernels skip.)
 class BwdCommonCalls : public ::testing::TestWithParam<nk_backend> {};
 
 TEST_P(BwdCommonCalls, ExactRowsInEveryForm) {
@@ -163,7 +165,8 @@ TEST_P(BwdCommonCalls, ExactRowsInEveryForm) {
   Rng rng;
   const RowsHidden shapes[] = {{4096, 1024}, {1001, 1024}, {16385, 128}, {2049, 256},
                                {333, 2048},  {300, 4096},  {500, 1536},  {64, 5120},
-                               {130, 3072}};
+                               {130, 3072},  {30, 10240},  {100, 9216},  {400, 12288},
+                               {7, 20480},   {100, 11264}};
   int form = 0;
   for (const RowsHidden& shape : shapes) {
     for (const DtypeTriple& t : {DtypeTriple{NK_BFLOAT16, NK_BFLOAT16, NK_BFLOAT16},

@@ -2403,7 +2403,7 @@ TEST(LaunchConfig, Mxfp8PairsOnlyOnItsE4m3Kernel) {
   EXPECT_FALSE(planned(NK_QUANT_MXFP8, true, 256, 65536).mx_pairs);
 }
 
-// The row sum by quads only where the knob asks for it, on pinned plans of 4 vectors per thread
+// The row sum by quads (the default) only where the knob allows it, on pinned plans of 4 vectors per thread
 // (full-items; TOKEN's folded kernel at that count) whose rows span warps; printed by --explain.
 TEST(LaunchConfig, RowSumQuadsOnlyOnPinnedRowsOfSeveralWarps) {
   KernelFacts f;
@@ -2415,7 +2415,8 @@ TEST(LaunchConfig, RowSumQuadsOnlyOnPinnedRowsOfSeveralWarps) {
     normkit::cuda::apply_row_sum_quads(c, mode, f);
     return c;
   };
-  EXPECT_EQ(f.quant_row_sum_quads, 0);  // the default
+  EXPECT_EQ(f.quant_row_sum_quads, 1);  // the default
+  f.quant_row_sum_quads = 0;
   EXPECT_FALSE(planned(NK_QUANT_BLOCK, 8192, 8192).row_sum_quads);
   f.quant_row_sum_quads = 1;
   for (nk_quant_mode mode : {NK_QUANT_TENSOR, NK_QUANT_TOKEN, NK_QUANT_BLOCK, NK_QUANT_MXFP8}) {
@@ -2435,29 +2436,62 @@ TEST(LaunchConfig, RowSumQuadsOnlyOnPinnedRowsOfSeveralWarps) {
   EXPECT_FALSE(one_warp.row_sum_quads) << one_warp.describe();
 }
 
-// The backward's row sum by quads only under its knob, on lean plans whose rows span warps.
+// The backward's row sum by quads (the default) only under its knob, on lean plans whose rows
+// span warps; on the unsplit pipelined kernel of 16-bit calls without dbias under its own.
 TEST(LaunchConfig, BwdRowSumQuadsOnlyOnLeanRowsOfSeveralWarps) {
   KernelFacts f;
   LaunchConfig c;
   c.lean = true;
   c.threads_per_row = 256;
-  EXPECT_EQ(f.bwd_row_sum_quads, 0);  // the default
-  normkit::cuda::apply_bwd_row_sum_quads(c, f);
-  EXPECT_FALSE(c.row_sum_quads);
+  const auto apply = [&](bool sixteen_bit = true, bool dbias = false) {
+    normkit::cuda::apply_bwd_row_sum_quads(c, sixteen_bit, dbias, f);
+    return c.row_sum_quads;
+  };
+  EXPECT_EQ(f.bwd_row_sum_quads, 1);  // the default
+  f.bwd_row_sum_quads = 0;
+  EXPECT_FALSE(apply());
   f.bwd_row_sum_quads = 1;
-  normkit::cuda::apply_bwd_row_sum_quads(c, f);
-  EXPECT_TRUE(c.row_sum_quads);
+  EXPECT_TRUE(apply());
   EXPECT_NE(c.describe().find(" row-sum-quads"), std::string::npos);
   c.threads_per_row = 32;  // one warp: its shuffles alone
-  normkit::cuda::apply_bwd_row_sum_quads(c, f);
-  EXPECT_FALSE(c.row_sum_quads);
+  EXPECT_FALSE(apply());
   c.threads_per_row = 256;
-  c.lean = false;  // rms_norm_bwd_pipelined keeps row_group_sum
-  normkit::cuda::apply_bwd_row_sum_quads(c, f);
-  EXPECT_FALSE(c.row_sum_quads);
+  c.lean = false;  // rms_norm_bwd_pipelined: its own knob
+  EXPECT_FALSE(apply());
 }
 
-// The plain forward's row sum by quads only under its knob, for 16-bit types, on EXACT plans of
+// The pipelined backward's row sum by quads under its own knob, on 16-bit calls without dbias:
+// the split rows of 12288-65536 columns (clusters) and the unsplit rows the lean kernel leaves.
+TEST(LaunchConfig, BwdPipelinedRowSumQuadsOnSixteenBitCallsWithoutDbias) {
+  KernelFacts f;
+  EXPECT_EQ(f.bwd_pipelined_row_sum_quads, 0);  // the default
+  const auto planned = [&](int64_t rows, int64_t hidden, bool sixteen_bit = true,
+                           bool dbias = false) {
+    // (4 staged bytes per column: 16-bit x and dy.)
+    LaunchConfig c = normkit::cuda::plan_bwd(rows, hidden, 8, f, 4);
+    c.lean = normkit::cuda::bwd_lean_plan(c, hidden, f);
+    normkit::cuda::apply_bwd_row_sum_quads(c, sixteen_bit, dbias, f);
+    return c;
+  };
+  EXPECT_FALSE(planned(2048, 16384).row_sum_quads);
+  f.bwd_pipelined_row_sum_quads = 1;
+  const int64_t shapes[][2] = {{2048, 16384}, {4096, 12288}, {1024, 32768}, {30, 10240}};
+  for (const auto& shape : shapes) {
+    const LaunchConfig c = planned(shape[0], shape[1]);
+    ASSERT_EQ(c.plan, RowPlan::kPipelined) << c.describe();
+    EXPECT_GT(c.cluster_size, 1) << c.describe();
+    EXPECT_TRUE(c.row_sum_quads) << c.describe();
+    EXPECT_NE(c.describe().find(" row-sum-quads"), std::string::npos);
+    EXPECT_FALSE(planned(shape[0], shape[1], /*sixteen_bit=*/false).row_sum_quads);
+    EXPECT_FALSE(planned(shape[0], shape[1], true, /*dbias=*/true).row_sum_quads);
+  }
+  const LaunchConfig lean = planned(4096, 4096);  // the lean kernel: bwd_row_sum_quads's
+  EXPECT_TRUE(lean.lean && lean.row_sum_quads) << lean.describe();
+  f.bwd_row_sum_quads = 0;
+  EXPECT_FALSE(planned(4096, 4096).row_sum_quads);
+}
+
+// The plain forward's row sum by quads (the default) only under its knob, for 16-bit types, on EXACT plans of
 // one row per row group that the registers kernels take (not rows per group, not the lean or
 // weight-with-x kernels), whose rows span warps.
 TEST(LaunchConfig, FwdRowSumQuadsOnlyOnTheRegistersKernels) {
@@ -2467,7 +2501,8 @@ TEST(LaunchConfig, FwdRowSumQuadsOnlyOnTheRegistersKernels) {
     normkit::cuda::apply_fwd_row_sum_quads(c, all_16_bit, f);
     return c;
   };
-  EXPECT_EQ(f.fwd_row_sum_quads, 0);  // the default
+  EXPECT_EQ(f.fwd_row_sum_quads, 1);  // the default
+  f.fwd_row_sum_quads = 0;
   EXPECT_FALSE(planned(2048, 16384).row_sum_quads);
   f.fwd_row_sum_quads = 1;
   for (const int64_t hidden : {int64_t{16384}, int64_t{32768}}) {

@@ -483,9 +483,11 @@ struct KernelFacts {
   // pending row in registers nor the weight in shared memory), rows whose CTA spans warps: 1 sums
   // each CTA's part of the row's dot product by row_group_sum<true>, as bwd_row_sum_quads does on
   // the lean kernel (bit for bit); 0 row_group_sum (NK_TUNE_BWD_PIPELINED_ROW_SUM_QUADS). Aimed
-  // at the split rows of 12288-65536 columns (clusters of 2-8 CTAs of 8-16 warps: 2048 x 16384,
-  // 4096 x 12288, 1024 x 32768, 256 x 65536). Prepared in the forty-eighth session.
-  int bwd_pipelined_row_sum_quads = 0;
+  // at the split rows of 12288-65536 columns (clusters of 2-8 CTAs of 8-16 warps). Measured
+  // (forty-eighth session, H200, four runs each, against 0): 0.963x at 256 x 65536, 0.971-0.973x
+  // at 1024 x 32768, 2048 x 16384 and 4096 x 12288, level elsewhere, hence 1
+  // (bench/results/2026-11-28T0818-h200-bwd-pipelined-quads).
+  int bwd_pipelined_row_sum_quads = 1;
   // Forward of 16-bit x, weight and y on the EXACT registers kernels of one row per row group
   // (rms_norm_fwd_registers_exact_small, and rms_norm_fwd_registers of more vectors: not the
   // lean, weight-with-x, rows-per-group or register-bound kernels) whose rows span warps: 1 sums

@@ -199,6 +199,15 @@ void launch_fwd_quant_for(const nk_rms_norm_fwd_args& a, const LaunchConfig& cfg
   }
 }
 
+// rms_norm_fwd_quant_ticketed for a zero-centered weight (`add`) and `slices` per piece.
+template <typename XT, typename WT, bool ROW_SUM_QUADS>
+auto ticketed_kernel(bool add, int slices) {
+  return add ? (slices == 2 ? rms_norm_fwd_quant_ticketed<XT, WT, true, 2, ROW_SUM_QUADS>
+                            : rms_norm_fwd_quant_ticketed<XT, WT, true, 1, ROW_SUM_QUADS>)
+             : (slices == 2 ? rms_norm_fwd_quant_ticketed<XT, WT, false, 2, ROW_SUM_QUADS>
+                            : rms_norm_fwd_quant_ticketed<XT, WT, false, 1, ROW_SUM_QUADS>);
+}
+
 template <typename XT, typename WT>
 bool launch_fwd_quant_ticketed_for(const nk_rms_norm_fwd_args& a, const LaunchConfig& cfg,
                                    int lag_percent, int slices_per_piece, cudaStream_t stream) {
@@ -210,10 +219,8 @@ bool launch_fwd_quant_ticketed_for(const nk_rms_norm_fwd_args& a, const LaunchCo
     const FwdParams p = fwd_params_with_y_t(a, cfg);
     const bool add = p.weight && p.zero_centered;  // weight_add(p) is not -0.0
     const int slices = slices_per_piece == 2 ? 2 : 1;
-    auto kernel = add ? (slices == 2 ? rms_norm_fwd_quant_ticketed<XT, WT, true, 2>
-                                     : rms_norm_fwd_quant_ticketed<XT, WT, true, 1>)
-                      : (slices == 2 ? rms_norm_fwd_quant_ticketed<XT, WT, false, 2>
-                                     : rms_norm_fwd_quant_ticketed<XT, WT, false, 1>);
+    auto kernel = cfg.row_sum_quads ? ticketed_kernel<XT, WT, true>(add, slices)
+                                    : ticketed_kernel<XT, WT, false>(add, slices);
     const char* what = "rms_norm_fwd quantized + transposed (one grid)";
     const dim3 block(cfg.threads_per_row, cfg.rows_per_block);
     const int threads = cfg.threads_per_row * cfg.rows_per_block;

@@ -145,8 +145,9 @@ __device__ __forceinline__ void transpose_band_piece(const FwdParams& p, int64_t
 // (tp.tickets.piece_cols). Dynamic shared memory: SLICES * band_tile_bytes(threads).
 // ADD_WEIGHT: as fwd_quant_registers_row. The bias stays a runtime test here: without it (as
 // the pinned kernels take it where there is none) this grid ran 1-4% slower, though its forward
-// units alone ran 6-8% faster (fourteenth session).
-template <typename XT, typename WT, bool ADD_WEIGHT, int SLICES>
+// units alone ran 6-8% faster (fourteenth session). ROW_SUM_QUADS: as fwd_quant_registers_row
+// (LaunchConfig::row_sum_quads).
+template <typename XT, typename WT, bool ADD_WEIGHT, int SLICES, bool ROW_SUM_QUADS = false>
 __global__ void __maxnreg__(56) rms_norm_fwd_quant_ticketed(FwdParams p, TicketParams tp) {
   static_assert(sizeof(XT) == 2 && sizeof(WT) == 2, "16-bit x and weights");
   extern __shared__ __align__(16) uint8_t band_tile[];
@@ -154,7 +155,8 @@ __global__ void __maxnreg__(56) rms_norm_fwd_quant_ticketed(FwdParams p, TicketP
   if (u.forward) {
     if (u.index < tp.tickets.forward_units) {
       const int64_t row = static_cast<int64_t>(u.index) * blockDim.y + threadIdx.y;
-      fwd_quant_registers_row<XT, WT, NK_QUANT_TENSOR, 8, kSmallItems, true, true, ADD_WEIGHT>(
+      fwd_quant_registers_row<XT, WT, NK_QUANT_TENSOR, 8, kSmallItems, true, true, ADD_WEIGHT,
+                              /*BIAS=*/true, false, false, ROW_SUM_QUADS>(
           p, RowChunk<8, true>(p.shape, row));
     }
     count_band_unit(tp.band_done + u.band);

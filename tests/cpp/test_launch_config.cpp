@@ -2460,11 +2460,13 @@ TEST(LaunchConfig, BwdRowSumQuadsOnlyOnLeanRowsOfSeveralWarps) {
   EXPECT_FALSE(apply());
 }
 
-// The pipelined backward's row sum by quads under its own knob, on 16-bit calls without dbias:
-// the split rows of 12288-65536 columns (clusters) and the unsplit rows the lean kernel leaves.
+// The pipelined backward's row sum by quads (the default) under its own knob, on 16-bit calls
+// without dbias: the split rows of 12288-65536 columns (clusters) and the unsplit rows that the
+// lean kernel leaves.
 TEST(LaunchConfig, BwdPipelinedRowSumQuadsOnSixteenBitCallsWithoutDbias) {
   KernelFacts f;
-  EXPECT_EQ(f.bwd_pipelined_row_sum_quads, 0);  // the default
+  EXPECT_EQ(f.bwd_pipelined_row_sum_quads, 1);  // the default
+  f.bwd_pipelined_row_sum_quads = 0;
   const auto planned = [&](int64_t rows, int64_t hidden, bool sixteen_bit = true,
                            bool dbias = false) {
     // (4 staged bytes per column: 16-bit x and dy.)

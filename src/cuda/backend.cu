@@ -175,7 +175,7 @@ LaunchConfig plan_fwd_with_reads(int64_t rows, int64_t hidden, int vec, nk_dtype
                     facts);
   apply_fwd_cluster_streaming(c, rows, hidden, facts);
   apply_streaming_prefetch(c, int64_t(nk_dtype_size(x)), int64_t(nk_dtype_size(x)), false, facts);
-  apply_fwd_row_sum_quads(c, all_16_bit, facts);
+  apply_fwd_row_sum_quads(c, all_16_bit, common_call, facts);
   return c;
 }
 LaunchConfig plan_bwd_with_reads(int64_t rows, int64_t hidden, int vec, nk_dtype x, nk_dtype dy,

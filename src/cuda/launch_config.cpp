@@ -643,11 +643,16 @@ void apply_bwd_row_sum_quads(LaunchConfig& c, bool sixteen_bit, bool dbias,
       c.threads_per_row > 32 && ((facts.bwd_row_sum_quads != 0 && c.lean) || pipelined);
 }
 
-void apply_fwd_row_sum_quads(LaunchConfig& c, bool all_16_bit, const KernelFacts& facts) {
+void apply_fwd_row_sum_quads(LaunchConfig& c, bool all_16_bit, bool common_call,
+                             const KernelFacts& facts) {
   const bool registers = c.plan == RowPlan::kRegisters || c.plan == RowPlan::kCluster;
-  c.row_sum_quads = facts.fwd_row_sum_quads != 0 && all_16_bit && registers && c.exact &&
-                    c.vec == 8 && c.threads_per_row > 32 && c.rows_per_group == 1 &&
-                    c.register_bound == 0 && !c.weight_first && !c.lean;
+  const bool kernels = all_16_bit && registers && c.exact && c.vec == 8 &&
+                       c.threads_per_row > 32 && c.register_bound == 0 && !c.weight_first &&
+                       !c.lean;
+  // (The launcher's quads kernels of two rows per group: calls without extras, 2-4 vectors.)
+  const bool grouped = c.rows_per_group == 2 && c.items > 1 && common_call;
+  c.row_sum_quads = kernels && ((facts.fwd_row_sum_quads != 0 && c.rows_per_group == 1) ||
+                                (facts.fwd_rows_row_sum_quads != 0 && grouped));
 }
 
 KernelFacts facts_with_transposed_output(const KernelFacts& facts) {

@@ -495,6 +495,12 @@ struct KernelFacts {
   // (NK_TUNE_FWD_ROW_SUM_QUADS). Measured (forty-eighth session, H200, four runs each, against
   // 0): 0.99x at 2048 x 16384, 0.98x at 4096 x 12288, level at every other sweep shape, hence 1.
   int fwd_row_sum_quads = 1;
+  // Forward on rms_norm_fwd_registers_rows, two rows per row group at 2-4 vectors per thread, of
+  // calls without extras (16-bit x, weight and y), rows that span warps: 1 sums both rows by
+  // block_sums<2, true> (each warp's slots read four at a time, bit for bit); 0 block_sums
+  // (NK_TUNE_FWD_ROWS_ROW_SUM_QUADS). The sweep's 4096-8192-column forwards (8192 x 4096,
+  // 8192 x 8192, 16384 x 7168, ...). Prepared in the forty-eighth session.
+  int fwd_rows_row_sum_quads = 0;
   // Quantized forward, pinned plans of exactly kSmallItems vectors per thread (every sweep
   // shape): 1 (the default) launches kernels compiled for that count, so that no per-item test
   // of the runtime count is left (LaunchConfig::full_items); 0 the kernels of up to kSmallItems
@@ -1054,10 +1060,14 @@ void apply_row_sum_quads(LaunchConfig& c, nk_quant_mode mode, const KernelFacts&
 void apply_bwd_row_sum_quads(LaunchConfig& c, bool sixteen_bit, bool dbias,
                              const KernelFacts& facts);
 
-// Sets c.row_sum_quads for a plain forward's final plan (all_16_bit: x, weight and y): with
-// KernelFacts::fwd_row_sum_quads, on the EXACT registers or cluster plans of 16-byte vectors that
-// the launcher runs on fwd_registers_row with one row per row group, where the row spans warps.
-void apply_fwd_row_sum_quads(LaunchConfig& c, bool all_16_bit, const KernelFacts& facts);
+// Sets c.row_sum_quads for a plain forward's final plan (all_16_bit: x, weight and y) on the
+// EXACT registers or cluster plans of 16-byte vectors whose rows span warps: with
+// KernelFacts::fwd_row_sum_quads on fwd_registers_row's plans of one row per row group; with
+// KernelFacts::fwd_rows_row_sum_quads on rms_norm_fwd_registers_rows's plans of two rows per
+// group and 2-4 vectors per thread, for a `common_call` (a weight, no zero-centered add, no
+// bias).
+void apply_fwd_row_sum_quads(LaunchConfig& c, bool all_16_bit, bool common_call,
+                             const KernelFacts& facts);
 
 // The facts that the per-tensor quantized forward plans with when it also writes y_t: facts with
 // quant_cta_threads set to quant_ticket_cta_threads.

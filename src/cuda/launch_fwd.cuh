@@ -68,6 +68,14 @@ auto fwd_rows_kernel(const LaunchConfig& cfg, bool extras) {
     throw Error(NK_ERROR_INTERNAL, "rms_norm_fwd: rows per group outside its kernels");
   }
   if (extras) return fwd_rows_instance<XT, WT, YT, VEC, IMAX_SMALL, true, false>(cfg);
+  // The row sums by quads (apply_fwd_row_sum_quads): two rows per group at the small budget, of
+  // calls without extras only (fewer instantiations).
+  if (cfg.row_sum_quads && cfg.rows_per_group == 2 && cfg.items > 1) {
+    constexpr bool kQuads = true;
+    return tuned_defaults().fwd_weak_stores != 0
+               ? rms_norm_fwd_registers_rows<XT, WT, YT, VEC, IMAX_SMALL, 2, false, true, kQuads>
+               : rms_norm_fwd_registers_rows<XT, WT, YT, VEC, IMAX_SMALL, 2, false, false, kQuads>;
+  }
   if (tuned_defaults().fwd_weak_stores != 0) {
     return fwd_rows_instance<XT, WT, YT, VEC, IMAX_SMALL, false, true>(cfg);
   }

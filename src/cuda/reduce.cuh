@@ -120,9 +120,22 @@ __device__ __forceinline__ float block_sum_by_quads(float v, float* scratch) {
 }
 
 // block_sum of each of the N values, behind the same two barriers (each bit for bit as
-// block_sum's). `scratch` holds N * kMaxWarps floats.
-template <int N>
+// block_sum's). `scratch` holds N * kRowSumFloats<QUADS> floats. QUADS: each sum's warp slots
+// read four at a time as block_sum_by_quads (scratch 16-byte aligned).
+template <int N, bool QUADS = false>
 __device__ __forceinline__ void block_sums(float (&v)[N], float* scratch) {
+  if constexpr (QUADS) {
+#pragma unroll
+    for (int n = 0; n < N; ++n) v[n] = group_reduce(v[n], 32, SumOp{});
+    __syncthreads();
+    const float* groups[N];
+#pragma unroll
+    for (int n = 0; n < N; ++n) groups[n] = write_quad_slots(v[n], scratch + n * kQuadSumFloats);
+    __syncthreads();
+#pragma unroll
+    for (int n = 0; n < N; ++n) v[n] = reduce_quad_slots(groups[n], SumOp{});
+    return;
+  }
   const int warps = blockDim.x / 32;
 #pragma unroll
   for (int n = 0; n < N; ++n) v[n] = group_reduce(v[n], 32, SumOp{});

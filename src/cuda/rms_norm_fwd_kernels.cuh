@@ -447,11 +447,13 @@ __global__ void __maxnreg__(32) rms_norm_fwd_registers_exact_32(FwdParams p) {
 // rows of loads in flight on a grid ROWS times smaller. Each row's arithmetic is
 // fwd_registers_row's, in the same order: the same bits. Held to 64 registers (4 CTAs of 256
 // threads per SM; under the 512-thread bound ptxas took 80, 3 CTAs). WEAK: y by plain st.global
-// rather than __stcg (KernelFacts::fwd_weak_stores).
+// rather than __stcg (KernelFacts::fwd_weak_stores). ROW_SUM_QUADS: block_sums' QUADS (bit for
+// bit; LaunchConfig::row_sum_quads).
 template <typename XT, typename WT, typename YT, int VEC, int IMAX, int ROWS, bool EXTRAS,
-          bool WEAK = false>
+          bool WEAK = false, bool ROW_SUM_QUADS = false>
 __global__ void __maxnreg__(64) rms_norm_fwd_registers_rows(FwdParams p) {
-  __shared__ float scratch[ROWS * kMaxWarps];  // (rows of more than a warp)
+  // (rows of more than a warp)
+  __shared__ alignas(16) float scratch[ROWS * kRowSumFloats<ROW_SUM_QUADS>];
   const RowShape& shape = p.shape;
   const int64_t first = static_cast<int64_t>(blockIdx.x) * ROWS * blockDim.y + threadIdx.y;
   const auto chunk = [&](int r) {
@@ -472,7 +474,7 @@ __global__ void __maxnreg__(64) rms_norm_fwd_registers_rows(FwdParams p) {
 #pragma unroll
     for (int r = 0; r < ROWS; ++r) sum_sq[r] = group_sum(sum_sq[r], blockDim.x);
   } else {
-    block_sums(sum_sq, scratch);
+    block_sums<ROWS, ROW_SUM_QUADS>(sum_sq, scratch);
   }
 #pragma unroll
   for (int r = 0; r < ROWS; ++r) {

@@ -2493,14 +2493,16 @@ TEST(LaunchConfig, BwdPipelinedRowSumQuadsOnSixteenBitCallsWithoutDbias) {
   EXPECT_FALSE(planned(4096, 4096).row_sum_quads);
 }
 
-// The plain forward's row sum by quads (the default) only under its knob, for 16-bit types, on EXACT plans of
-// one row per row group that the registers kernels take (not rows per group, not the lean or
-// weight-with-x kernels), whose rows span warps.
+// The plain forward's row sum by quads (the default) only under its knob, for 16-bit types, on
+// EXACT plans of one row per row group that the registers kernels take (not the lean or
+// weight-with-x kernels), whose rows span warps; plans of two rows per group under their own knob,
+// for common calls only.
 TEST(LaunchConfig, FwdRowSumQuadsOnlyOnTheRegistersKernels) {
   KernelFacts f;
-  const auto planned = [&](int64_t rows, int64_t hidden, bool all_16_bit = true) {
+  const auto planned = [&](int64_t rows, int64_t hidden, bool all_16_bit = true,
+                           bool common_call = true) {
     LaunchConfig c = normkit::cuda::plan_fwd(rows, hidden, 8, f);
-    normkit::cuda::apply_fwd_row_sum_quads(c, all_16_bit, f);
+    normkit::cuda::apply_fwd_row_sum_quads(c, all_16_bit, common_call, f);
     return c;
   };
   EXPECT_EQ(f.fwd_row_sum_quads, 1);  // the default
@@ -2515,11 +2517,23 @@ TEST(LaunchConfig, FwdRowSumQuadsOnlyOnTheRegistersKernels) {
     EXPECT_FALSE(planned(2048, hidden, /*all_16_bit=*/false).row_sum_quads);
   }
   const LaunchConfig grouped = planned(8192, 8192);  // 2 rows per group
-  EXPECT_GT(grouped.rows_per_group, 1) << grouped.describe();
+  EXPECT_EQ(grouped.rows_per_group, 2) << grouped.describe();
+  EXPECT_EQ(f.fwd_rows_row_sum_quads, 0);  // the default
   EXPECT_FALSE(grouped.row_sum_quads) << grouped.describe();
+  f.fwd_rows_row_sum_quads = 1;
+  for (const int64_t hidden : {int64_t{2048}, int64_t{4096}, int64_t{7168}, int64_t{8192}}) {
+    const LaunchConfig c = planned(8192, hidden);
+    EXPECT_TRUE(c.rows_per_group == 2 && c.items > 1 && c.threads_per_row > 32) << c.describe();
+    EXPECT_TRUE(c.row_sum_quads) << c.describe();
+    EXPECT_FALSE(planned(8192, hidden, true, /*common_call=*/false).row_sum_quads);
+  }
+  f.fwd_row_sum_quads = 0;  // (each knob its own plans)
+  EXPECT_TRUE(planned(8192, 8192).row_sum_quads);
+  EXPECT_FALSE(planned(2048, 16384).row_sum_quads);
+  f.fwd_row_sum_quads = 1;
   LaunchConfig lean = normkit::cuda::plan_fwd(128, 4096, 8, f, 0, /*lean_call=*/true);
   ASSERT_TRUE(lean.lean || lean.weight_first) << lean.describe();
-  normkit::cuda::apply_fwd_row_sum_quads(lean, true, f);
+  normkit::cuda::apply_fwd_row_sum_quads(lean, true, true, f);
   EXPECT_FALSE(lean.row_sum_quads) << lean.describe();
 }
 

@@ -470,7 +470,9 @@ struct KernelFacts {
   // 8192 x 8192: ncu, forty-seventh session), bit for bit the same results; 0 cta_row_sum
   // (NK_TUNE_QUANT_ROW_SUM_QUADS). Measured (forty-eighth session, H200, four runs each, against
   // 0): 0.95-0.99x from 16-32M elements in TENSOR, TOKEN and BLOCK, 0.98-0.99x in MXFP8 (but
-  // 1.01x at 8192 x 2048), hence 1 (bench/results/2026-11-28T0800-h200-row-sum-quads).
+  // 1.01x at 8192 x 2048), hence 1 (bench/results/2026-11-28T0800-h200-row-sum-quads). The
+  // ticketed grid with y_t (rms_norm_fwd_quant_ticketed) takes it too: 0.97-0.99x from 16M
+  // elements against 0 (T0835-h200-rows-quads-ticketed).
   int quant_row_sum_quads = 1;
   // Backward on rms_norm_bwd_lean (LaunchConfig::lean) of rows that span warps: 1 sums each
   // row's dot product over its warps by row_group_sum<true> (bit for bit; the lean kernel's
@@ -498,9 +500,11 @@ struct KernelFacts {
   // Forward on rms_norm_fwd_registers_rows, two rows per row group at 2-4 vectors per thread, of
   // calls without extras (16-bit x, weight and y), rows that span warps: 1 sums both rows by
   // block_sums<2, true> (each warp's slots read four at a time, bit for bit); 0 block_sums
-  // (NK_TUNE_FWD_ROWS_ROW_SUM_QUADS). The sweep's 4096-8192-column forwards (8192 x 4096,
-  // 8192 x 8192, 16384 x 7168, ...). Prepared in the forty-eighth session.
-  int fwd_rows_row_sum_quads = 0;
+  // (NK_TUNE_FWD_ROWS_ROW_SUM_QUADS). The sweep's 2048-8192-column forwards. Measured
+  // (forty-eighth session, H200, four runs each, against 0): 0.995-0.997x at 8192 x 8192,
+  // 16384 x 4096 and 32768 x 8192 (runs apart), level elsewhere; 1 for one form of row sum
+  // throughout (bench/results/2026-11-28T0835-h200-rows-quads-ticketed).
+  int fwd_rows_row_sum_quads = 1;
   // Quantized forward, pinned plans of exactly kSmallItems vectors per thread (every sweep
   // shape): 1 (the default) launches kernels compiled for that count, so that no per-item test
   // of the runtime count is left (LaunchConfig::full_items); 0 the kernels of up to kSmallItems

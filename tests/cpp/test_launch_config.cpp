@@ -2495,8 +2495,8 @@ TEST(LaunchConfig, BwdPipelinedRowSumQuadsOnSixteenBitCallsWithoutDbias) {
 
 // The plain forward's row sum by quads (the default) only under its knob, for 16-bit types, on
 // EXACT plans of one row per row group that the registers kernels take (not the lean or
-// weight-with-x kernels), whose rows span warps; plans of two rows per group under their own knob,
-// for common calls only.
+// weight-with-x kernels), whose rows span warps; plans of two rows per group under their own knob
+// (also on by default), for common calls only.
 TEST(LaunchConfig, FwdRowSumQuadsOnlyOnTheRegistersKernels) {
   KernelFacts f;
   const auto planned = [&](int64_t rows, int64_t hidden, bool all_16_bit = true,
@@ -2516,9 +2516,10 @@ TEST(LaunchConfig, FwdRowSumQuadsOnlyOnTheRegistersKernels) {
     EXPECT_NE(c.describe().find(" row-sum-quads"), std::string::npos);
     EXPECT_FALSE(planned(2048, hidden, /*all_16_bit=*/false).row_sum_quads);
   }
+  EXPECT_EQ(f.fwd_rows_row_sum_quads, 1);  // the default
+  f.fwd_rows_row_sum_quads = 0;
   const LaunchConfig grouped = planned(8192, 8192);  // 2 rows per group
   EXPECT_EQ(grouped.rows_per_group, 2) << grouped.describe();
-  EXPECT_EQ(f.fwd_rows_row_sum_quads, 0);  // the default
   EXPECT_FALSE(grouped.row_sum_quads) << grouped.describe();
   f.fwd_rows_row_sum_quads = 1;
   for (const int64_t hidden : {int64_t{2048}, int64_t{4096}, int64_t{7168}, int64_t{8192}}) {

@@ -280,8 +280,8 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_pipelined(BwdParams p) {
             cluster_row_wait(cluster_sums, (k - 1) % kClusterRowSlots, sum_phases);
         store_row_dx(pending, 0, rstd_pending, pending_dot, xs_pending, dys_pending);
       }
-      const float dot =
-          row_group_sum<ROW_SUM_QUADS>(row_dot(stage, rstd, xs_pending, dys_pending), scratch, parity);
+      const float dot = row_group_sum<ROW_SUM_QUADS>(
+          row_dot(stage, rstd, xs_pending, dys_pending), scratch, parity);
       cluster_row_push(dot, cluster_sums, k % kClusterRowSlots);
       parity ^= 1;
       pending = row;
@@ -320,7 +320,8 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_pipelined(BwdParams p) {
       const float rstd = rstd_ring[0];
       Lanes<XT, VEC> xs[IMAX];
       Lanes<DYT, VEC> dys[IMAX];
-      const float dot = row_group_sum<ROW_SUM_QUADS>(row_dot(stage, rstd, xs, dys), scratch, parity);
+      const float dot =
+          row_group_sum<ROW_SUM_QUADS>(row_dot(stage, rstd, xs, dys), scratch, parity);
       parity ^= 1;
       cluster_row_push(dot, cluster_sums, k % kClusterRowSlots);
       if (pending >= 0) complete_pending(xs, dys);
@@ -343,7 +344,8 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_pipelined(BwdParams p) {
       const float rstd = rstd_ring[0];
       Lanes<XT, VEC> xs[IMAX];
       Lanes<DYT, VEC> dys[IMAX];
-      const float dot = row_group_sum<ROW_SUM_QUADS>(row_dot(stage, rstd, xs, dys), scratch, parity);
+      const float dot =
+          row_group_sum<ROW_SUM_QUADS>(row_dot(stage, rstd, xs, dys), scratch, parity);
       parity ^= 1;
       store_row_dx(row, stage, rstd, dot, xs, dys);
       rstd_ring[0] = rstd_ring[1];

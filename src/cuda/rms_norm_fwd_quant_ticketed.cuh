@@ -156,7 +156,8 @@ __global__ void __maxnreg__(56) rms_norm_fwd_quant_ticketed(FwdParams p, TicketP
     if (u.index < tp.tickets.forward_units) {
       const int64_t row = static_cast<int64_t>(u.index) * blockDim.y + threadIdx.y;
       fwd_quant_registers_row<XT, WT, NK_QUANT_TENSOR, 8, kSmallItems, true, true, ADD_WEIGHT,
-                              /*BIAS=*/true, false, false, ROW_SUM_QUADS>(
+                              /*BIAS=*/true, /*E4M3_BLOCKS=*/false, /*MX_PAIRS=*/false,
+                              ROW_SUM_QUADS>(
           p, RowChunk<8, true>(p.shape, row));
     }
     count_band_unit(tp.band_done + u.band);

@@ -186,8 +186,9 @@ INSTANTIATE_TEST_SUITE_P(AllBackends, FwdFloat32WideRows,
 // Rows that a power of two threads leaves partly empty (5120, 5376, 2304, 2560, 3584 columns),
 // which NK_TUNE_FWD_WHOLE_WARPS reshapes to whole warps, or that no whole-warp shape covers
 // (896, 1152); per-head norms of 128 columns; rows of 16 warps (16384, 32768 columns); two rows
-// per group of 7 and 8 warps (7168, 6144 columns). Each with a bf16 weight alone (the EXACT kernels
-// without the weight's extras) and with a float32 weight, bias, residual and zero-centring.
+// per group of 7 and 8 warps (7168, 6144 columns). Each with a bf16 weight alone (the EXACT
+// kernels without the weight's extras) and with a float32 weight, bias, residual and
+// zero-centring.
 class FwdModelShapes : public ::testing::TestWithParam<std::tuple<nk_backend, RowsHidden>> {};
 
 TEST_P(FwdModelShapes, MatchesReference) {

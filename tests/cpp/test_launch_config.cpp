@@ -2403,8 +2403,9 @@ TEST(LaunchConfig, Mxfp8PairsOnlyOnItsE4m3Kernel) {
   EXPECT_FALSE(planned(NK_QUANT_MXFP8, true, 256, 65536).mx_pairs);
 }
 
-// The row sum by quads (the default) only where the knob allows it, on pinned plans of 4 vectors per thread
-// (full-items; TOKEN's folded kernel at that count) whose rows span warps; printed by --explain.
+// The row sum by quads (the default) only where the knob allows it, on pinned plans of 4 vectors
+// per thread (full-items; TOKEN's folded kernel at that count) whose rows span warps; printed by
+// --explain.
 TEST(LaunchConfig, RowSumQuadsOnlyOnPinnedRowsOfSeveralWarps) {
   KernelFacts f;
   const auto planned = [&](nk_quant_mode mode, int64_t rows, int64_t hidden, bool pin = true) {
@@ -2437,7 +2438,7 @@ TEST(LaunchConfig, RowSumQuadsOnlyOnPinnedRowsOfSeveralWarps) {
 }
 
 // The backward's row sum by quads (the default) only under its knob, on lean plans whose rows
-// span warps; on the unsplit pipelined kernel of 16-bit calls without dbias under its own.
+// span warps (the pipelined kernel's plans under their own knob: the next test).
 TEST(LaunchConfig, BwdRowSumQuadsOnlyOnLeanRowsOfSeveralWarps) {
   KernelFacts f;
   LaunchConfig c;

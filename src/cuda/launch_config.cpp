@@ -651,8 +651,12 @@ void apply_fwd_row_sum_quads(LaunchConfig& c, bool all_16_bit, bool common_call,
                        !c.lean;
   // (The launcher's quads kernels of two rows per group: calls without extras, 2-4 vectors.)
   const bool grouped = c.rows_per_group == 2 && c.items > 1 && common_call;
-  c.row_sum_quads = kernels && ((facts.fwd_row_sum_quads != 0 && c.rows_per_group == 1) ||
-                                (facts.fwd_rows_row_sum_quads != 0 && grouped));
+  // (Its lean quads kernels: the 64-byte parameter block and the default stores only.)
+  const bool lean = facts.fwd_lean_row_sum_quads != 0 && c.lean && c.threads_per_row > 32 &&
+                    facts.fwd_lean_params != 0 && facts.fwd_weak_stores == 0;
+  const bool one_row = facts.fwd_row_sum_quads != 0 && c.rows_per_group == 1;
+  c.row_sum_quads =
+      lean || (kernels && (one_row || (facts.fwd_rows_row_sum_quads != 0 && grouped)));
 }
 
 KernelFacts facts_with_transposed_output(const KernelFacts& facts) {

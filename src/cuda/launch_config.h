@@ -505,6 +505,13 @@ struct KernelFacts {
   // 16384 x 4096 and 32768 x 8192 (runs apart), level elsewhere; 1 for one form of row sum
   // throughout (bench/results/2026-11-28T0835-h200-rows-quads-ticketed).
   int fwd_rows_row_sum_quads = 1;
+  // Forward on rms_norm_fwd_lean (LaunchConfig::lean: one wave of one-row CTAs of the common
+  // call) with its 64-byte parameter block and the default stores, rows that span warps: 1 sums
+  // the row by cta_row_sum_once<true> (the warp sums read four at a time, bit for bit); 0 warp by
+  // warp (NK_TUNE_FWD_LEAN_ROW_SUM_QUADS). The few-row shapes (1 x 4096, 128 x 4096), where the
+  // loop sits on the single round trip's chain. Prepared in the forty-eighth session, not yet run
+  // on a GPU.
+  int fwd_lean_row_sum_quads = 0;
   // Quantized forward, pinned plans of exactly kSmallItems vectors per thread (every sweep
   // shape): 1 (the default) launches kernels compiled for that count, so that no per-item test
   // of the runtime count is left (LaunchConfig::full_items); 0 the kernels of up to kSmallItems
@@ -1069,7 +1076,8 @@ void apply_bwd_row_sum_quads(LaunchConfig& c, bool sixteen_bit, bool dbias,
 // KernelFacts::fwd_row_sum_quads on fwd_registers_row's plans of one row per row group; with
 // KernelFacts::fwd_rows_row_sum_quads on rms_norm_fwd_registers_rows's plans of two rows per
 // group and 2-4 vectors per thread, for a `common_call` (a weight, no zero-centered add, no
-// bias).
+// bias); with KernelFacts::fwd_lean_row_sum_quads on the lean plans (c.lean) that the launcher
+// runs on rms_norm_fwd_lean's 64-byte parameter block with the default stores.
 void apply_fwd_row_sum_quads(LaunchConfig& c, bool all_16_bit, bool common_call,
                              const KernelFacts& facts);
 

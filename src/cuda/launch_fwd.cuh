@@ -83,15 +83,17 @@ auto fwd_rows_kernel(const LaunchConfig& cfg, bool extras) {
 }
 
 // The rms_norm_fwd_lean instance of a plan's vectors per thread (1-4: kSmallItems), of the
-// parameter block P and of the store form (WEAK: KernelFacts::fwd_weak_stores).
-template <typename XT, typename WT, typename YT, typename P, bool WEAK = false>
+// parameter block P, of the store form (WEAK: KernelFacts::fwd_weak_stores) and of the row sum
+// (QUADS: LaunchConfig::row_sum_quads).
+template <typename XT, typename WT, typename YT, typename P, bool WEAK = false,
+          bool QUADS = false>
 auto fwd_lean_kernel(int items) {
   static_assert(kSmallItems == 4, "an instance per item count up to kSmallItems");
   switch (items) {
-    case 1: return rms_norm_fwd_lean<XT, WT, YT, 1, P, WEAK>;
-    case 2: return rms_norm_fwd_lean<XT, WT, YT, 2, P, WEAK>;
-    case 3: return rms_norm_fwd_lean<XT, WT, YT, 3, P, WEAK>;
-    case 4: return rms_norm_fwd_lean<XT, WT, YT, 4, P, WEAK>;
+    case 1: return rms_norm_fwd_lean<XT, WT, YT, 1, P, WEAK, QUADS>;
+    case 2: return rms_norm_fwd_lean<XT, WT, YT, 2, P, WEAK, QUADS>;
+    case 3: return rms_norm_fwd_lean<XT, WT, YT, 3, P, WEAK, QUADS>;
+    case 4: return rms_norm_fwd_lean<XT, WT, YT, 4, P, WEAK, QUADS>;
   }
   throw Error(NK_ERROR_INTERNAL, "rms_norm_fwd: lean plan outside 1-4 vectors per thread");
 }
@@ -231,8 +233,11 @@ void launch_fwd(const nk_rms_norm_fwd_args& a, const LaunchConfig& cfg, cudaStre
               // with its own parameter block where KernelFacts::fwd_lean_params asks.
               if (cfg.lean && p.weight && !extras && !p.residual) {
                 if (tuned_defaults().fwd_lean_params != 0) {
-                  launch(tuned_defaults().fwd_weak_stores != 0
-                             ? fwd_lean_kernel<XT, WT, YT, LeanFwdParams, true>(cfg.items)
+                  // (The row sum by quads with the default store form only: fewer instances.)
+                  const bool weak = tuned_defaults().fwd_weak_stores != 0;
+                  launch(weak ? fwd_lean_kernel<XT, WT, YT, LeanFwdParams, true>(cfg.items)
+                         : cfg.row_sum_quads
+                             ? fwd_lean_kernel<XT, WT, YT, LeanFwdParams, false, true>(cfg.items)
                              : fwd_lean_kernel<XT, WT, YT, LeanFwdParams>(cfg.items),
                          cfg.grid,
                          dim3(cfg.threads_per_row, cfg.rows_per_block), {cfg.cluster_size},

@@ -73,10 +73,17 @@ __device__ __forceinline__ float cta_row_sum(float v, float* scratch) {
 
 // cta_row_sum (bit for bit) for a kernel of one row per CTA that sums once: block_reduce's
 // leading barrier, which guards scratch for a next call, is left out. `warp_sums` holds
-// blockDim.x / 32 floats.
+// blockDim.x / 32 floats; QUADS: that count rounded up to whole quads, 16-byte aligned, read four
+// at a time (write_quad_slots, reduce_quad_slots: bit for bit the same sum).
+template <bool QUADS = false>
 __device__ __forceinline__ float cta_row_sum_once(float v, float* warp_sums) {
   if (blockDim.x <= 32) return group_sum(v, blockDim.x);
   v = group_sum(v, 32);
+  if constexpr (QUADS) {
+    const float* group = write_quad_slots(v, warp_sums);
+    __syncthreads();
+    return reduce_quad_slots(group, SumOp{});
+  }
   if (threadIdx.x % 32 == 0) warp_sums[threadIdx.x / 32] = v;
   __syncthreads();
   float total = SumOp::kIdentity;

@@ -21,13 +21,15 @@
 namespace normkit::cuda {
 
 // P: FwdParams, or the 64 bytes of LeanFwdParams (KernelFacts::fwd_lean_params). WEAK_STORES:
-// y by plain st.global rather than __stcg (KernelFacts::fwd_weak_stores).
+// y by plain st.global rather than __stcg (KernelFacts::fwd_weak_stores). ROW_SUM_QUADS:
+// cta_row_sum_once's QUADS (LaunchConfig::row_sum_quads).
 template <typename XT, typename WT, typename YT, int ITEMS, typename P = FwdParams,
-          bool WEAK_STORES = false>
+          bool WEAK_STORES = false, bool ROW_SUM_QUADS = false>
 __global__ void __launch_bounds__(kFwdWeightFirstMaxThreads, 4) rms_norm_fwd_lean(P p) {
   static_assert(sizeof(XT) == 2 && sizeof(WT) == 2 && sizeof(YT) == 2, "16-bit types");
+  static_assert(kFwdWeightFirstMaxThreads % 128 == 0, "whole quads of warp sums");
   constexpr int VEC = 8;  // 16 bytes
-  __shared__ float warp_sums[kFwdWeightFirstMaxThreads / 32];
+  __shared__ alignas(16) float warp_sums[kFwdWeightFirstMaxThreads / 32];
   const unsigned row = blockIdx.x;  // one row per CTA (at most one wave of them)
   const XT* x = static_cast<const XT*>(p.x) + static_cast<int64_t>(row) * p.x_stride;
   const WT* weight = static_cast<const WT*>(p.weight);
@@ -44,7 +46,7 @@ __global__ void __launch_bounds__(kFwdWeightFirstMaxThreads, 4) rms_norm_fwd_lea
     w[i].load_readonly(weight + col + i * step);
   }
 
-  const float sum_sq = cta_row_sum_once(sum_of_squares(s), warp_sums);
+  const float sum_sq = cta_row_sum_once<ROW_SUM_QUADS>(sum_of_squares(s), warp_sums);
   const float rstd = 1.0f / sqrtf(sum_sq * inv_hidden_of(p) + p.eps);
   if (p.rstd && threadIdx.x == 0) p.rstd[row] = rstd;
   YT* y = static_cast<YT*>(p.y) + static_cast<int64_t>(row) * p.y_stride;

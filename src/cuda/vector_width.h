@@ -172,6 +172,8 @@ inline const KernelFacts& tuned_defaults() {
     k.fwd_row_sum_quads = tuning_knob("NK_TUNE_FWD_ROW_SUM_QUADS", k.fwd_row_sum_quads, 0, 1);
     k.fwd_rows_row_sum_quads =
         tuning_knob("NK_TUNE_FWD_ROWS_ROW_SUM_QUADS", k.fwd_rows_row_sum_quads, 0, 1);
+    k.fwd_lean_row_sum_quads =
+        tuning_knob("NK_TUNE_FWD_LEAN_ROW_SUM_QUADS", k.fwd_lean_row_sum_quads, 0, 1);
     k.quant_full_items = tuning_knob("NK_TUNE_QUANT_FULL_ITEMS", k.quant_full_items, 0, 1);
     k.fwd_wide_row_threads =
         tuning_knob("NK_TUNE_FWD_WIDE_ROW_THREADS", k.fwd_wide_row_threads, 0, 512);

@@ -2497,7 +2497,7 @@ TEST(LaunchConfig, BwdPipelinedRowSumQuadsOnSixteenBitCallsWithoutDbias) {
 // The plain forward's row sum by quads (the default) only under its knob, for 16-bit types, on
 // EXACT plans of one row per row group that the registers kernels take (not the lean or
 // weight-with-x kernels), whose rows span warps; plans of two rows per group under their own knob
-// (also on by default), for common calls only.
+// (also on by default), for common calls only; the lean kernel's under a third (off).
 TEST(LaunchConfig, FwdRowSumQuadsOnlyOnTheRegistersKernels) {
   KernelFacts f;
   const auto planned = [&](int64_t rows, int64_t hidden, bool all_16_bit = true,
@@ -2534,9 +2534,22 @@ TEST(LaunchConfig, FwdRowSumQuadsOnlyOnTheRegistersKernels) {
   EXPECT_FALSE(planned(2048, 16384).row_sum_quads);
   f.fwd_row_sum_quads = 1;
   LaunchConfig lean = normkit::cuda::plan_fwd(128, 4096, 8, f, 0, /*lean_call=*/true);
-  ASSERT_TRUE(lean.lean || lean.weight_first) << lean.describe();
+  ASSERT_TRUE(lean.lean && lean.threads_per_row > 32) << lean.describe();
+  normkit::cuda::apply_fwd_row_sum_quads(lean, true, true, f);
+  EXPECT_EQ(f.fwd_lean_row_sum_quads, 0);  // the default
+  EXPECT_FALSE(lean.row_sum_quads) << lean.describe();
+  // The lean kernel's quads under their own knob, with its 64-byte parameters and plain stores.
+  f.fwd_lean_row_sum_quads = 1;
+  normkit::cuda::apply_fwd_row_sum_quads(lean, true, true, f);
+  EXPECT_TRUE(lean.row_sum_quads) << lean.describe();
+  f.fwd_weak_stores = 1;
   normkit::cuda::apply_fwd_row_sum_quads(lean, true, true, f);
   EXPECT_FALSE(lean.row_sum_quads) << lean.describe();
+  f.fwd_weak_stores = 0;
+  LaunchConfig one_warp = normkit::cuda::plan_fwd(128, 1024, 8, f, 0, /*lean_call=*/true);
+  ASSERT_TRUE(one_warp.lean && one_warp.threads_per_row <= 32) << one_warp.describe();
+  normkit::cuda::apply_fwd_row_sum_quads(one_warp, true, true, f);
+  EXPECT_FALSE(one_warp.row_sum_quads) << one_warp.describe();
 }
 
 // With y_t the per-tensor forward keeps CTAs of up to 256 threads (quant_ticket_cta_threads): the

@@ -813,9 +813,11 @@ struct LaunchConfig {
   bool amax_ticket = false;
   // Quantized forward, MXFP8 on its e4m3 kernel (fixed_format): KernelFacts::quant_mxfp8_pairs.
   bool mx_pairs = false;
-  // Quantized forward, full-items plans of rows that span warps: KernelFacts::quant_row_sum_quads;
-  // backward, lean plans of rows that span warps: KernelFacts::bwd_row_sum_quads; forward:
-  // KernelFacts::fwd_row_sum_quads.
+  // The row's warp sums read four at a time, where the rows span warps: set by
+  // apply_row_sum_quads (quantized forward: KernelFacts::quant_row_sum_quads),
+  // apply_bwd_row_sum_quads (backward: bwd_row_sum_quads, bwd_pipelined_row_sum_quads) and
+  // apply_fwd_row_sum_quads (forward: fwd_row_sum_quads, fwd_rows_row_sum_quads,
+  // fwd_lean_row_sum_quads).
   bool row_sum_quads = false;
   // Forward registers/cluster plans: every row of every CTA valid and every vector below
   // `items` of every thread whole and inside the row (chunks_exact): the kernels then skip

@@ -8,7 +8,7 @@
 # sanitize profile method ncu_method ring ncu_detail ncu_peer pending pending_python order_ncu carveout
 # after_gemm compile_gap weight_first fwd_sass_counts lean lean_waves launch rows
 # defaults39 lean_small wide_plain gap64mb lean_many harness_policy flush_demote gap_dram
-# weak_stores flush_retune fp32_wide fp32_split bwd_4096 fp32_mixed bwd_tail
+# weak_stores flush_retune fp32_wide fp32_split bwd_4096 fp32_mixed bwd_tail few_rows
 # (default: build test check bench)
 # BUILD=dir names the build tree (default build-device). (A tree built on the CPU machine cannot
 # travel instead: its binaries are over 64 MiB each.) `install` links that tree's libnormkit.a.
@@ -193,6 +193,9 @@ for step in "${steps[@]}"; do
       # (bench/launch_probe.cu): a plain RMSNorm kernel and an empty one, launched with small
       # parameters, with 256 bytes, and through cudaLaunchKernelEx; events and spans
       run_probe launch_probe ;;
+    few_rows)  # a plain RMSNorm forward of few long rows by cluster split, sum and alignment
+      # (bench/few_rows_probe.cu): where 29x17389's time goes
+      run_probe few_rows_probe ;;
     rows)  # a plain RMSNorm forward of many rows by CTA shape and L2 hints (bench/rows_probe.cu):
       # what torch.compile's one-warp programs reach at 16384x1024 that normkit does not
       run_probe rows_probe ;;

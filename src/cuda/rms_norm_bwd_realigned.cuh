@@ -52,19 +52,18 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_realigned(BwdParams p) {
   const float rstd = p.rstd[row];
   Lanes<XT, VEC> xs[IMAX];
   Lanes<DYT, VEC> dys[IMAX];
-  Lanes<WT, VEC> ws[IMAX];
+  ShiftedPair<WT> wp[IMAX];  // shifted into ws once every load is out
   Lanes<XT, VEC> ds[DRES ? IMAX : 1];  // dresidual_out, loaded before any store (dx may be it)
 #pragma unroll
   for (int i = 0; i < IMAX; ++i) {
     const int64_t col = c.column(i);
     xs[i] = Lanes<XT, VEC>{};
     dys[i] = Lanes<DYT, VEC>{};
-    ws[i] = Lanes<WT, VEC>{};  // (never an unset register times a zero: it may be NaN)
     if constexpr (DRES) ds[i] = Lanes<XT, VEC>{};
     if (c.active(i)) {
       xs[i] = load_lanes_upto<XT, VEC>(x + head + col, c.col_end - col);
       dys[i] = load_lanes_upto<DYT, VEC>(dy + head + col, c.col_end - col);
-      if (WEIGHT_ONLY || weight) ws[i] = load_shifted(weight, head + col, shape.hidden);
+      if (WEIGHT_ONLY || weight) wp[i] = load_pair(weight, head + col, shape.hidden);
       if constexpr (DRES) ds[i] = load_lanes_upto<XT, VEC>(dres + head + col, c.col_end - col);
     }
   }
@@ -82,6 +81,12 @@ __global__ void __launch_bounds__(512) rms_norm_bwd_realigned(BwdParams p) {
       if (mine) load_scale<WT, 1>(p, k, 1, &w);
     }
     head_g[k] = mine ? to_float(dy[k]) * w : 0.0f;
+  }
+  Lanes<WT, VEC> ws[IMAX];
+#pragma unroll
+  for (int i = 0; i < IMAX; ++i) {
+    ws[i] = Lanes<WT, VEC>{};  // (never an unset register times a zero: it may be NaN)
+    if (c.active(i) && (WEIGHT_ONLY || weight)) ws[i] = shifted(wp[i], head + c.column(i));
   }
 
   // g = dy * (w, 1 + w or 1) of vector i, as the other backward kernels scale it.

@@ -100,12 +100,27 @@ __global__ void __launch_bounds__(512, MIN_CTAS) rms_norm_bwd_realigned_slots(Bw
   };
   auto active = [&](int i) { return i < shape.items && col_begin + local(i) < col_end; };
 
+  // Every pair loaded before the first is shifted (load_pair), but in the kernel held to 64
+  // registers (MIN_CTAS 2), where the pairs would spill: there each is shifted as it lands.
+  ShiftedPair<WT> weight_pairs[MIN_CTAS == 1 ? IMAX : 1];
+  if constexpr (MIN_CTAS == 1) {
+#pragma unroll
+    for (int i = 0; i < IMAX; ++i) {
+      if (has_weight && active(i)) {
+        weight_pairs[i] = load_pair(weight, head + col_begin + local(i), shape.hidden);
+      }
+    }
+  }
 #pragma unroll
   for (int i = 0; i < IMAX; ++i) {
     if (!active(i)) continue;
     if (has_weight) {
-      store_lanes_shared(slot_weight + local(i),
-                         load_shifted(weight, head + col_begin + local(i), shape.hidden));
+      const int64_t col = head + col_begin + local(i);
+      if constexpr (MIN_CTAS == 1) {
+        store_lanes_shared(slot_weight + local(i), shifted(weight_pairs[i], col));
+      } else {
+        store_lanes_shared(slot_weight + local(i), load_shifted(weight, col, shape.hidden));
+      }
     }
 #pragma unroll
     for (int k = 0; k < VEC; ++k) {

@@ -39,8 +39,39 @@ __device__ __forceinline__ void shift_halfwords(const unsigned (&a)[4], const un
   }
 }
 
-// Elements col .. col + 7 of a 16-byte aligned vector v of n elements (those at n or past it read
-// as 0), col anywhere: two aligned loads, shifted.
+// The two aligned vectors of v under elements col .. col + 7 (col anywhere; those at n or past it
+// read as 0), loaded, not yet shifted: shifted() waits for them. A thread loads the pairs of all
+// its vectors before it shifts the first, so that their round trips overlap (shifting each pair
+// as it was loaded held the next vector's loads behind it: docs/notes.md, forty-ninth session).
+template <typename T>
+struct ShiftedPair {
+  Lanes<T, kRealignVec> a, b;
+};
+
+template <typename T>
+__device__ __forceinline__ ShiftedPair<T> load_pair(const T* v, int64_t col, int64_t n) {
+  const int64_t chunk = col - col % kRealignVec;
+  ShiftedPair<T> s;
+  s.a = load_readonly_lanes_upto<T, kRealignVec>(v + chunk, n - chunk);
+  s.b = Lanes<T, kRealignVec>{};
+  if (col != chunk && chunk + kRealignVec < n) {
+    s.b = load_readonly_lanes_upto<T, kRealignVec>(v + chunk + kRealignVec, n - chunk - kRealignVec);
+  }
+  return s;
+}
+
+// Elements col .. col + 7 of the pair that load_pair(v, col, n) loaded.
+template <typename T>
+__device__ __forceinline__ Lanes<T, kRealignVec> shifted(const ShiftedPair<T>& s, int64_t col) {
+  const int shift = static_cast<int>(col % kRealignVec);
+  if (shift == 0) return s.a;
+  Lanes<T, kRealignVec> out;
+  shift_halfwords(s.a.lane, s.b.lane, shift, out.lane);
+  return out;
+}
+
+// Elements col .. col + 7 of v, loaded and shifted at once (load_pair, then shifted): for a
+// kernel that cannot hold the pairs (the backward's slots kernel held to 64 registers).
 template <typename T>
 __device__ __forceinline__ Lanes<T, kRealignVec> load_shifted(const T* v, int64_t col, int64_t n) {
   const int shift = static_cast<int>(col % kRealignVec);
@@ -125,7 +156,7 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_realigned(FwdParams p) {
 
   if (shape.cluster_size > 1) cluster_push_init(cluster_push);
   Lanes<XT, VEC> s[IMAX];
-  Lanes<WT, VEC> w[IMAX], b[IMAX];
+  ShiftedPair<WT> w[IMAX], b[IMAX];  // shifted after the row sum
 #pragma unroll
   for (int i = 0; i < IMAX; ++i) {
     const int64_t col = c.column(i);
@@ -133,10 +164,10 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_realigned(FwdParams p) {
     if (c.active(i)) {
       s[i] = load_lanes_upto<XT, VEC>(x + head + col, c.col_end - col);
       if (WEIGHT_ONLY || p.weight) {
-        w[i] = load_shifted(static_cast<const WT*>(p.weight), head + col, shape.hidden);
+        w[i] = load_pair(static_cast<const WT*>(p.weight), head + col, shape.hidden);
       }
       if (!WEIGHT_ONLY && p.bias) {
-        b[i] = load_shifted(static_cast<const WT*>(p.bias), head + col, shape.hidden);
+        b[i] = load_pair(static_cast<const WT*>(p.bias), head + col, shape.hidden);
       }
     }
   }
@@ -164,12 +195,15 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_realigned(FwdParams p) {
   for (int i = 0; i < IMAX; ++i) {
     const int64_t col = c.column(i);
     if (c.active(i)) {
+      Lanes<WT, VEC> wv{}, bv{};
+      if (WEIGHT_ONLY || p.weight) wv = shifted(w[i], head + col);
+      if (!WEIGHT_ONLY && p.bias) bv = shifted(b[i], head + col);
       float out[VEC];
 #pragma unroll
       for (int k = 0; k < VEC; ++k) {
         out[k] = scaled_as<WEIGHT_ONLY>(p, to_float(s[i].get(k)), rstd,
-                                        WEIGHT_ONLY || p.weight ? to_float(w[i].get(k)) : 0.0f,
-                                        !WEIGHT_ONLY && p.bias ? to_float(b[i].get(k)) : 0.0f);
+                                        WEIGHT_ONLY || p.weight ? to_float(wv.get(k)) : 0.0f,
+                                        !WEIGHT_ONLY && p.bias ? to_float(bv.get(k)) : 0.0f);
       }
       store_upto<YT, VEC>(y + head + col, c.col_end - col, out);
     }

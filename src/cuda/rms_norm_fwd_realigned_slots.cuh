@@ -59,14 +59,19 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_realigned_slots(FwdParams p)
   };
   auto active = [&](int i) { return i < shape.items && local(i) < col_end; };
 
+  {  // every pair loaded before the first is shifted (load_pair)
+    ShiftedPair<WT> w[IMAX], b[IMAX];
 #pragma unroll
-  for (int i = 0; i < IMAX; ++i) {
-    if (group != 0 || !active(i)) continue;
-    if (weight) {
-      store_lanes_shared(slot_weight + local(i), load_shifted(weight, head + local(i), shape.hidden));
+    for (int i = 0; i < IMAX; ++i) {
+      if (group != 0 || !active(i)) continue;
+      if (weight) w[i] = load_pair(weight, head + local(i), shape.hidden);
+      if (bias) b[i] = load_pair(bias, head + local(i), shape.hidden);
     }
-    if (bias) {
-      store_lanes_shared(slot_bias + local(i), load_shifted(bias, head + local(i), shape.hidden));
+#pragma unroll
+    for (int i = 0; i < IMAX; ++i) {
+      if (group != 0 || !active(i)) continue;
+      if (weight) store_lanes_shared(slot_weight + local(i), shifted(w[i], head + local(i)));
+      if (bias) store_lanes_shared(slot_bias + local(i), shifted(b[i], head + local(i)));
     }
   }
   // (Group 0's threads shift the weight and bias; with one group each thread reads only its own

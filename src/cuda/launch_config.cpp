@@ -382,8 +382,14 @@ KernelFacts plain_fwd_facts(const KernelFacts& facts, size_t x_bytes) {
 LaunchConfig plan_fwd_realigned(int64_t rows, int64_t hidden, const KernelFacts& facts) {
   constexpr int kVec = 8;
   LaunchConfig c = plan_fwd_registers(rows, hidden, kVec, facts);
-  if (hidden < 2 * kVec || rows * hidden < facts.fwd_realign_min_elements ||
-      c.plan == RowPlan::kStreaming || c.items > kSmallItems) {
+  bool taken = rows * hidden >= facts.fwd_realign_min_elements;
+  if (!taken && facts.fwd_realign_clusters != 0 && c.cluster_size > 1) {
+    KernelFacts fill = facts;  // few long rows: as many CTAs as fill the device
+    fill.split_for_fill_elements = 0;
+    c = plan_fwd_registers(rows, hidden, kVec, fill);
+    taken = true;
+  }
+  if (hidden < 2 * kVec || !taken || c.plan == RowPlan::kStreaming || c.items > kSmallItems) {
     c.grid = 0;
     return c;
   }

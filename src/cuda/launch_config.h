@@ -295,6 +295,14 @@ struct KernelFacts {
   // 9.3 vs 8.8 us, 64 x 1001: 8.6 vs 5.5).
   int fwd_realign = 1;
   int64_t fwd_realign_min_elements = int64_t(1) << 20;
+  // ... and below that, rows a cluster splits (longer than one registers CTA holds: 16K+
+  // columns) on the realigned kernel too, split to fill the device as from
+  // split_for_fill_elements (NK_TUNE_FWD_REALIGN_CLUSTERS; 0: element by element). Measured
+  // (forty-ninth session, H200, under the knobs that give these plans, twice each, after the
+  // realigned kernels loaded every weight pair before shifting one): 29 x 17389 8.35-8.46 ->
+  // 7.33-7.38 us, 1 x 17389 7.52-7.73 -> 7.10-7.20, 4 x 17389 8.19-8.35 -> 6.93-7.36, 2 x 65537
+  // 9.33-9.44 -> 7.28-7.38. Prepared: 0 until its plans have run through the GPU tests.
+  int fwd_realign_clusters = 0;
   // ... and there, as a persistent grid whose slots hold rows of one head each
   // (plan_fwd_realigned_slots, rms_norm_fwd_realigned_slots: the weight and bias shifted once
   // per slot) where one CTA holds the row (NK_TUNE_FWD_REALIGN_SLOTS; 0: the realigned kernel
@@ -509,9 +517,10 @@ struct KernelFacts {
   // call) with its 64-byte parameter block and the default stores, rows that span warps: 1 sums
   // the row by cta_row_sum_once<true> (the warp sums read four at a time, bit for bit); 0 warp by
   // warp (NK_TUNE_FWD_LEAN_ROW_SUM_QUADS). The few-row shapes (1 x 4096, 128 x 4096), where the
-  // loop sits on the single round trip's chain. Prepared in the forty-eighth session, not yet run
-  // on a GPU.
-  int fwd_lean_row_sum_quads = 0;
+  // loop sits on the single round trip's chain: H200, four runs each, 0.974x at 1 x 4096 and
+  // 0.989x at 128 x 4096, within the runs' spread; 1 for one form of row sum throughout
+  // (bench/results/2026-11-28T0939-h200-lean-quads).
+  int fwd_lean_row_sum_quads = 1;
   // Quantized forward, pinned plans of exactly kSmallItems vectors per thread (every sweep
   // shape): 1 (the default) launches kernels compiled for that count, so that no per-item test
   // of the runtime count is left (LaunchConfig::full_items); 0 the kernels of up to kSmallItems
@@ -993,7 +1002,8 @@ KernelFacts plain_fwd_facts(const KernelFacts& facts, size_t x_bytes);
 // (the launcher checks the pointers; no residual): plan_fwd_registers at 8-element vectors,
 // realigned; grid 0 where that plan would stream or hold more than kSmallItems vectors per
 // thread (weight and bias lanes beside x's would spill), for rows under 2 vectors, and under
-// facts.fwd_realign_min_elements elements.
+// facts.fwd_realign_min_elements elements but where facts.fwd_realign_clusters takes rows that
+// plan splits over a cluster (then split to fill the device).
 LaunchConfig plan_fwd_realigned(int64_t rows, int64_t hidden, const KernelFacts& facts);
 // staged_bytes_per_col: bytes per column of one row that the pipelined backward copies into
 // shared memory (x, dy and dresidual_out); 0 when the operands don't allow cp.async (accesses

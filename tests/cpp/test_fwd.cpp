@@ -374,6 +374,30 @@ TEST_P(FwdLayouts, RowsMisalignedAlikeForXAndY) {
   }
 }
 
+// Few rows misaligned alike, each longer than one CTA holds (16K+ columns), under 1M elements:
+// element by element by default, the realigned kernel on clusters that fill the device under
+// NK_TUNE_FWD_REALIGN_CLUSTERS=1 (ctest entry fwd_realign_clusters), every head offset, with a
+// bias, a zero-centred weight, and in place.
+TEST_P(FwdLayouts, FewLongRowsMisalignedAlike) {
+  NK_SKIP_IF_UNAVAILABLE(GetParam());
+  Rng rng;
+  for (nk_dtype d : {NK_BFLOAT16, NK_FLOAT16}) {
+    for (const auto& [rows, hidden] : std::vector<std::pair<int64_t, int64_t>>{
+             {1, 17389}, {4, 17389}, {29, 17389}, {2, 65537}, {3, 40001}}) {
+      for (int64_t offset : {0, 1, 3, 6, 7}) {
+        FwdCase c = layout_case(d, d, d, rows, hidden);
+        c.residual = false;
+        c.bias = offset == 1 || offset == 7;
+        c.zero_centered = offset == 3;
+        c.y_is_x = offset == 6;
+        c.x_offset = offset;
+        if (!c.y_is_x) c.y_offset = offset;
+        test_fwd_case(GetParam(), c, rng);
+      }
+    }
+  }
+}
+
 TEST_P(FwdLayouts, InPlaceYIsX) {
   NK_SKIP_IF_UNAVAILABLE(GetParam());
   Rng rng;

@@ -1792,6 +1792,41 @@ TEST(LaunchConfig, RealignsMisalignedForwardRowsToSixteenByteVectors) {
   EXPECT_EQ(normkit::cuda::plan_fwd_realigned(512, 524289, f).grid, 0);
 }
 
+TEST(LaunchConfig, RealignsFewLongMisalignedRowsOnClustersThatFillTheDevice) {
+  KernelFacts f;
+  f.sm_count = 132;
+  EXPECT_EQ(f.fwd_realign_clusters, 0);  // the default: element by element below 1M elements
+  EXPECT_EQ(normkit::cuda::plan_fwd_realigned(29, 17389, f).grid, 0);
+  f.fwd_realign_clusters = 1;
+  // Rows a cluster splits: realigned, on the plan that splits them to fill the device.
+  for (const auto& [rows, hidden] :
+       std::vector<std::pair<int64_t, int64_t>>{{29, 17389}, {1, 17389}, {4, 17389}, {2, 65537}}) {
+    const LaunchConfig c = normkit::cuda::plan_fwd_realigned(rows, hidden, f);
+    KernelFacts fill = f;
+    fill.split_for_fill_elements = 0;
+    const LaunchConfig filled = normkit::cuda::plan_fwd_registers(rows, hidden, 8, fill);
+    SCOPED_TRACE(c.describe());
+    EXPECT_TRUE(c.realigned);
+    EXPECT_GT(c.cluster_size, 1);
+    EXPECT_EQ(c.cluster_size, filled.cluster_size);
+    EXPECT_EQ(c.threads_per_row, filled.threads_per_row);
+    EXPECT_EQ(c.grid, filled.grid);
+    EXPECT_LE(c.items, normkit::cuda::kSmallItems);
+  }
+  // 29 x 17389: 5 CTAs of 128 threads per row (145 CTAs) instead of 2 of 512 (58).
+  EXPECT_EQ(normkit::cuda::plan_fwd_realigned(29, 17389, f).grid, 145);
+  // Rows one CTA holds stay element by element below 1M elements (the realigned kernels measured
+  // slower there: 32 x 16383, 128 x 4095, 64 x 1001).
+  EXPECT_EQ(normkit::cuda::plan_fwd_realigned(32, 16383, f).grid, 0);
+  EXPECT_EQ(normkit::cuda::plan_fwd_realigned(128, 4095, f).grid, 0);
+  EXPECT_EQ(normkit::cuda::plan_fwd_realigned(64, 1001, f).grid, 0);
+  // From 1M elements the plan is the one without the fill rule, as before.
+  KernelFacts plain = f;
+  plain.fwd_realign_clusters = 0;
+  EXPECT_EQ(normkit::cuda::plan_fwd_realigned(61, 17389, f).grid,
+            normkit::cuda::plan_fwd_realigned(61, 17389, plain).grid);
+}
+
 // What RowChunk<VEC, true> assumes, checked by walking the kernel's own indexing: every row of
 // every CTA is a real row, and every vector below `items` of every thread is whole and inside
 // its CTA's chunk, the chunks covering the row once.
@@ -2535,11 +2570,12 @@ TEST(LaunchConfig, FwdRowSumQuadsOnlyOnTheRegistersKernels) {
   f.fwd_row_sum_quads = 1;
   LaunchConfig lean = normkit::cuda::plan_fwd(128, 4096, 8, f, 0, /*lean_call=*/true);
   ASSERT_TRUE(lean.lean && lean.threads_per_row > 32) << lean.describe();
+  f.fwd_lean_row_sum_quads = 0;  // (its own knob)
   normkit::cuda::apply_fwd_row_sum_quads(lean, true, true, f);
-  EXPECT_EQ(f.fwd_lean_row_sum_quads, 0);  // the default
   EXPECT_FALSE(lean.row_sum_quads) << lean.describe();
-  // The lean kernel's quads under their own knob, with its 64-byte parameters and plain stores.
+  // The lean kernel's quads (the default), with its 64-byte parameters and plain stores.
   f.fwd_lean_row_sum_quads = 1;
+  EXPECT_EQ(normkit::cuda::KernelFacts{}.fwd_lean_row_sum_quads, 1);
   normkit::cuda::apply_fwd_row_sum_quads(lean, true, true, f);
   EXPECT_TRUE(lean.row_sum_quads) << lean.describe();
   f.fwd_weak_stores = 1;

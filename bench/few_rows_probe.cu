@@ -26,6 +26,9 @@
 #include "probe_bf16.cuh"
 #include "probe_timing.cuh"
 
+// Which sum each case times first (-DPUSH_FIRST=0: the two-barrier one). The first variant a
+// case times reads ~0.4 us slower even where both are the same code (one CTA per row): read each
+// variant where it was timed second (bench/results/2026-11-28T0946-h200-few-rows-probe).
 #ifndef PUSH_FIRST
 #define PUSH_FIRST 1
 #endif

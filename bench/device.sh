@@ -193,9 +193,13 @@ for step in "${steps[@]}"; do
       # (bench/launch_probe.cu): a plain RMSNorm kernel and an empty one, launched with small
       # parameters, with 256 bytes, and through cudaLaunchKernelEx; events and spans
       run_probe launch_probe ;;
-    few_rows)  # a plain RMSNorm forward of few long rows by cluster split, sum and alignment
-      # (bench/few_rows_probe.cu): where 29x17389's time goes
-      run_probe few_rows_probe ;;
+    few_rows)  # a plain RMSNorm forward of few long rows by cluster split, sum and alignment,
+      # and normkit's realigned forward on the plans of NK_TUNE_FWD_REALIGN_CLUSTERS=1
+      # (bench/few_rows_probe.cu, with the planner): where 29x17389's time goes
+      run few_rows_probe_build nvcc -O3 -arch=sm_90 -std=c++17 -Isrc -Iinclude -Ibench \
+        bench/few_rows_probe.cu src/cuda/launch_config.cpp -o "$LOGS/few_rows_probe" &&
+        run few_rows_probe "$LOGS/few_rows_probe"
+      rm -f "$LOGS/few_rows_probe" ;;
     rows)  # a plain RMSNorm forward of many rows by CTA shape and L2 hints (bench/rows_probe.cu):
       # what torch.compile's one-warp programs reach at 16384x1024 that normkit does not
       run_probe rows_probe ;;

@@ -14,6 +14,11 @@
 // masked, the weight shifted into place from two aligned vectors, the two end vectors stored
 // element by element. Timed as `normkit bench` times (bench/probe_timing.cuh), with each call's
 // span (first CTA start to last CTA end).
+//
+// Beside them, normkit's own realigned forward (rms_norm_fwd_realigned, both forms) on the plan
+// that plan_fwd_realigned gives under NK_TUNE_FWD_REALIGN_CLUSTERS=1, its output checked the same
+// way: the kernel and split that the rule would take, in the same run as the probe's (build line
+// in bench/device.sh, step few_rows: this file with src/cuda/launch_config.cpp).
 #include <cooperative_groups.h>
 
 #include <cmath>
@@ -22,7 +27,9 @@
 #include <cstring>
 #include <vector>
 
+#include "cuda/launch_config.h"
 #include "cuda/reduce.cuh"
+#include "cuda/rms_norm_fwd_realigned.cuh"
 #include "probe_bf16.cuh"
 #include "probe_timing.cuh"
 
@@ -217,6 +224,62 @@ bool verify(const probe::Bf16Inputs& in, int rows, int hidden) {
   return true;
 }
 
+// normkit's realigned forward of rows x hidden (x, w, y of `in`; rows misaligned by an odd
+// hidden) on its plan under NK_TUNE_FWD_REALIGN_CLUSTERS=1, weight only or the general form.
+void normkit_realigned(probe::Probe& p, const probe::Bf16Inputs& in, int rows, int hidden,
+                       bool weight_only) {
+  namespace nc = normkit::cuda;
+  nc::KernelFacts f;
+  f.sm_count = p.sms;
+  f.fwd_realign_clusters = 1;
+  const nc::LaunchConfig c = nc::plan_fwd_realigned(rows, hidden, f);
+  if (c.grid == 0) {
+    std::printf("%5dx%-6d normkit: no realigned plan\n", rows, hidden);
+    return;
+  }
+  nc::FwdParams fp{};
+  fp.shape.rows = rows;
+  fp.shape.hidden = hidden;
+  fp.shape.inv_hidden = 1.0f / hidden;
+  fp.shape.items = c.items;
+  fp.shape.cluster_size = c.cluster_size;
+  fp.shape.cols_per_cta = c.cols_per_cta;
+  fp.x = in.x;
+  fp.x_stride = hidden;
+  fp.weight = in.w;
+  fp.eps = 1e-6f;
+  fp.y = in.y;
+  fp.y_stride = hidden;
+  using B = __nv_bfloat16;
+  void (*kernel)(nc::FwdParams) =
+      weight_only ? nc::rms_norm_fwd_realigned<B, B, B, nc::kSmallItems, true>
+                  : nc::rms_norm_fwd_realigned<B, B, B, nc::kSmallItems, false>;
+  const auto call = [&](unsigned long long*) {
+    cudaLaunchConfig_t config = {};
+    cudaLaunchAttribute attr[1];
+    config.gridDim = dim3(static_cast<unsigned>(c.grid));
+    config.blockDim = dim3(c.threads_per_row, c.rows_per_block);
+    config.stream = p.stream;
+    if (c.cluster_size > 1) {
+      attr[0].id = cudaLaunchAttributeClusterDimension;
+      attr[0].val.clusterDim.x = c.cluster_size;
+      attr[0].val.clusterDim.y = 1;
+      attr[0].val.clusterDim.z = 1;
+      config.attrs = attr;
+      config.numAttrs = 1;
+    }
+    check(cudaLaunchKernelEx(&config, kernel, fp), "normkit realigned launch");
+  };
+  check(cudaMemset(in.y, 0xff, size_t(rows) * hidden * 2), "poison");
+  call(nullptr);
+  check(cudaStreamSynchronize(p.stream), "first call");
+  const bool ok = verify(in, rows, hidden);
+  const double us = p.time(call).first;
+  std::printf("%5dx%-6d normkit %-11s %s: %.2f us | %s\n", rows, hidden,
+              weight_only ? "weight-only" : "general", c.describe().c_str(), us,
+              ok ? "ok" : "WRONG");
+}
+
 }  // namespace
 
 int main() {
@@ -235,7 +298,9 @@ int main() {
       {29, 17384, 4, 2},  {29, 17384, 4, 4}, {29, 17384, 5, 1}, {29, 17384, 8, 1},
       {29, 17389, 1, 3},  {29, 17389, 2, 2}, {29, 17389, 3, 1}, {29, 17389, 4, 1},
       {29, 17389, 4, 2},  {29, 17389, 4, 4}, {29, 17389, 5, 1}, {29, 17389, 8, 1},
+      {29, 17389, 5, 4},  {29, 17389, 5, 2},
       {1, 4096, 1, 4},    {1, 17389, 1, 3},  {1, 17389, 4, 1},  {1, 17389, 8, 1},
+      {1, 17389, 8, 3},   {2, 65537, 8, 3},  {2, 65537, 8, 2},
   };
   std::printf("%-12s %3s %5s %7s %5s | %9s %9s | %9s %9s | %s\n", "shape", "C", "items",
               "threads", "grid", "push us", "span", "sync us", "span", "check");
@@ -266,6 +331,14 @@ int main() {
     std::printf("%5dx%-6d %3d %5d %7d %5d | %9.2f %9.2f | %9.2f %9.2f | %s\n", c.rows, c.hidden,
                 c.cluster, c.items, threads, grid, us[1], spans[1], us[0], spans[0],
                 ok ? "ok" : "WRONG");
+  }
+  std::printf("\nnormkit's realigned forward on NK_TUNE_FWD_REALIGN_CLUSTERS=1's plans, twice:\n");
+  for (int pass = 0; pass < 2; ++pass) {
+    for (const auto& [rows, hidden] : std::vector<std::pair<int, int>>{
+             {29, 17389}, {1, 17389}, {4, 17389}, {2, 65537}, {3, 40001}}) {
+      normkit_realigned(p, in, rows, hidden, true);
+      normkit_realigned(p, in, rows, hidden, false);
+    }
   }
   const Args none{in.x, in.w, in.y, 1, 1, 1, 1.f};
   for (const int cluster : {1, 4}) {

@@ -379,11 +379,13 @@ KernelFacts plain_fwd_facts(const KernelFacts& facts, size_t x_bytes) {
   return f;
 }
 
-LaunchConfig plan_fwd_realigned(int64_t rows, int64_t hidden, const KernelFacts& facts) {
+LaunchConfig plan_fwd_realigned(int64_t rows, int64_t hidden, const KernelFacts& facts,
+                                bool weight_only_call) {
   constexpr int kVec = 8;
   LaunchConfig c = plan_fwd_registers(rows, hidden, kVec, facts);
   bool taken = rows * hidden >= facts.fwd_realign_min_elements;
-  if (!taken && facts.fwd_realign_clusters != 0 && c.cluster_size > 1) {
+  if (!taken && facts.fwd_realign_clusters != 0 && weight_only_call &&
+      facts.realign_weight_only != 0 && c.cluster_size > 1) {
     KernelFacts fill = facts;  // few long rows: as many CTAs as fill the device
     fill.split_for_fill_elements = 0;
     c = plan_fwd_registers(rows, hidden, kVec, fill);

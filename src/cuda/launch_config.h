@@ -295,14 +295,17 @@ struct KernelFacts {
   // 9.3 vs 8.8 us, 64 x 1001: 8.6 vs 5.5).
   int fwd_realign = 1;
   int64_t fwd_realign_min_elements = int64_t(1) << 20;
-  // ... and below that, rows a cluster splits (longer than one registers CTA holds: 16K+
-  // columns) on the realigned kernel too, split to fill the device as from
-  // split_for_fill_elements (NK_TUNE_FWD_REALIGN_CLUSTERS; 0: element by element). Measured
-  // (forty-ninth session, H200, under the knobs that give these plans, twice each, after the
-  // realigned kernels loaded every weight pair before shifting one): 29 x 17389 8.35-8.46 ->
-  // 7.33-7.38 us, 1 x 17389 7.52-7.73 -> 7.10-7.20, 4 x 17389 8.19-8.35 -> 6.93-7.36, 2 x 65537
-  // 9.33-9.44 -> 7.28-7.38. Prepared: 0 until its plans have run through the GPU tests.
-  int fwd_realign_clusters = 0;
+  // ... and below that, in calls of a weight alone, rows a cluster splits (longer than one
+  // registers CTA holds: 16K+ columns) on the realigned kernel too, split to fill the device as
+  // from split_for_fill_elements (NK_TUNE_FWD_REALIGN_CLUSTERS; 0: element by element).
+  // Measured (forty-ninth session, H200, under the knobs that give these plans, twice each,
+  // after the realigned kernels loaded every weight pair before shifting one): 29 x 17389
+  // 8.35-8.46 -> 7.33-7.38 us, 1 x 17389 7.52-7.73 -> 7.10-7.20, 4 x 17389 8.19-8.35 ->
+  // 6.93-7.36, 2 x 65537 9.33-9.44 -> 7.28-7.38 (bench/results/2026-11-28T1000-h200-realign-
+  // pairs-first); the general kernel form (bias, zero-centred) 0.9-1.9 us slower than the
+  // weight-only one on these plans (T1020-h200-few-rows-normkit), so those calls stay element
+  // by element.
+  int fwd_realign_clusters = 1;
   // ... and there, as a persistent grid whose slots hold rows of one head each
   // (plan_fwd_realigned_slots, rms_norm_fwd_realigned_slots: the weight and bias shifted once
   // per slot) where one CTA holds the row (NK_TUNE_FWD_REALIGN_SLOTS; 0: the realigned kernel
@@ -1003,8 +1006,10 @@ KernelFacts plain_fwd_facts(const KernelFacts& facts, size_t x_bytes);
 // realigned; grid 0 where that plan would stream or hold more than kSmallItems vectors per
 // thread (weight and bias lanes beside x's would spill), for rows under 2 vectors, and under
 // facts.fwd_realign_min_elements elements but where facts.fwd_realign_clusters takes rows that
-// plan splits over a cluster (then split to fill the device).
-LaunchConfig plan_fwd_realigned(int64_t rows, int64_t hidden, const KernelFacts& facts);
+// plan splits over a cluster (then split to fill the device): calls of a weight alone
+// (weight_only_call: no bias, not zero-centred), whose kernel form is the one measured faster.
+LaunchConfig plan_fwd_realigned(int64_t rows, int64_t hidden, const KernelFacts& facts,
+                                bool weight_only_call = false);
 // staged_bytes_per_col: bytes per column of one row that the pipelined backward copies into
 // shared memory (x, dy and dresidual_out); 0 when the operands don't allow cp.async (accesses
 // under 4 bytes). The pipelined plan is taken when hidden is a multiple of vec, a row group

@@ -375,16 +375,16 @@ TEST_P(FwdLayouts, RowsMisalignedAlikeForXAndY) {
 }
 
 // Few rows misaligned alike, each longer than one CTA holds (16K+ columns), under 1M elements:
-// element by element by default, the realigned kernel on clusters that fill the device under
-// NK_TUNE_FWD_REALIGN_CLUSTERS=1 (ctest entry fwd_realign_clusters), every head offset, with a
-// bias, a zero-centred weight, and in place.
+// in calls of a weight alone the realigned kernel on clusters that fill the device, else (and
+// under NK_TUNE_FWD_REALIGN_CLUSTERS=0, ctest entry fwd_realign_few_rows_element_wise) element by
+// element; every head offset, with a bias, a zero-centred weight, and in place.
 TEST_P(FwdLayouts, FewLongRowsMisalignedAlike) {
   NK_SKIP_IF_UNAVAILABLE(GetParam());
   Rng rng;
   for (nk_dtype d : {NK_BFLOAT16, NK_FLOAT16}) {
     for (const auto& [rows, hidden] : std::vector<std::pair<int64_t, int64_t>>{
              {1, 17389}, {4, 17389}, {29, 17389}, {2, 65537}, {3, 40001}}) {
-      for (int64_t offset : {0, 1, 3, 6, 7}) {
+      for (int64_t offset : {0, 1, 2, 3, 5, 6, 7}) {
         FwdCase c = layout_case(d, d, d, rows, hidden);
         c.residual = false;
         c.bias = offset == 1 || offset == 7;

@@ -1766,7 +1766,8 @@ TEST(LaunchConfig, PlainForwardSplitsFloat32RowsByDefault) {
 
 TEST(LaunchConfig, RealignsMisalignedForwardRowsToSixteenByteVectors) {
   KernelFacts f;
-  // Not below 1M elements (slower there, as measured): 29 x 17389 stays element by element.
+  // Not below 1M elements (slower there, as measured): 29 x 17389 stays element by element but
+  // in calls of a weight alone (the next test).
   EXPECT_EQ(normkit::cuda::plan_fwd_realigned(29, 17389, f).grid, 0);
   EXPECT_GT(normkit::cuda::plan_fwd_realigned(61, 17389, f).grid, 0);
   f.fwd_realign_min_elements = 0;
@@ -1795,13 +1796,15 @@ TEST(LaunchConfig, RealignsMisalignedForwardRowsToSixteenByteVectors) {
 TEST(LaunchConfig, RealignsFewLongMisalignedRowsOnClustersThatFillTheDevice) {
   KernelFacts f;
   f.sm_count = 132;
-  EXPECT_EQ(f.fwd_realign_clusters, 0);  // the default: element by element below 1M elements
-  EXPECT_EQ(normkit::cuda::plan_fwd_realigned(29, 17389, f).grid, 0);
-  f.fwd_realign_clusters = 1;
-  // Rows a cluster splits: realigned, on the plan that splits them to fill the device.
+  EXPECT_EQ(f.fwd_realign_clusters, 1);  // the default
+  const auto realigned = [&](int64_t rows, int64_t hidden) {
+    return normkit::cuda::plan_fwd_realigned(rows, hidden, f, /*weight_only_call=*/true);
+  };
+  // Rows a cluster splits, in calls of a weight alone: realigned, on the plan that splits them
+  // to fill the device.
   for (const auto& [rows, hidden] :
        std::vector<std::pair<int64_t, int64_t>>{{29, 17389}, {1, 17389}, {4, 17389}, {2, 65537}}) {
-    const LaunchConfig c = normkit::cuda::plan_fwd_realigned(rows, hidden, f);
+    const LaunchConfig c = realigned(rows, hidden);
     KernelFacts fill = f;
     fill.split_for_fill_elements = 0;
     const LaunchConfig filled = normkit::cuda::plan_fwd_registers(rows, hidden, 8, fill);
@@ -1814,17 +1817,23 @@ TEST(LaunchConfig, RealignsFewLongMisalignedRowsOnClustersThatFillTheDevice) {
     EXPECT_LE(c.items, normkit::cuda::kSmallItems);
   }
   // 29 x 17389: 5 CTAs of 128 threads per row (145 CTAs) instead of 2 of 512 (58).
-  EXPECT_EQ(normkit::cuda::plan_fwd_realigned(29, 17389, f).grid, 145);
+  EXPECT_EQ(realigned(29, 17389).grid, 145);
+  // Calls with a bias or a zero-centred weight (the general kernel form, slower there), the
+  // knob at 0, or the general form forced (NK_TUNE_REALIGN_WEIGHT_ONLY=0): element by element.
+  EXPECT_EQ(normkit::cuda::plan_fwd_realigned(29, 17389, f, /*weight_only_call=*/false).grid, 0);
+  KernelFacts off = f;
+  off.fwd_realign_clusters = 0;
+  EXPECT_EQ(normkit::cuda::plan_fwd_realigned(29, 17389, off, true).grid, 0);
+  KernelFacts general = f;
+  general.realign_weight_only = 0;
+  EXPECT_EQ(normkit::cuda::plan_fwd_realigned(29, 17389, general, true).grid, 0);
   // Rows one CTA holds stay element by element below 1M elements (the realigned kernels measured
   // slower there: 32 x 16383, 128 x 4095, 64 x 1001).
-  EXPECT_EQ(normkit::cuda::plan_fwd_realigned(32, 16383, f).grid, 0);
-  EXPECT_EQ(normkit::cuda::plan_fwd_realigned(128, 4095, f).grid, 0);
-  EXPECT_EQ(normkit::cuda::plan_fwd_realigned(64, 1001, f).grid, 0);
+  EXPECT_EQ(realigned(32, 16383).grid, 0);
+  EXPECT_EQ(realigned(128, 4095).grid, 0);
+  EXPECT_EQ(realigned(64, 1001).grid, 0);
   // From 1M elements the plan is the one without the fill rule, as before.
-  KernelFacts plain = f;
-  plain.fwd_realign_clusters = 0;
-  EXPECT_EQ(normkit::cuda::plan_fwd_realigned(61, 17389, f).grid,
-            normkit::cuda::plan_fwd_realigned(61, 17389, plain).grid);
+  EXPECT_EQ(realigned(61, 17389).grid, normkit::cuda::plan_fwd_realigned(61, 17389, off).grid);
 }
 
 // What RowChunk<VEC, true> assumes, checked by walking the kernel's own indexing: every row of

@@ -303,7 +303,7 @@ struct KernelFacts {
   // 8.35-8.46 -> 7.33-7.38 us, 1 x 17389 7.52-7.73 -> 7.10-7.20, 4 x 17389 8.19-8.35 ->
   // 6.93-7.36, 2 x 65537 9.33-9.44 -> 7.28-7.38 (bench/results/2026-11-28T1000-h200-realign-
   // pairs-first); the general kernel form (bias, zero-centred) 0.9-1.9 us slower than the
-  // weight-only one on these plans (T1020-h200-few-rows-normkit), so those calls stay element
+  // weight-only one on these plans (T1008-h200-few-rows-normkit), so those calls stay element
   // by element.
   int fwd_realign_clusters = 1;
   // ... and there, as a persistent grid whose slots hold rows of one head each

@@ -8,7 +8,7 @@
 # sanitize profile method ncu_method ring ncu_detail ncu_peer pending pending_python order_ncu carveout
 # after_gemm compile_gap weight_first fwd_sass_counts lean lean_waves launch rows
 # defaults39 lean_small wide_plain gap64mb lean_many harness_policy flush_demote gap_dram
-# weak_stores flush_retune fp32_wide fp32_split bwd_4096 fp32_mixed bwd_tail few_rows
+# weak_stores flush_retune fp32_wide fp32_split bwd_4096 fp32_mixed bwd_tail few_rows few_rows_ncu
 # (default: build test check bench)
 # BUILD=dir names the build tree (default build-device). (A tree built on the CPU machine cannot
 # travel instead: its binaries are over 64 MiB each.) `install` links that tree's libnormkit.a.
@@ -199,6 +199,15 @@ for step in "${steps[@]}"; do
       run few_rows_probe_build nvcc -O3 -arch=sm_90 -std=c++17 -Isrc -Iinclude -Ibench \
         bench/few_rows_probe.cu src/cuda/launch_config.cpp -o "$LOGS/few_rows_probe" &&
         run few_rows_probe "$LOGS/few_rows_probe"
+      rm -f "$LOGS/few_rows_probe" ;;
+    few_rows_ncu)  # ncu of the probe's kernel and normkit's realigned forward on one split of
+      # 29x17389 (bench/few_rows_probe.cu, FEW_ROWS_NCU=1): where the time between them goes
+      run few_rows_probe_build nvcc -O3 -arch=sm_90 -std=c++17 -Isrc -Iinclude -Ibench \
+        bench/few_rows_probe.cu src/cuda/launch_config.cpp -o "$LOGS/few_rows_probe" &&
+        run few_rows_ncu env FEW_ROWS_NCU=1 ncu --kernel-name regex:'split_rows|rms_norm_fwd_realigned' \
+          --section SpeedOfLight --section Occupancy --section LaunchStats \
+          --section WarpStateStats --section SchedulerStats --section InstructionStats \
+          --section MemoryWorkloadAnalysis "$LOGS/few_rows_probe"
       rm -f "$LOGS/few_rows_probe" ;;
     rows)  # a plain RMSNorm forward of many rows by CTA shape and L2 hints (bench/rows_probe.cu):
       # what torch.compile's one-warp programs reach at 16384x1024 that normkit does not

@@ -226,13 +226,15 @@ bool verify(const probe::Bf16Inputs& in, int rows, int hidden) {
 
 // normkit's realigned forward of rows x hidden (x, w, y of `in`; rows misaligned by an odd
 // hidden) on its plan under NK_TUNE_FWD_REALIGN_CLUSTERS=1, weight only or the general form.
+// untimed_launches > 0: that many launches (each after the flush) and the check, no timing.
 void normkit_realigned(probe::Probe& p, const probe::Bf16Inputs& in, int rows, int hidden,
-                       bool weight_only) {
+                       bool weight_only, int untimed_launches = 0) {
   namespace nc = normkit::cuda;
   nc::KernelFacts f;
   f.sm_count = p.sms;
   f.fwd_realign_clusters = 1;
-  const nc::LaunchConfig c = nc::plan_fwd_realigned(rows, hidden, f);
+  // (planned as a call of a weight alone, whichever kernel form runs on it)
+  const nc::LaunchConfig c = nc::plan_fwd_realigned(rows, hidden, f, /*weight_only_call=*/true);
   if (c.grid == 0) {
     std::printf("%5dx%-6d normkit: no realigned plan\n", rows, hidden);
     return;
@@ -271,9 +273,16 @@ void normkit_realigned(probe::Probe& p, const probe::Bf16Inputs& in, int rows, i
     check(cudaLaunchKernelEx(&config, kernel, fp), "normkit realigned launch");
   };
   check(cudaMemset(in.y, 0xff, size_t(rows) * hidden * 2), "poison");
-  call(nullptr);
+  for (int i = 0; i < std::max(untimed_launches, 1); ++i) {
+    if (untimed_launches > 0) p.flush_l2();
+    call(nullptr);
+  }
   check(cudaStreamSynchronize(p.stream), "first call");
   const bool ok = verify(in, rows, hidden);
+  if (untimed_launches > 0) {
+    std::printf("normkit kernel: %s: %s\n", c.describe().c_str(), ok ? "ok" : "WRONG");
+    return;
+  }
   const double us = p.time(call).first;
   std::printf("%5dx%-6d normkit %-11s %s: %.2f us | %s\n", rows, hidden,
               weight_only ? "weight-only" : "general", c.describe().c_str(), us,
@@ -282,10 +291,33 @@ void normkit_realigned(probe::Probe& p, const probe::Bf16Inputs& in, int rows, i
 
 }  // namespace
 
+// FEW_ROWS_NCU=1: only the probe's kernel and normkit's weight-only kernel at 29 x 17389 on one
+// split (5 CTAs of 128 threads x 4 vectors), three launches each, for ncu to compare
+// (bench/device.sh few_rows_ncu).
+void ncu_pair(probe::Probe& p, const probe::Bf16Inputs& in) {
+  constexpr int kRows = 29, kHidden = 17389, kCluster = 5, kItems = 4;
+  const long window_max = (kHidden + 7) / 8 + 1;
+  const int chunk = static_cast<int>((window_max + kCluster - 1) / kCluster);
+  const int threads = ((chunk + kItems - 1) / kItems + 31) / 32 * 32;
+  const Args a{in.x, in.w, in.y, kHidden, chunk, kCluster, 1.0f / kHidden};
+  for (int i = 0; i < 3; ++i) {
+    p.flush_l2();
+    launch(pick(kItems, true), kRows * kCluster, threads, kCluster, p.stream, a, p.span);
+  }
+  check(cudaStreamSynchronize(p.stream), "probe kernel");
+  std::printf("probe kernel: %d CTAs of %d threads, clusters of %d: %s\n", kRows * kCluster,
+              threads, kCluster, verify(in, kRows, kHidden) ? "ok" : "WRONG");
+  normkit_realigned(p, in, kRows, kHidden, true, 3);
+}
+
 int main() {
   probe::Probe p;
   const size_t max_elements = size_t{1} << 22;
   const probe::Bf16Inputs in(max_elements + 64, 262144 + 64);
+  if (const char* only = std::getenv("FEW_ROWS_NCU"); only && *only == '1') {
+    ncu_pair(p, in);
+    return 0;
+  }
   struct Case {
     int rows, hidden, cluster, items;
   };

@@ -15,9 +15,9 @@
 // element by element. Timed as `normkit bench` times (bench/probe_timing.cuh), with each call's
 // span (first CTA start to last CTA end).
 //
-// Beside them, normkit's own realigned forward (rms_norm_fwd_realigned, both forms) on the plan
-// that plan_fwd_realigned gives under NK_TUNE_FWD_REALIGN_CLUSTERS=1, its output checked the same
-// way: the kernel and split that the rule would take, in the same run as the probe's (build line
+// Beside them, normkit's own realigned forward (rms_norm_fwd_realigned, both forms, and
+// rms_norm_fwd_realigned_lean) on the plan that plan_fwd_realigned gives under
+// NK_TUNE_FWD_REALIGN_CLUSTERS=1 (and _LEAN=1), its output checked the same way: the kernel and split that the rule would take, in the same run as the probe's (build line
 // in bench/device.sh, step few_rows: this file with src/cuda/launch_config.cpp).
 #include <cooperative_groups.h>
 
@@ -30,6 +30,7 @@
 #include "cuda/launch_config.h"
 #include "cuda/reduce.cuh"
 #include "cuda/rms_norm_fwd_realigned.cuh"
+#include "cuda/rms_norm_fwd_realigned_lean.cuh"
 #include "probe_bf16.cuh"
 #include "probe_timing.cuh"
 
@@ -226,13 +227,18 @@ bool verify(const probe::Bf16Inputs& in, int rows, int hidden) {
 
 // normkit's realigned forward of rows x hidden (x, w, y of `in`; rows misaligned by an odd
 // hidden) on its plan under NK_TUNE_FWD_REALIGN_CLUSTERS=1, weight only or the general form.
+// normkit's kernel forms for a realigned plan: rms_norm_fwd_realigned for a weight alone or in
+// general, or rms_norm_fwd_realigned_lean (NK_TUNE_FWD_REALIGN_LEAN's).
+enum class Form { kWeightOnly, kGeneral, kLean };
+
 // untimed_launches > 0: that many launches (each after the flush) and the check, no timing.
 void normkit_realigned(probe::Probe& p, const probe::Bf16Inputs& in, int rows, int hidden,
-                       bool weight_only, int untimed_launches = 0) {
+                       Form form, int untimed_launches = 0) {
   namespace nc = normkit::cuda;
   nc::KernelFacts f;
   f.sm_count = p.sms;
   f.fwd_realign_clusters = 1;
+  f.fwd_realign_lean = form == Form::kLean ? 1 : 0;
   // (planned as a call of a weight alone, whichever kernel form runs on it)
   const nc::LaunchConfig c = nc::plan_fwd_realigned(rows, hidden, f, /*weight_only_call=*/true);
   if (c.grid == 0) {
@@ -254,8 +260,13 @@ void normkit_realigned(probe::Probe& p, const probe::Bf16Inputs& in, int rows, i
   fp.y_stride = hidden;
   using B = __nv_bfloat16;
   void (*kernel)(nc::FwdParams) =
-      weight_only ? nc::rms_norm_fwd_realigned<B, B, B, nc::kSmallItems, true>
-                  : nc::rms_norm_fwd_realigned<B, B, B, nc::kSmallItems, false>;
+      form == Form::kGeneral ? nc::rms_norm_fwd_realigned<B, B, B, nc::kSmallItems, false>
+                             : nc::rms_norm_fwd_realigned<B, B, B, nc::kSmallItems, true>;
+  if (form == Form::kLean && !c.realigned_lean) {
+    std::printf("%5dx%-6d normkit: no lean plan (%s)\n", rows, hidden, c.describe().c_str());
+    return;
+  }
+  const nc::RealignedLeanParams lean = nc::realigned_lean_params(fp);
   const auto call = [&](unsigned long long*) {
     cudaLaunchConfig_t config = {};
     cudaLaunchAttribute attr[1];
@@ -270,7 +281,13 @@ void normkit_realigned(probe::Probe& p, const probe::Bf16Inputs& in, int rows, i
       config.attrs = attr;
       config.numAttrs = 1;
     }
-    check(cudaLaunchKernelEx(&config, kernel, fp), "normkit realigned launch");
+    if (form == Form::kLean) {
+      check(cudaLaunchKernelEx(&config, nc::rms_norm_fwd_realigned_lean<B, B, B, nc::kSmallItems>,
+                               lean),
+            "normkit lean realigned launch");
+    } else {
+      check(cudaLaunchKernelEx(&config, kernel, fp), "normkit realigned launch");
+    }
   };
   check(cudaMemset(in.y, 0xff, size_t(rows) * hidden * 2), "poison");
   for (int i = 0; i < std::max(untimed_launches, 1); ++i) {
@@ -284,16 +301,18 @@ void normkit_realigned(probe::Probe& p, const probe::Bf16Inputs& in, int rows, i
     return;
   }
   const double us = p.time(call).first;
-  std::printf("%5dx%-6d normkit %-11s %s: %.2f us | %s\n", rows, hidden,
-              weight_only ? "weight-only" : "general", c.describe().c_str(), us,
-              ok ? "ok" : "WRONG");
+  const char* name = form == Form::kLean      ? "lean"
+                     : form == Form::kGeneral ? "general"
+                                              : "weight-only";
+  std::printf("%5dx%-6d normkit %-11s %s: %.2f us | %s\n", rows, hidden, name,
+              c.describe().c_str(), us, ok ? "ok" : "WRONG");
 }
 
 }  // namespace
 
-// FEW_ROWS_NCU=1: only the probe's kernel and normkit's weight-only kernel at 29 x 17389 on one
-// split (5 CTAs of 128 threads x 4 vectors), three launches each, for ncu to compare
-// (bench/device.sh few_rows_ncu).
+// FEW_ROWS_NCU=1: only the probe's kernel and normkit's weight-only and lean kernels at
+// 29 x 17389 on one split (5 CTAs of 128 threads x 4 vectors), three launches each, for ncu to
+// compare (bench/device.sh few_rows_ncu).
 void ncu_pair(probe::Probe& p, const probe::Bf16Inputs& in) {
   constexpr int kRows = 29, kHidden = 17389, kCluster = 5, kItems = 4;
   const long window_max = (kHidden + 7) / 8 + 1;
@@ -307,7 +326,8 @@ void ncu_pair(probe::Probe& p, const probe::Bf16Inputs& in) {
   check(cudaStreamSynchronize(p.stream), "probe kernel");
   std::printf("probe kernel: %d CTAs of %d threads, clusters of %d: %s\n", kRows * kCluster,
               threads, kCluster, verify(in, kRows, kHidden) ? "ok" : "WRONG");
-  normkit_realigned(p, in, kRows, kHidden, true, 3);
+  normkit_realigned(p, in, kRows, kHidden, Form::kWeightOnly, 3);
+  normkit_realigned(p, in, kRows, kHidden, Form::kLean, 3);
 }
 
 int main() {
@@ -368,8 +388,9 @@ int main() {
   for (int pass = 0; pass < 2; ++pass) {
     for (const auto& [rows, hidden] : std::vector<std::pair<int, int>>{
              {29, 17389}, {1, 17389}, {4, 17389}, {2, 65537}, {3, 40001}}) {
-      normkit_realigned(p, in, rows, hidden, true);
-      normkit_realigned(p, in, rows, hidden, false);
+      normkit_realigned(p, in, rows, hidden, Form::kWeightOnly);
+      normkit_realigned(p, in, rows, hidden, Form::kLean);
+      normkit_realigned(p, in, rows, hidden, Form::kGeneral);
     }
   }
   const Args none{in.x, in.w, in.y, 1, 1, 1, 1.f};

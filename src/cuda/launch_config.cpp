@@ -321,7 +321,7 @@ std::string LaunchConfig::describe() const {
                   " rows/block=" + std::to_string(rows_per_block) +
                   " items=" + std::to_string(items) + " cluster=" + std::to_string(cluster_size) +
                   " cols/cta=" + std::to_string(cols_per_cta) + " grid=" + std::to_string(grid);
-  if (realigned) s += realigned_slots ? " realigned-slots" : " realigned";
+  if (realigned) s += realigned_slots ? " realigned-slots" : realigned_lean ? " realigned-lean" : " realigned";
   if (rows_per_group > 1) s += " rows/group=" + std::to_string(rows_per_group);
   if (register_bound) s += " registers<=" + std::to_string(register_bound);
   if (weight_first) s += lean ? " weight-with-x lean" : " weight-with-x";
@@ -397,7 +397,15 @@ LaunchConfig plan_fwd_realigned(int64_t rows, int64_t hidden, const KernelFacts&
   }
   c.realigned = true;
   c.weight_only_kernels = facts.realign_weight_only != 0;
+  c.realigned_lean = facts.fwd_realign_lean != 0 && weight_only_call && c.weight_only_kernels &&
+                     c.cluster_size > 1 && realigned_lean_covers(c, hidden);
   return c;
+}
+
+bool realigned_lean_covers(const LaunchConfig& c, int64_t hidden) {
+  constexpr int64_t kVec = 8;
+  return c.rows_per_block == 1 &&
+         int64_t(c.threads_per_row) * c.items * c.cluster_size >= ceil_div(hidden, kVec) + 1;
 }
 
 bool bwd_lean_plan(const LaunchConfig& c, int64_t hidden, const KernelFacts& facts) {

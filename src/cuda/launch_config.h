@@ -306,6 +306,13 @@ struct KernelFacts {
   // weight-only one on these plans (T1008-h200-few-rows-normkit), so those calls stay element
   // by element.
   int fwd_realign_clusters = 1;
+  // ... those realigned cluster plans of calls of a weight alone on rms_norm_fwd_realigned_lean
+  // (each row read as the aligned vectors that overlap it, no head thread, 32-bit offsets, a
+  // 64-byte parameter block: fewer instructions, as bench/few_rows_probe.cu's kernel, which ran
+  // 0.85 us shorter than rms_norm_fwd_realigned on one split of 29 x 17389 under ncu) where the
+  // cluster's threads cover the row's aligned vectors (realigned_lean_covers)
+  // (NK_TUNE_FWD_REALIGN_LEAN). Prepared in the forty-ninth session, not yet run on a GPU: 0.
+  int fwd_realign_lean = 0;
   // ... and there, as a persistent grid whose slots hold rows of one head each
   // (plan_fwd_realigned_slots, rms_norm_fwd_realigned_slots: the weight and bias shifted once
   // per slot) where one CTA holds the row (NK_TUNE_FWD_REALIGN_SLOTS; 0: the realigned kernel
@@ -817,6 +824,8 @@ struct LaunchConfig {
   // Forward registers/cluster plans of 8-element vectors over rows misaligned for them: each
   // row's body from its first 16-byte boundary (rms_norm_fwd_realigned).
   bool realigned = false;
+  // ... on rms_norm_fwd_realigned_lean (KernelFacts::fwd_realign_lean; calls of a weight alone).
+  bool realigned_lean = false;
   // Quantized forward: KernelFacts::quant_weight_first (printed only when not 0).
   int quant_weight_first = 0;
   // Quantized forward: KernelFacts::quant_amax_per_warp.
@@ -1010,6 +1019,10 @@ KernelFacts plain_fwd_facts(const KernelFacts& facts, size_t x_bytes);
 // (weight_only_call: no bias, not zero-centred), whose kernel form is the one measured faster.
 LaunchConfig plan_fwd_realigned(int64_t rows, int64_t hidden, const KernelFacts& facts,
                                 bool weight_only_call = false);
+// Whether a realigned cluster plan's threads cover every 16-byte aligned vector that a row of
+// `hidden` 16-bit elements overlaps, wherever it starts (ceil(hidden / 8) + 1 of them), as
+// rms_norm_fwd_realigned_lean needs.
+bool realigned_lean_covers(const LaunchConfig& c, int64_t hidden);
 // staged_bytes_per_col: bytes per column of one row that the pipelined backward copies into
 // shared memory (x, dy and dresidual_out); 0 when the operands don't allow cp.async (accesses
 // under 4 bytes). The pipelined plan is taken when hidden is a multiple of vec, a row group

@@ -8,6 +8,7 @@
 #include "cuda/rms_norm_fwd_lean.cuh"
 #include "cuda/rms_norm_fwd_pipelined.cuh"
 #include "cuda/rms_norm_fwd_realigned.cuh"
+#include "cuda/rms_norm_fwd_realigned_lean.cuh"
 #include "cuda/rms_norm_fwd_realigned_slots.cuh"
 
 namespace normkit::cuda {
@@ -126,6 +127,12 @@ void launch_fwd(const nk_rms_norm_fwd_args& a, const LaunchConfig& cfg, cudaStre
     if constexpr (sizeof(XT) == 2 && sizeof(WT) == 2 && sizeof(YT) == 2) {
       if (cfg.items > kSmallItems) {
         throw Error(NK_ERROR_INTERNAL, "rms_norm_fwd: realigned plan with items > 4");
+      }
+      if (cfg.realigned_lean && realigned_weight_only(a, cfg)) {
+        launch(rms_norm_fwd_realigned_lean<XT, WT, YT, kSmallItems>, cfg.grid,
+               dim3(cfg.threads_per_row), {cfg.cluster_size}, stream,
+               "rms_norm_fwd (realigned, lean)", 0, realigned_lean_params(p));
+        return;
       }
       launch(realigned_weight_only(a, cfg) ? rms_norm_fwd_realigned<XT, WT, YT, kSmallItems, true>
                                            : rms_norm_fwd_realigned<XT, WT, YT, kSmallItems, false>,

@@ -1836,6 +1836,38 @@ TEST(LaunchConfig, RealignsFewLongMisalignedRowsOnClustersThatFillTheDevice) {
   EXPECT_EQ(realigned(61, 17389).grid, normkit::cuda::plan_fwd_realigned(61, 17389, off).grid);
 }
 
+TEST(LaunchConfig, RealignedLeanKernelOnlyWhereItsThreadsCoverTheRowsWindow) {
+  KernelFacts f;
+  f.sm_count = 132;
+  EXPECT_EQ(f.fwd_realign_lean, 0);  // prepared, not the default
+  EXPECT_FALSE(normkit::cuda::plan_fwd_realigned(29, 17389, f, true).realigned_lean);
+  f.fwd_realign_lean = 1;
+  for (const auto& [rows, hidden] : std::vector<std::pair<int64_t, int64_t>>{
+           {29, 17389}, {1, 17389}, {4, 17389}, {2, 65537}, {3, 40001}, {61, 17389}}) {
+    const LaunchConfig c = normkit::cuda::plan_fwd_realigned(rows, hidden, f, true);
+    SCOPED_TRACE(c.describe());
+    ASSERT_GT(c.grid, 0);
+    EXPECT_TRUE(c.realigned_lean);
+    // Every aligned vector a row overlaps (ceil(hidden / 8) + 1 at most) has a thread.
+    EXPECT_GE(int64_t(c.threads_per_row) * c.items * c.cluster_size, (hidden + 7) / 8 + 1);
+    EXPECT_NE(c.describe().find("realigned-lean"), std::string::npos);
+    // Not for calls with a bias or a zero-centred weight, nor with the general kernels forced.
+    EXPECT_FALSE(normkit::cuda::plan_fwd_realigned(rows, hidden, f, false).realigned_lean);
+    KernelFacts general = f;
+    general.realign_weight_only = 0;
+    EXPECT_FALSE(normkit::cuda::plan_fwd_realigned(rows, hidden, general, true).realigned_lean);
+  }
+  // Not for rows one CTA holds (one row per CTA: no cluster), nor where the cluster's threads
+  // fall one vector short of the window.
+  EXPECT_FALSE(normkit::cuda::plan_fwd_realigned(4096, 4095, f, true).realigned_lean);
+  LaunchConfig exact;
+  exact.threads_per_row = 128;
+  exact.items = 4;
+  exact.cluster_size = 4;  // 2048 vectors
+  EXPECT_TRUE(normkit::cuda::realigned_lean_covers(exact, 2047 * 8));
+  EXPECT_FALSE(normkit::cuda::realigned_lean_covers(exact, 2048 * 8 - 1));
+}
+
 // What RowChunk<VEC, true> assumes, checked by walking the kernel's own indexing: every row of
 // every CTA is a real row, and every vector below `items` of every thread is whole and inside
 // its CTA's chunk, the chunks covering the row once.

@@ -1,0 +1,175 @@
+// The realigned forward with fewer instructions, for calls of a weight alone (16-bit x, weight
+// and y; no bias, not zero-centred, no residual) on rows that a cluster splits. Why: at
+// 29 x 17389 rms_norm_fwd_realigned executes 30% more instructions than a plain kernel of the
+// same split (bench/few_rows_probe.cu) at the same cycles per instruction, and takes 0.85 us
+// longer (ncu, forty-ninth session): on a few CTAs per SM nothing hides a warp's own chain.
+//
+// Each row is read as the 16-byte aligned vectors that overlap it (its "window"): vector j
+// covers the row's elements 8j - s .. 8j - s + 7, where s is how far into its 16-byte block the
+// row starts. Vector 0 is loaded whole and its first s lanes (the previous row's, or bytes of
+// the same allocation before the tensor) masked; the last is loaded up to the row's end, so no
+// load passes the tensor. Interior vectors are stored whole, the two end vectors lane by lane.
+// The weight of vector j is the two aligned weight vectors j - 1 and j shifted by 8 - s lanes,
+// loaded with x and shifted after the row sum (a switch on s, uniform over the CTA). No head
+// thread, 32-bit column offsets, the small parameter block below.
+//
+// The sum of squares and the scaling are fwd_registers_row's (x * rstd * w per element); the
+// split of the row among threads differs from the other forward kernels', so the last bits of
+// rstd may differ from theirs (deterministic for a given plan, as every kernel here).
+#pragma once
+
+#include "cuda/element.cuh"
+#include "cuda/kernel_params.h"
+#include "cuda/reduce.cuh"
+#include "cuda/rms_norm_fwd_kernels.cuh"  // sum_of_squares, cta_row_sum
+
+namespace normkit::cuda {
+
+// What rms_norm_fwd_realigned_lean reads (64 bytes against FwdParams' 230 or so).
+struct RealignedLeanParams {
+  const void* x;
+  const void* weight;
+  void* y;
+  float* rstd;  // may be null
+  int64_t x_stride;
+  int64_t y_stride;
+  int hidden;
+  int items;  // vectors per thread
+  float inv_hidden;
+  float eps;
+};
+
+// The parameters of a realigned plan's call (the launcher's FwdParams) for the lean kernel.
+inline RealignedLeanParams realigned_lean_params(const FwdParams& p) {
+  RealignedLeanParams lean;
+  lean.x = p.x;
+  lean.weight = p.weight;
+  lean.y = p.y;
+  lean.rstd = p.rstd;
+  lean.x_stride = p.x_stride;
+  lean.y_stride = p.y_stride;
+  lean.hidden = static_cast<int>(p.shape.hidden);
+  lean.items = p.shape.items;
+  lean.inv_hidden = p.shape.inv_hidden;
+  lean.eps = p.eps;
+  return lean;
+}
+
+// Lanes from .. from + 7 of the 16 lanes (a, b), from in 1..7 (uniform: each case is
+// straight code, where shift_halfwords selects among words at run time).
+template <typename T>
+__device__ __forceinline__ Lanes<T, 8> lanes_from(const Lanes<T, 8>& a, const Lanes<T, 8>& b,
+                                                  int from) {
+  const unsigned w[8] = {a.lane[0], a.lane[1], a.lane[2], a.lane[3],
+                         b.lane[0], b.lane[1], b.lane[2], b.lane[3]};
+  Lanes<T, 8> out;
+  switch (from) {
+#define NK_LANES_FROM(F)                                                                        \
+  case F:                                                                                       \
+    _Pragma("unroll") for (int m = 0; m < 4; ++m) {                                              \
+      out.lane[m] = (F) % 2 == 0 ? w[m + (F) / 2] : __funnelshift_r(w[m + (F) / 2],             \
+                                                                    w[m + (F) / 2 + 1], 16);     \
+    }                                                                                           \
+    break;
+    NK_LANES_FROM(1)
+    NK_LANES_FROM(2)
+    NK_LANES_FROM(3)
+    NK_LANES_FROM(4)
+    NK_LANES_FROM(5)
+    NK_LANES_FROM(6)
+    NK_LANES_FROM(7)
+#undef NK_LANES_FROM
+    default:
+      out = b;
+  }
+  return out;
+}
+
+// Lanes k of v below `first` zeroed (first in 0..7).
+template <typename T>
+__device__ __forceinline__ Lanes<T, 8> zero_below(Lanes<T, 8> v, int first) {
+#pragma unroll
+  for (int k = 0; k < 8; ++k) {
+    if (k < first) v.set(k, from_float<T>(0.0f));
+  }
+  return v;
+}
+
+// blockDim.x threads per CTA, a cluster of gridDim.x / rows CTAs per row (1 allowed), CTA rank
+// r covering window vectors r * blockDim.x * items .. + blockDim.x * items (the planner makes
+// the cluster cover the window: realigned_lean_covers).
+template <typename XT, typename WT, typename YT, int IMAX>
+__global__ void __launch_bounds__(512) rms_norm_fwd_realigned_lean(RealignedLeanParams p) {
+  constexpr int VEC = 8;
+  static_assert(sizeof(XT) == 2 && sizeof(WT) == 2 && sizeof(YT) == 2, "16-bit types only");
+  __shared__ float scratch[kMaxWarps];
+  __shared__ ClusterPush cluster_push;
+  unsigned ranks = 1, rank = 0;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  ranks = cooperative_groups::this_cluster().num_blocks();
+  rank = cooperative_groups::this_cluster().block_rank();
+#endif
+  if (ranks > 1) cluster_push_init(cluster_push);
+  const int64_t row = blockIdx.x / ranks;
+  const XT* x_row = static_cast<const XT*>(p.x) + row * p.x_stride;
+  const int s = static_cast<int>(reinterpret_cast<uintptr_t>(x_row) % 16) / 2;
+  const XT* xw = x_row - s;  // 16-byte aligned
+  const WT* weight = static_cast<const WT*>(p.weight);
+  const int nvec = (s + p.hidden + VEC - 1) / VEC;  // window vectors
+  const int first = static_cast<int>(rank) * static_cast<int>(blockDim.x) * p.items +
+                    static_cast<int>(threadIdx.x);
+  auto index = [&](int i) { return first + i * static_cast<int>(blockDim.x); };
+  auto active = [&](int i) { return i < p.items && index(i) < nvec; };
+
+  Lanes<XT, VEC> xs[IMAX];
+  Lanes<WT, VEC> wa[IMAX], wb[IMAX];  // weight vectors j - 1 and j, shifted after the sum
+#pragma unroll
+  for (int i = 0; i < IMAX; ++i) {
+    const int j = index(i);
+    xs[i] = Lanes<XT, VEC>{};
+    wa[i] = wb[i] = Lanes<WT, VEC>{};
+    if (active(i)) {
+      if (j < nvec - 1) {
+        xs[i].load(xw + j * VEC);
+      } else {
+        xs[i] = load_lanes_upto<XT, VEC>(xw + j * VEC, s + p.hidden - j * VEC);
+      }
+      const int col = j * VEC;  // weight column of lane s
+      if (col < p.hidden) wb[i] = load_readonly_lanes_upto<WT, VEC>(weight + col, p.hidden - col);
+      if (s != 0 && j > 0) {
+        wa[i] = load_readonly_lanes_upto<WT, VEC>(weight + col - VEC, p.hidden - col + VEC);
+      }
+    }
+  }
+  if (first == 0 && s != 0) xs[0] = zero_below(xs[0], s);  // the window's first vector
+
+  float sum_sq = sum_of_squares(xs);
+  sum_sq = cta_row_sum(sum_sq, scratch);
+  if (ranks > 1) sum_sq = cluster_push_sum(sum_sq, cluster_push);
+  const float rstd = 1.0f / sqrtf(sum_sq * p.inv_hidden + p.eps);
+  if (p.rstd && first == 0) p.rstd[row] = rstd;
+
+  YT* yw = static_cast<YT*>(p.y) + row * p.y_stride - s;
+  const int last_lanes = s + p.hidden - (nvec - 1) * VEC;  // of the last vector, 1..8
+#pragma unroll
+  for (int i = 0; i < IMAX; ++i) {
+    if (!active(i)) continue;
+    const int j = index(i);
+    const Lanes<WT, VEC> w = s == 0 ? wb[i] : lanes_from(wa[i], wb[i], VEC - s);
+    float out[VEC];
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) out[k] = xs[i].get_float(k) * rstd * w.get_float(k);
+    YT* to = yw + j * VEC;
+    if ((j > 0 || s == 0) && j < nvec - 1) {
+      store_vec<YT, VEC>(to, out);
+    } else {
+      const int lo = j == 0 ? s : 0, hi = j == nvec - 1 ? last_lanes : VEC;
+#pragma unroll
+      for (int k = 0; k < VEC; ++k) {
+        if (k >= lo && k < hi) to[k] = from_float<YT>(out[k]);
+      }
+    }
+  }
+}
+
+}  // namespace normkit::cuda

@@ -308,7 +308,7 @@ struct KernelFacts {
   int fwd_realign_clusters = 1;
   // ... those realigned cluster plans of calls of a weight alone on rms_norm_fwd_realigned_lean
   // (each row read as the aligned vectors that overlap it, no head thread, 32-bit offsets, a
-  // 64-byte parameter block: fewer instructions, as bench/few_rows_probe.cu's kernel, which ran
+  // 72-byte parameter block: fewer instructions, as bench/few_rows_probe.cu's kernel, which ran
   // 0.85 us shorter than rms_norm_fwd_realigned on one split of 29 x 17389 under ncu) where the
   // cluster's threads cover the row's aligned vectors (realigned_lean_covers)
   // (NK_TUNE_FWD_REALIGN_LEAN). Prepared in the forty-ninth session, not yet run on a GPU: 0.

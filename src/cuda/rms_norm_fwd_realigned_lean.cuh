@@ -25,34 +25,17 @@
 
 namespace normkit::cuda {
 
-// What rms_norm_fwd_realigned_lean reads (64 bytes against FwdParams' 230 or so).
+// What rms_norm_fwd_realigned_lean reads (72 bytes against FwdParams' 230 or so): the lean
+// forward's block, the row's length and the plan's vectors per thread.
 struct RealignedLeanParams {
-  const void* x;
-  const void* weight;
-  void* y;
-  float* rstd;  // may be null
-  int64_t x_stride;
-  int64_t y_stride;
+  LeanFwdParams row;
   int hidden;
-  int items;  // vectors per thread
-  float inv_hidden;
-  float eps;
+  int items;
 };
 
 // The parameters of a realigned plan's call (the launcher's FwdParams) for the lean kernel.
 inline RealignedLeanParams realigned_lean_params(const FwdParams& p) {
-  RealignedLeanParams lean;
-  lean.x = p.x;
-  lean.weight = p.weight;
-  lean.y = p.y;
-  lean.rstd = p.rstd;
-  lean.x_stride = p.x_stride;
-  lean.y_stride = p.y_stride;
-  lean.hidden = static_cast<int>(p.shape.hidden);
-  lean.items = p.shape.items;
-  lean.inv_hidden = p.shape.inv_hidden;
-  lean.eps = p.eps;
-  return lean;
+  return RealignedLeanParams{lean_fwd_params(p), static_cast<int>(p.shape.hidden), p.shape.items};
 }
 
 // Lanes from .. from + 7 of the 16 lanes (a, b), from in 1..7 (uniform: each case is
@@ -99,7 +82,8 @@ __device__ __forceinline__ Lanes<T, 8> zero_below(Lanes<T, 8> v, int first) {
 // r covering window vectors r * blockDim.x * items .. + blockDim.x * items (the planner makes
 // the cluster cover the window: realigned_lean_covers).
 template <typename XT, typename WT, typename YT, int IMAX>
-__global__ void __launch_bounds__(512) rms_norm_fwd_realigned_lean(RealignedLeanParams p) {
+__global__ void __launch_bounds__(512) rms_norm_fwd_realigned_lean(RealignedLeanParams q) {
+  const LeanFwdParams& p = q.row;
   constexpr int VEC = 8;
   static_assert(sizeof(XT) == 2 && sizeof(WT) == 2 && sizeof(YT) == 2, "16-bit types only");
   __shared__ float scratch[kMaxWarps];
@@ -115,11 +99,11 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_realigned_lean(RealignedLean
   const int s = static_cast<int>(reinterpret_cast<uintptr_t>(x_row) % 16) / 2;
   const XT* xw = x_row - s;  // 16-byte aligned
   const WT* weight = static_cast<const WT*>(p.weight);
-  const int nvec = (s + p.hidden + VEC - 1) / VEC;  // window vectors
-  const int first = static_cast<int>(rank) * static_cast<int>(blockDim.x) * p.items +
+  const int nvec = (s + q.hidden + VEC - 1) / VEC;  // window vectors
+  const int first = static_cast<int>(rank) * static_cast<int>(blockDim.x) * q.items +
                     static_cast<int>(threadIdx.x);
   auto index = [&](int i) { return first + i * static_cast<int>(blockDim.x); };
-  auto active = [&](int i) { return i < p.items && index(i) < nvec; };
+  auto active = [&](int i) { return i < q.items && index(i) < nvec; };
 
   Lanes<XT, VEC> xs[IMAX];
   Lanes<WT, VEC> wa[IMAX], wb[IMAX];  // weight vectors j - 1 and j, shifted after the sum
@@ -132,12 +116,12 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_realigned_lean(RealignedLean
       if (j < nvec - 1) {
         xs[i].load(xw + j * VEC);
       } else {
-        xs[i] = load_lanes_upto<XT, VEC>(xw + j * VEC, s + p.hidden - j * VEC);
+        xs[i] = load_lanes_upto<XT, VEC>(xw + j * VEC, s + q.hidden - j * VEC);
       }
       const int col = j * VEC;  // weight column of lane s
-      if (col < p.hidden) wb[i] = load_readonly_lanes_upto<WT, VEC>(weight + col, p.hidden - col);
+      if (col < q.hidden) wb[i] = load_readonly_lanes_upto<WT, VEC>(weight + col, q.hidden - col);
       if (s != 0 && j > 0) {
-        wa[i] = load_readonly_lanes_upto<WT, VEC>(weight + col - VEC, p.hidden - col + VEC);
+        wa[i] = load_readonly_lanes_upto<WT, VEC>(weight + col - VEC, q.hidden - col + VEC);
       }
     }
   }
@@ -150,7 +134,7 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_realigned_lean(RealignedLean
   if (p.rstd && first == 0) p.rstd[row] = rstd;
 
   YT* yw = static_cast<YT*>(p.y) + row * p.y_stride - s;
-  const int last_lanes = s + p.hidden - (nvec - 1) * VEC;  // of the last vector, 1..8
+  const int last_lanes = s + q.hidden - (nvec - 1) * VEC;  // of the last vector, 1..8
 #pragma unroll
   for (int i = 0; i < IMAX; ++i) {
     if (!active(i)) continue;

@@ -377,7 +377,7 @@ TEST_P(FwdLayouts, RowsMisalignedAlikeForXAndY) {
 // Few rows misaligned alike, each longer than one CTA holds (16K+ columns), under 1M elements:
 // in calls of a weight alone the realigned kernel on clusters that fill the device, else (and
 // under NK_TUNE_FWD_REALIGN_CLUSTERS=0, ctest entry fwd_realign_few_rows_element_wise) element by
-// element; every head offset, with a bias, a zero-centred weight, and in place.
+// element; every head offset, with a bias, a zero-centred weight, in place, and padded strides.
 TEST_P(FwdLayouts, FewLongRowsMisalignedAlike) {
   NK_SKIP_IF_UNAVAILABLE(GetParam());
   Rng rng;
@@ -395,6 +395,11 @@ TEST_P(FwdLayouts, FewLongRowsMisalignedAlike) {
         test_fwd_case(GetParam(), c, rng);
       }
     }
+    FwdCase padded = layout_case(d, d, d, 5, 17389);  // row strides of 17389 + 3, a weight alone
+    padded.residual = padded.bias = false;
+    padded.x_pad = padded.y_pad = 3;
+    padded.x_offset = padded.y_offset = 5;
+    test_fwd_case(GetParam(), padded, rng);
   }
 }
 

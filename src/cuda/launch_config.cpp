@@ -321,7 +321,9 @@ std::string LaunchConfig::describe() const {
                   " rows/block=" + std::to_string(rows_per_block) +
                   " items=" + std::to_string(items) + " cluster=" + std::to_string(cluster_size) +
                   " cols/cta=" + std::to_string(cols_per_cta) + " grid=" + std::to_string(grid);
-  if (realigned) s += realigned_slots ? " realigned-slots" : realigned_lean ? " realigned-lean" : " realigned";
+  if (realigned) {
+    s += realigned_slots ? " realigned-slots" : realigned_lean ? " realigned-lean" : " realigned";
+  }
   if (rows_per_group > 1) s += " rows/group=" + std::to_string(rows_per_group);
   if (register_bound) s += " registers<=" + std::to_string(register_bound);
   if (weight_first) s += lean ? " weight-with-x lean" : " weight-with-x";

@@ -70,8 +70,9 @@ __device__ __forceinline__ Lanes<T, kRealignVec> shifted(const ShiftedPair<T>& s
   return out;
 }
 
-// Elements col .. col + 7 of v, loaded and shifted at once (load_pair, then shifted): for a
-// kernel that cannot hold the pairs (the backward's slots kernel held to 64 registers).
+// Elements col .. col + 7 of v, loaded and shifted at once: for a kernel that cannot hold the
+// pairs (the backward's slots kernel held to 64 registers). The same as shifted(load_pair(v,
+// col, n), col), written out: composed, ptxas spills 8 bytes in that kernel (sm_90, CUDA 13.0).
 template <typename T>
 __device__ __forceinline__ Lanes<T, kRealignVec> load_shifted(const T* v, int64_t col, int64_t n) {
   const int shift = static_cast<int>(col % kRealignVec);

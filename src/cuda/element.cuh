@@ -167,6 +167,8 @@ struct Lanes {
       return from_bits<T>((lane[k / 2] >> (16 * (k % 2))) & 0xffffu);
     }
   }
+  // Builds a vector in lane order: setting an even 16-bit lane overwrites its whole word (the odd
+  // lane above it too), setting an odd one ORs into it. Not for changing one lane of a vector.
   __device__ __forceinline__ void set(int k, T v) {
     if constexpr (sizeof(T) == 4) {
       lane[k] = bits_of(v);

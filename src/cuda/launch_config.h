@@ -306,6 +306,19 @@ struct KernelFacts {
   // weight-only one on these plans (T1008-h200-few-rows-normkit), so those calls stay element
   // by element.
   int fwd_realign_clusters = 1;
+  // ... and 64 rows or more that one CTA holds, in calls of a weight alone, on the realigned
+  // kernel of one row per CTA from this many elements where they are longer than 2048 columns
+  // (which the element-by-element kernel splits over a cluster;
+  // NK_TUNE_FWD_REALIGN_LONG_ROWS_MIN_ELEMENTS), from this many where they are not
+  // (NK_TUNE_FWD_REALIGN_SHORT_ROWS_MIN_ELEMENTS).
+  // Measured (fiftieth session, H200, twice each; the slots kernel slower than this on each):
+  // element by element -> realigned, 96 x 4095 7.54 -> 7.28 us, 160 x 4095 8.37 -> 7.58,
+  // 64 x 8191 8.30 -> 7.55, 128 x 8191 11.24 -> 8.00, 200 x 3001 9.85 -> 7.25, 256 x 4095
+  // 10.53 -> 7.81, 384 x 2047 7.89 -> 7.68, 1024 x 1001 8.95 -> 7.71, 512 x 2047 9.4 -> 7.7;
+  // but 64 x 4095 6.93 -> 7.18, 256 x 2047 7.12 -> 7.33, 512 x 1001 6.93 -> 7.33, 64 x 1001
+  // 5.6 -> 6.9 (bench/results/2026-11-28T1136-h200-realign-rows-below-1m).
+  int64_t fwd_realign_long_rows_min_elements = int64_t(360) << 10;
+  int64_t fwd_realign_short_rows_min_elements = int64_t(720) << 10;
   // ... those realigned cluster plans of calls of a weight alone on rms_norm_fwd_realigned_lean
   // (each row read as the aligned vectors that overlap it, no head thread, 32-bit offsets, a
   // 72-byte parameter block: fewer instructions, as bench/few_rows_probe.cu's kernel, which ran
@@ -1015,8 +1028,11 @@ KernelFacts plain_fwd_facts(const KernelFacts& facts, size_t x_bytes);
 // realigned; grid 0 where that plan would stream or hold more than kSmallItems vectors per
 // thread (weight and bias lanes beside x's would spill), for rows under 2 vectors, and under
 // facts.fwd_realign_min_elements elements but where facts.fwd_realign_clusters takes rows that
-// plan splits over a cluster (then split to fill the device): calls of a weight alone
-// (weight_only_call: no bias, not zero-centred), whose kernel form is the one measured faster.
+// plan splits over a cluster (then split to fill the device) or 64 rows or more that one CTA
+// holds reach fwd_realign_long_rows_min_elements (past 2048 columns) or
+// fwd_realign_short_rows_min_elements:
+// calls of a weight alone (weight_only_call: no bias, not zero-centred), whose kernel form is
+// the one measured faster.
 LaunchConfig plan_fwd_realigned(int64_t rows, int64_t hidden, const KernelFacts& facts,
                                 bool weight_only_call = false);
 // Whether a realigned cluster plan's threads cover every 16-byte aligned vector that a row of

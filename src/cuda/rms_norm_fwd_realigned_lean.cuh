@@ -68,12 +68,15 @@ __device__ __forceinline__ Lanes<T, 8> lanes_from(const Lanes<T, 8>& a, const La
   return out;
 }
 
-// Lanes k of v below `first` zeroed (first in 0..7).
+// Lanes k of v below `first` zeroed (first in 0..7), by masks on the 32-bit words (Lanes::set
+// builds a vector in order: setting an even lane overwrites its odd neighbour).
 template <typename T>
 __device__ __forceinline__ Lanes<T, 8> zero_below(Lanes<T, 8> v, int first) {
 #pragma unroll
-  for (int k = 0; k < 8; ++k) {
-    if (k < first) v.set(k, from_float<T>(0.0f));
+  for (int m = 0; m < 4; ++m) {
+    const unsigned keep =
+        (2 * m >= first ? 0x0000ffffu : 0u) | (2 * m + 1 >= first ? 0xffff0000u : 0u);
+    v.lane[m] &= keep;
   }
   return v;
 }

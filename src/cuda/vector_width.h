@@ -137,6 +137,10 @@ inline const KernelFacts& tuned_defaults() {
         count_knob("NK_TUNE_FWD_REALIGN_MIN_ELEMENTS", k.fwd_realign_min_elements);
     k.fwd_realign_clusters =
         tuning_knob("NK_TUNE_FWD_REALIGN_CLUSTERS", k.fwd_realign_clusters, 0, 1);
+    k.fwd_realign_long_rows_min_elements = count_knob(
+        "NK_TUNE_FWD_REALIGN_LONG_ROWS_MIN_ELEMENTS", k.fwd_realign_long_rows_min_elements);
+    k.fwd_realign_short_rows_min_elements = count_knob(
+        "NK_TUNE_FWD_REALIGN_SHORT_ROWS_MIN_ELEMENTS", k.fwd_realign_short_rows_min_elements);
     k.fwd_realign_lean = tuning_knob("NK_TUNE_FWD_REALIGN_LEAN", k.fwd_realign_lean, 0, 1);
     k.bwd_columns_max_elements =
         count_knob("NK_TUNE_BWD_COLUMNS_MAX_ELEMENTS", k.bwd_columns_max_elements);

@@ -374,16 +374,14 @@ TEST_P(FwdLayouts, RowsMisalignedAlikeForXAndY) {
   }
 }
 
-// Few rows misaligned alike, each longer than one CTA holds (16K+ columns), under 1M elements:
-// in calls of a weight alone the realigned kernel on clusters that fill the device, else (and
-// under NK_TUNE_FWD_REALIGN_CLUSTERS=0, ctest entry fwd_realign_few_rows_element_wise) element by
-// element; every head offset, with a bias, a zero-centred weight, in place, and padded strides.
-TEST_P(FwdLayouts, FewLongRowsMisalignedAlike) {
-  NK_SKIP_IF_UNAVAILABLE(GetParam());
-  Rng rng;
+// Rows misaligned alike for x and y, for each 16-bit dtype and shape: every head offset, with
+// a bias, a zero-centred weight, in place; then `padded_rows` rows of padded strides (+3), a
+// weight alone.
+void test_rows_misaligned_alike(nk_backend backend,
+                                const std::vector<std::pair<int64_t, int64_t>>& shapes,
+                                int64_t padded_rows, int64_t padded_hidden, Rng& rng) {
   for (nk_dtype d : {NK_BFLOAT16, NK_FLOAT16}) {
-    for (const auto& [rows, hidden] : std::vector<std::pair<int64_t, int64_t>>{
-             {1, 17389}, {4, 17389}, {29, 17389}, {2, 65537}, {3, 40001}}) {
+    for (const auto& [rows, hidden] : shapes) {
       for (int64_t offset : {0, 1, 2, 3, 5, 6, 7}) {
         FwdCase c = layout_case(d, d, d, rows, hidden);
         c.residual = false;
@@ -392,15 +390,38 @@ TEST_P(FwdLayouts, FewLongRowsMisalignedAlike) {
         c.y_is_x = offset == 6;
         c.x_offset = offset;
         if (!c.y_is_x) c.y_offset = offset;
-        test_fwd_case(GetParam(), c, rng);
+        test_fwd_case(backend, c, rng);
       }
     }
-    FwdCase padded = layout_case(d, d, d, 5, 17389);  // row strides of 17389 + 3, a weight alone
+    FwdCase padded = layout_case(d, d, d, padded_rows, padded_hidden);
     padded.residual = padded.bias = false;
     padded.x_pad = padded.y_pad = 3;
     padded.x_offset = padded.y_offset = 5;
-    test_fwd_case(GetParam(), padded, rng);
+    test_fwd_case(backend, padded, rng);
   }
+}
+
+// Few rows misaligned alike, each longer than one CTA holds (16K+ columns), under 1M elements:
+// in calls of a weight alone the realigned kernel on clusters that fill the device, else (and
+// under NK_TUNE_FWD_REALIGN_CLUSTERS=0, ctest entry fwd_realign_few_rows_element_wise) element by
+// element.
+TEST_P(FwdLayouts, FewLongRowsMisalignedAlike) {
+  NK_SKIP_IF_UNAVAILABLE(GetParam());
+  Rng rng;
+  test_rows_misaligned_alike(GetParam(),
+                             {{1, 17389}, {4, 17389}, {29, 17389}, {2, 65537}, {3, 40001}}, 5,
+                             17389, rng);
+}
+
+// 64 rows or more misaligned alike that one CTA holds, under 1M elements but past the
+// thresholds of KernelFacts::fwd_realign_long_rows_min_elements and _short_: in calls of a
+// weight alone the realigned kernel of one row per CTA, else element by element.
+TEST_P(FwdLayouts, RowsOneCtaHoldsMisalignedAlike) {
+  NK_SKIP_IF_UNAVAILABLE(GetParam());
+  Rng rng;
+  test_rows_misaligned_alike(GetParam(),
+                             {{96, 4095}, {64, 8191}, {200, 3001}, {384, 2047}, {1024, 1001}}, 100,
+                             4095, rng);
 }
 
 TEST_P(FwdLayouts, InPlaceYIsX) {

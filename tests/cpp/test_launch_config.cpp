@@ -1827,13 +1827,51 @@ TEST(LaunchConfig, RealignsFewLongMisalignedRowsOnClustersThatFillTheDevice) {
   KernelFacts general = f;
   general.realign_weight_only = 0;
   EXPECT_EQ(normkit::cuda::plan_fwd_realigned(29, 17389, general, true).grid, 0);
-  // Rows one CTA holds stay element by element below 1M elements (the realigned kernels measured
-  // slower there: 32 x 16383, 128 x 4095, 64 x 1001).
-  EXPECT_EQ(realigned(32, 16383).grid, 0);
-  EXPECT_EQ(realigned(128, 4095).grid, 0);
-  EXPECT_EQ(realigned(64, 1001).grid, 0);
   // From 1M elements the plan is the one without the fill rule, as before.
   EXPECT_EQ(realigned(61, 17389).grid, normkit::cuda::plan_fwd_realigned(61, 17389, off).grid);
+}
+
+TEST(LaunchConfig, RealignsRowsOneCtaHoldsBelowOneMillionElementsFromTheirThresholds) {
+  KernelFacts f;
+  f.sm_count = 132;
+  EXPECT_EQ(f.fwd_realign_long_rows_min_elements, 360 << 10);  // the defaults
+  EXPECT_EQ(f.fwd_realign_short_rows_min_elements, 720 << 10);
+  const auto realigned = [&](int64_t rows, int64_t hidden, const KernelFacts& facts) {
+    return normkit::cuda::plan_fwd_realigned(rows, hidden, facts, /*weight_only_call=*/true);
+  };
+  // Rows past 2048 columns from 360K elements, shorter ones from 720K: one row per CTA, the
+  // registers plan at 8-element vectors.
+  for (const auto& [rows, hidden] : std::vector<std::pair<int64_t, int64_t>>{
+           {96, 4095}, {128, 4095}, {64, 8191}, {200, 3001}, {256, 4095}, {384, 2047},
+           {1024, 1001}}) {
+    const LaunchConfig c = realigned(rows, hidden, f);
+    SCOPED_TRACE(c.describe());
+    EXPECT_TRUE(c.realigned);
+    EXPECT_EQ(c.cluster_size, 1);
+    EXPECT_EQ(c.grid, normkit::cuda::plan_fwd_registers(rows, hidden, 8, f).grid);
+    EXPECT_FALSE(c.realigned_lean);
+  }
+  // Below them, under 64 rows (too few CTAs: 32 x 16383), with a bias or a zero-centred
+  // weight, or with the general kernels forced: element by element.
+  for (const auto& [rows, hidden] : std::vector<std::pair<int64_t, int64_t>>{
+           {64, 4095}, {256, 2047}, {512, 1001}, {64, 1001}, {32, 16383}, {8, 12287}}) {
+    EXPECT_EQ(realigned(rows, hidden, f).grid, 0) << rows << " x " << hidden;
+  }
+  EXPECT_EQ(normkit::cuda::plan_fwd_realigned(256, 4095, f, /*weight_only_call=*/false).grid, 0);
+  KernelFacts general = f;
+  general.realign_weight_only = 0;
+  EXPECT_EQ(realigned(256, 4095, general).grid, 0);
+  // The thresholds are the knobs': at 0 any 64 rows or more one CTA holds.
+  KernelFacts low = f;
+  low.fwd_realign_long_rows_min_elements = 0;
+  low.fwd_realign_short_rows_min_elements = 0;
+  EXPECT_GT(realigned(64, 4095, low).grid, 0);
+  EXPECT_GT(realigned(64, 1001, low).grid, 0);
+  EXPECT_EQ(realigned(32, 16383, low).grid, 0);
+  KernelFacts high = f;
+  high.fwd_realign_long_rows_min_elements = high.fwd_realign_min_elements;
+  high.fwd_realign_short_rows_min_elements = high.fwd_realign_min_elements;
+  EXPECT_EQ(realigned(256, 4095, high).grid, 0);
 }
 
 TEST(LaunchConfig, RealignedLeanKernelOnlyWhereItsThreadsCoverTheRowsWindow) {

@@ -324,8 +324,11 @@ struct KernelFacts {
   // 72-byte parameter block: fewer instructions, as bench/few_rows_probe.cu's kernel, which ran
   // 0.85 us shorter than rms_norm_fwd_realigned on one split of 29 x 17389 under ncu) where the
   // cluster's threads cover the row's aligned vectors (realigned_lean_covers)
-  // (NK_TUNE_FWD_REALIGN_LEAN). Prepared in the forty-ninth session, not yet run on a GPU: 0.
-  int fwd_realign_lean = 0;
+  // (NK_TUNE_FWD_REALIGN_LEAN; 0: rms_norm_fwd_realigned). Measured (fiftieth session, H200,
+  // twice each): 29 x 17389 7.66 -> 7.03 us, 4 x 17389 7.05 -> 6.55, 2 x 65537 7.52 -> 7.01,
+  // 3 x 40001 7.29 -> 6.78, 8 x 20001 7.07 -> 6.51, 61 x 17389 8.33 -> 7.83; 1 x 17389 level
+  // (bench/results/2026-11-28T1149-h200-realign-lean).
+  int fwd_realign_lean = 1;
   // ... and there, as a persistent grid whose slots hold rows of one head each
   // (plan_fwd_realigned_slots, rms_norm_fwd_realigned_slots: the weight and bias shifted once
   // per slot) where one CTA holds the row (NK_TUNE_FWD_REALIGN_SLOTS; 0: the realigned kernel

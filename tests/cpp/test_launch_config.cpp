@@ -1877,9 +1877,10 @@ TEST(LaunchConfig, RealignsRowsOneCtaHoldsBelowOneMillionElementsFromTheirThresh
 TEST(LaunchConfig, RealignedLeanKernelOnlyWhereItsThreadsCoverTheRowsWindow) {
   KernelFacts f;
   f.sm_count = 132;
-  EXPECT_EQ(f.fwd_realign_lean, 0);  // prepared, not the default
-  EXPECT_FALSE(normkit::cuda::plan_fwd_realigned(29, 17389, f, true).realigned_lean);
-  f.fwd_realign_lean = 1;
+  EXPECT_EQ(f.fwd_realign_lean, 1);  // the default; 0: rms_norm_fwd_realigned
+  KernelFacts off = f;
+  off.fwd_realign_lean = 0;
+  EXPECT_FALSE(normkit::cuda::plan_fwd_realigned(29, 17389, off, true).realigned_lean);
   for (const auto& [rows, hidden] : std::vector<std::pair<int64_t, int64_t>>{
            {29, 17389}, {1, 17389}, {4, 17389}, {2, 65537}, {3, 40001}, {61, 17389}}) {
     const LaunchConfig c = normkit::cuda::plan_fwd_realigned(rows, hidden, f, true);

@@ -311,14 +311,16 @@ struct KernelFacts {
   // (which the element-by-element kernel splits over a cluster;
   // NK_TUNE_FWD_REALIGN_LONG_ROWS_MIN_ELEMENTS), from this many where they are not
   // (NK_TUNE_FWD_REALIGN_SHORT_ROWS_MIN_ELEMENTS).
-  // Measured (fiftieth session, H200, twice each; the slots kernel slower than this on each):
-  // element by element -> realigned, 96 x 4095 7.54 -> 7.28 us, 160 x 4095 8.37 -> 7.58,
-  // 64 x 8191 8.30 -> 7.55, 128 x 8191 11.24 -> 8.00, 200 x 3001 9.85 -> 7.25, 256 x 4095
-  // 10.53 -> 7.81, 384 x 2047 7.89 -> 7.68, 1024 x 1001 8.95 -> 7.71, 512 x 2047 9.4 -> 7.7;
-  // but 64 x 4095 6.93 -> 7.18, 256 x 2047 7.12 -> 7.33, 512 x 1001 6.93 -> 7.33, 64 x 1001
-  // 5.6 -> 6.9 (bench/results/2026-11-28T1136-h200-realign-rows-below-1m).
-  int64_t fwd_realign_long_rows_min_elements = int64_t(360) << 10;
-  int64_t fwd_realign_short_rows_min_elements = int64_t(720) << 10;
+  // Measured (fiftieth session, H200, twice each, element by element -> realigned; the slots
+  // kernel slower than the one-row kernel on each): rows past 2048 columns 64 x 4095 6.93 ->
+  // 7.18 us, 64 x 5001 7.43 -> 6.95, 80 x 4095 7.42 -> 7.26, 90 x 4095 7.48 -> 7.21, 96 x 4095
+  // 7.54 -> 7.28, 64 x 8191 8.30 -> 7.55, 200 x 3001 9.85 -> 7.25, 256 x 4095 10.53 -> 7.81,
+  // 128 x 8191 11.24 -> 8.00; rows of 2048 columns or fewer 128 x 2047 6.48 -> 7.17, 512 x 1001
+  // 6.93 -> 7.33, 256 x 2047 7.12 -> 7.33, 320 x 2047 7.79 -> 7.35, 700 x 1001 7.42 -> 7.36,
+  // 360 x 2047 7.78 -> 7.42, 384 x 2047 7.89 -> 7.68, 1024 x 1001 8.95 -> 7.71
+  // (bench/results/2026-11-28T1136-h200-realign-rows-below-1m, T1156-h200-realign-defaults).
+  int64_t fwd_realign_long_rows_min_elements = int64_t(288) << 10;
+  int64_t fwd_realign_short_rows_min_elements = int64_t(600) << 10;
   // ... those realigned cluster plans of calls of a weight alone on rms_norm_fwd_realigned_lean
   // (each row read as the aligned vectors that overlap it, no head thread, 32-bit offsets, a
   // 72-byte parameter block: fewer instructions, as bench/few_rows_probe.cu's kernel, which ran
@@ -327,7 +329,7 @@ struct KernelFacts {
   // (NK_TUNE_FWD_REALIGN_LEAN; 0: rms_norm_fwd_realigned). Measured (fiftieth session, H200,
   // twice each): 29 x 17389 7.66 -> 7.03 us, 4 x 17389 7.05 -> 6.55, 2 x 65537 7.52 -> 7.01,
   // 3 x 40001 7.29 -> 6.78, 8 x 20001 7.07 -> 6.51, 61 x 17389 8.33 -> 7.83; 1 x 17389 level
-  // (bench/results/2026-11-28T1149-h200-realign-lean).
+  // (bench/results/2026-11-28T1147-h200-realign-lean).
   int fwd_realign_lean = 1;
   // ... and there, as a persistent grid whose slots hold rows of one head each
   // (plan_fwd_realigned_slots, rms_norm_fwd_realigned_slots: the weight and bias shifted once

@@ -1834,16 +1834,16 @@ TEST(LaunchConfig, RealignsFewLongMisalignedRowsOnClustersThatFillTheDevice) {
 TEST(LaunchConfig, RealignsRowsOneCtaHoldsBelowOneMillionElementsFromTheirThresholds) {
   KernelFacts f;
   f.sm_count = 132;
-  EXPECT_EQ(f.fwd_realign_long_rows_min_elements, 360 << 10);  // the defaults
-  EXPECT_EQ(f.fwd_realign_short_rows_min_elements, 720 << 10);
+  EXPECT_EQ(f.fwd_realign_long_rows_min_elements, 288 << 10);  // the defaults
+  EXPECT_EQ(f.fwd_realign_short_rows_min_elements, 600 << 10);
   const auto realigned = [&](int64_t rows, int64_t hidden, const KernelFacts& facts) {
     return normkit::cuda::plan_fwd_realigned(rows, hidden, facts, /*weight_only_call=*/true);
   };
-  // Rows past 2048 columns from 360K elements, shorter ones from 720K: one row per CTA, the
+  // Rows past 2048 columns from 288K elements, shorter ones from 600K: one row per CTA, the
   // registers plan at 8-element vectors.
   for (const auto& [rows, hidden] : std::vector<std::pair<int64_t, int64_t>>{
-           {96, 4095}, {128, 4095}, {64, 8191}, {200, 3001}, {256, 4095}, {384, 2047},
-           {1024, 1001}}) {
+           {80, 4095}, {96, 4095}, {64, 5001}, {64, 8191}, {200, 3001}, {256, 4095},
+           {320, 2047}, {700, 1001}, {1024, 1001}}) {
     const LaunchConfig c = realigned(rows, hidden, f);
     SCOPED_TRACE(c.describe());
     EXPECT_TRUE(c.realigned);
@@ -1854,7 +1854,8 @@ TEST(LaunchConfig, RealignsRowsOneCtaHoldsBelowOneMillionElementsFromTheirThresh
   // Below them, under 64 rows (too few CTAs: 32 x 16383), with a bias or a zero-centred
   // weight, or with the general kernels forced: element by element.
   for (const auto& [rows, hidden] : std::vector<std::pair<int64_t, int64_t>>{
-           {64, 4095}, {256, 2047}, {512, 1001}, {64, 1001}, {32, 16383}, {8, 12287}}) {
+           {64, 4095}, {128, 2047}, {256, 2047}, {512, 1001}, {64, 1001}, {32, 16383},
+           {8, 12287}}) {
     EXPECT_EQ(realigned(rows, hidden, f).grid, 0) << rows << " x " << hidden;
   }
   EXPECT_EQ(normkit::cuda::plan_fwd_realigned(256, 4095, f, /*weight_only_call=*/false).grid, 0);

@@ -1035,9 +1035,8 @@ KernelFacts plain_fwd_facts(const KernelFacts& facts, size_t x_bytes);
 // facts.fwd_realign_min_elements elements but where facts.fwd_realign_clusters takes rows that
 // plan splits over a cluster (then split to fill the device) or 64 rows or more that one CTA
 // holds reach fwd_realign_long_rows_min_elements (past 2048 columns) or
-// fwd_realign_short_rows_min_elements:
-// calls of a weight alone (weight_only_call: no bias, not zero-centred), whose kernel form is
-// the one measured faster.
+// fwd_realign_short_rows_min_elements: calls of a weight alone (weight_only_call: no bias, not
+// zero-centred), whose kernel form is the one measured faster.
 LaunchConfig plan_fwd_realigned(int64_t rows, int64_t hidden, const KernelFacts& facts,
                                 bool weight_only_call = false);
 // Whether a realigned cluster plan's threads cover every 16-byte aligned vector that a row of

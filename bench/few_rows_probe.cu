@@ -228,7 +228,8 @@ bool verify(const probe::Bf16Inputs& in, int rows, int hidden) {
 // normkit's realigned forward of rows x hidden (x, w, y of `in`; rows misaligned by an odd
 // hidden) on its plan under NK_TUNE_FWD_REALIGN_CLUSTERS=1, weight only or the general form.
 // normkit's kernel forms for a realigned plan: rms_norm_fwd_realigned for a weight alone or in
-// general, or rms_norm_fwd_realigned_lean (NK_TUNE_FWD_REALIGN_LEAN's).
+// general, or rms_norm_fwd_realigned_lean (NK_TUNE_FWD_REALIGN_LEAN=2's plans: one-row plans
+// too).
 enum class Form { kWeightOnly, kGeneral, kLean };
 
 // untimed_launches > 0: that many launches (each after the flush) and the check, no timing.
@@ -238,7 +239,7 @@ void normkit_realigned(probe::Probe& p, const probe::Bf16Inputs& in, int rows, i
   nc::KernelFacts f;
   f.sm_count = p.sms;
   f.fwd_realign_clusters = 1;
-  f.fwd_realign_lean = form == Form::kLean ? 1 : 0;
+  f.fwd_realign_lean = form == Form::kLean ? 2 : 0;
   // (planned as a call of a weight alone, whichever kernel form runs on it)
   const nc::LaunchConfig c = nc::plan_fwd_realigned(rows, hidden, f, /*weight_only_call=*/true);
   if (c.grid == 0) {
@@ -336,6 +337,22 @@ int main() {
   const probe::Bf16Inputs in(max_elements + 64, 262144 + 64);
   if (const char* only = std::getenv("FEW_ROWS_NCU"); only && *only == '1') {
     ncu_pair(p, in);
+    return 0;
+  }
+  if (const char* only = std::getenv("FEW_ROWS_ONE_ROW"); only && *only == '1') {
+    // Only normkit's realigned forward on rows one CTA holds (the planner's one-row plans), on
+    // rms_norm_fwd_realigned and on the lean kernel (NK_TUNE_FWD_REALIGN_LEAN=2), alternating
+    // which runs first, three times.
+    for (int pass = 0; pass < 3; ++pass) {
+      for (const auto& [rows, hidden] : std::vector<std::pair<int, int>>{
+               {96, 4095}, {128, 4095}, {256, 4095}, {64, 8191}, {64, 5001}, {200, 3001},
+               {320, 2047}, {1024, 4095}}) {
+        const Form first = pass % 2 == 0 ? Form::kWeightOnly : Form::kLean;
+        normkit_realigned(p, in, rows, hidden, first);
+        normkit_realigned(p, in, rows, hidden,
+                          first == Form::kLean ? Form::kWeightOnly : Form::kLean);
+      }
+    }
     return 0;
   }
   struct Case {

@@ -413,8 +413,23 @@ LaunchConfig plan_fwd_realigned(int64_t rows, int64_t hidden, const KernelFacts&
   }
   c.realigned = true;
   c.weight_only_kernels = facts.realign_weight_only != 0;
-  c.realigned_lean = facts.fwd_realign_lean != 0 && weight_only_call && c.weight_only_kernels &&
-                     c.cluster_size > 1 && realigned_lean_covers(c, hidden);
+  const bool lean_wanted = facts.fwd_realign_lean != 0 && weight_only_call &&
+                           c.weight_only_kernels &&
+                           (c.cluster_size > 1 || facts.fwd_realign_lean == 2);
+  if (lean_wanted && realigned_lean_covers(c, hidden)) {
+    c.realigned_lean = true;
+  } else if (lean_wanted && c.cluster_size == 1) {
+    // A row one CTA holds whose plan has exactly its ceil(hidden / 8) vectors, one short of the
+    // window where the row starts late in its 16-byte block (4095: 128 x 4 against 513): the
+    // plan of a row 7 columns longer, where that is still one CTA per row.
+    LaunchConfig wider = plan_fwd_registers(rows, hidden + kVec - 1, kVec, facts);
+    if (wider.plan == c.plan && wider.cluster_size == 1 && wider.items <= kSmallItems &&
+        realigned_lean_covers(wider, hidden)) {
+      wider.realigned = wider.realigned_lean = true;
+      wider.weight_only_kernels = true;
+      c = wider;
+    }
+  }
   return c;
 }
 

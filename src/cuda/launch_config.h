@@ -329,7 +329,10 @@ struct KernelFacts {
   // (NK_TUNE_FWD_REALIGN_LEAN; 0: rms_norm_fwd_realigned). Measured (fiftieth session, H200,
   // twice each): 29 x 17389 7.66 -> 7.03 us, 4 x 17389 7.05 -> 6.55, 2 x 65537 7.52 -> 7.01,
   // 3 x 40001 7.29 -> 6.78, 8 x 20001 7.07 -> 6.51, 61 x 17389 8.33 -> 7.83; 1 x 17389 level
-  // (bench/results/2026-11-28T1147-h200-realign-lean).
+  // (bench/results/2026-11-28T1147-h200-realign-lean). 2: also the realigned plans of one row
+  // per CTA (rows_per_block 1), planned for 7 more columns where they fall one vector short of
+  // the window; prepared in the fiftieth session, not yet run on a GPU (ctest entry
+  // fwd_realign_lean_one_row).
   int fwd_realign_lean = 1;
   // ... and there, as a persistent grid whose slots hold rows of one head each
   // (plan_fwd_realigned_slots, rms_norm_fwd_realigned_slots: the weight and bias shifted once

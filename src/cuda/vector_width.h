@@ -141,7 +141,7 @@ inline const KernelFacts& tuned_defaults() {
         "NK_TUNE_FWD_REALIGN_LONG_ROWS_MIN_ELEMENTS", k.fwd_realign_long_rows_min_elements);
     k.fwd_realign_short_rows_min_elements = count_knob(
         "NK_TUNE_FWD_REALIGN_SHORT_ROWS_MIN_ELEMENTS", k.fwd_realign_short_rows_min_elements);
-    k.fwd_realign_lean = tuning_knob("NK_TUNE_FWD_REALIGN_LEAN", k.fwd_realign_lean, 0, 1);
+    k.fwd_realign_lean = tuning_knob("NK_TUNE_FWD_REALIGN_LEAN", k.fwd_realign_lean, 0, 2);
     k.bwd_columns_max_elements =
         count_knob("NK_TUNE_BWD_COLUMNS_MAX_ELEMENTS", k.bwd_columns_max_elements);
     k.quant_weight_first =

@@ -1908,6 +1908,56 @@ TEST(LaunchConfig, RealignedLeanKernelOnlyWhereItsThreadsCoverTheRowsWindow) {
   EXPECT_FALSE(normkit::cuda::realigned_lean_covers(exact, 2048 * 8 - 1));
 }
 
+TEST(LaunchConfig, RealignedLeanKernelOnOneRowPlansWhereAsked) {
+  KernelFacts f;
+  f.sm_count = 132;
+  f.fwd_realign_lean = 2;  // prepared: one-row plans too
+  const auto lean = [&](int64_t rows, int64_t hidden) {
+    return normkit::cuda::plan_fwd_realigned(rows, hidden, f, /*weight_only_call=*/true);
+  };
+  // Plans that already cover the window keep their shape (200 x 3001: 128 x 3 = 384 vectors,
+  // the window 377 at most); those one vector short are planned for 7 more columns (96 x 4095:
+  // 512 vectors at most, the window up to 513).
+  KernelFacts one = f;
+  one.fwd_realign_lean = 1;
+  for (const auto& [rows, hidden] : std::vector<std::pair<int64_t, int64_t>>{
+           {200, 3001}, {96, 4095}, {64, 8191}, {320, 2047}, {4096, 4095}}) {
+    KernelFacts facts = f;
+    facts.fwd_realign_slots = 0;  // from 1M elements too
+    const LaunchConfig c = normkit::cuda::plan_fwd_realigned(rows, hidden, facts, true);
+    SCOPED_TRACE(c.describe());
+    ASSERT_GT(c.grid, 0);
+    EXPECT_TRUE(c.realigned);
+    EXPECT_TRUE(c.realigned_lean);
+    EXPECT_EQ(c.cluster_size, 1);
+    EXPECT_EQ(c.rows_per_block, 1);
+    EXPECT_EQ(c.grid, rows);
+    EXPECT_LE(c.items, normkit::cuda::kSmallItems);
+    EXPECT_TRUE(normkit::cuda::realigned_lean_covers(c, hidden));
+    // Setting 1 leaves these plans on rms_norm_fwd_realigned.
+    EXPECT_FALSE(normkit::cuda::plan_fwd_realigned(rows, hidden, one, true).realigned_lean);
+  }
+  const LaunchConfig covered = lean(200, 3001);
+  const LaunchConfig plain = normkit::cuda::plan_fwd_realigned(200, 3001, one, true);
+  EXPECT_EQ(covered.threads_per_row, plain.threads_per_row);
+  EXPECT_EQ(covered.items, plain.items);
+  const LaunchConfig wider = lean(96, 4095);
+  EXPECT_GE(int64_t(wider.threads_per_row) * wider.items, 513);
+  // Not where two rows share a CTA (1024 x 1001: 32 threads per row), nor in calls with a bias
+  // or a zero-centred weight (element by element there anyway), nor where 7 more columns would
+  // need a cluster (4096 x 16383, one row per CTA under NK_TUNE_FWD_REALIGN_SLOTS=0).
+  const LaunchConfig shared = lean(1024, 1001);
+  ASSERT_GT(shared.grid, 0);
+  EXPECT_FALSE(shared.realigned_lean) << shared.describe();
+  EXPECT_EQ(normkit::cuda::plan_fwd_realigned(200, 3001, f, false).grid, 0);
+  KernelFacts no_slots = f;
+  no_slots.fwd_realign_slots = 0;
+  const LaunchConfig longest = normkit::cuda::plan_fwd_realigned(4096, 16383, no_slots, true);
+  ASSERT_GT(longest.grid, 0);
+  EXPECT_EQ(longest.cluster_size, 1);
+  EXPECT_FALSE(longest.realigned_lean) << longest.describe();
+}
+
 // What RowChunk<VEC, true> assumes, checked by walking the kernel's own indexing: every row of
 // every CTA is a real row, and every vector below `items` of every thread is whole and inside
 // its CTA's chunk, the chunks covering the row once.

@@ -321,19 +321,20 @@ struct KernelFacts {
   // (bench/results/2026-11-28T1136-h200-realign-rows-below-1m, T1156-h200-realign-defaults).
   int64_t fwd_realign_long_rows_min_elements = int64_t(288) << 10;
   int64_t fwd_realign_short_rows_min_elements = int64_t(600) << 10;
-  // ... those realigned cluster plans of calls of a weight alone on rms_norm_fwd_realigned_lean
-  // (each row read as the aligned vectors that overlap it, no head thread, 32-bit offsets, a
-  // 72-byte parameter block: fewer instructions, as bench/few_rows_probe.cu's kernel, which ran
-  // 0.85 us shorter than rms_norm_fwd_realigned on one split of 29 x 17389 under ncu) where the
-  // cluster's threads cover the row's aligned vectors (realigned_lean_covers)
-  // (NK_TUNE_FWD_REALIGN_LEAN; 0: rms_norm_fwd_realigned). Measured (fiftieth session, H200,
-  // twice each): 29 x 17389 7.66 -> 7.03 us, 4 x 17389 7.05 -> 6.55, 2 x 65537 7.52 -> 7.01,
-  // 3 x 40001 7.29 -> 6.78, 8 x 20001 7.07 -> 6.51, 61 x 17389 8.33 -> 7.83; 1 x 17389 level
-  // (bench/results/2026-11-28T1147-h200-realign-lean). 2: also the realigned plans of one row
-  // per CTA (rows_per_block 1), planned for 7 more columns where they fall one vector short of
-  // the window; prepared in the fiftieth session, not yet run on a GPU (ctest entry
-  // fwd_realign_lean_one_row).
-  int fwd_realign_lean = 1;
+  // ... those realigned plans of calls of a weight alone on rms_norm_fwd_realigned_lean (each
+  // row read as the aligned vectors that overlap it, no head thread, 32-bit offsets, a 72-byte
+  // parameter block: fewer instructions, as bench/few_rows_probe.cu's kernel, which ran 0.85 us
+  // shorter than rms_norm_fwd_realigned on one split of 29 x 17389 under ncu) where the plan's
+  // threads cover the row's aligned vectors (realigned_lean_covers), one row per CTA
+  // (NK_TUNE_FWD_REALIGN_LEAN; 1: cluster plans only; 0: rms_norm_fwd_realigned). A one-row plan
+  // one vector short of the window is planned for 7 more columns. Measured (fiftieth session,
+  // H200, twice each): cluster plans 29 x 17389 7.66 -> 7.03 us, 4 x 17389 7.05 -> 6.55,
+  // 2 x 65537 7.52 -> 7.01, 3 x 40001 7.29 -> 6.78, 8 x 20001 7.07 -> 6.51, 61 x 17389 8.33 ->
+  // 7.83, 1 x 17389 level (bench/results/2026-11-28T1147-h200-realign-lean); one-row plans
+  // through the probe, each output checked, 96 x 4095 7.07 -> 6.3-6.4, 256 x 4095 7.58 ->
+  // 7.0-7.1, 64 x 8191 7.36 -> 6.85, 320 x 2047 7.33 -> 6.7, 200 x 3001 7.01 -> 6.94
+  // (T1201-h200-lean-one-row-probe).
+  int fwd_realign_lean = 2;
   // ... and there, as a persistent grid whose slots hold rows of one head each
   // (plan_fwd_realigned_slots, rms_norm_fwd_realigned_slots: the weight and bias shifted once
   // per slot) where one CTA holds the row (NK_TUNE_FWD_REALIGN_SLOTS; 0: the realigned kernel

@@ -402,9 +402,10 @@ void test_rows_misaligned_alike(nk_backend backend,
 }
 
 // Few rows misaligned alike, each longer than one CTA holds (16K+ columns), under 1M elements:
-// in calls of a weight alone the realigned kernel on clusters that fill the device, else (and
-// under NK_TUNE_FWD_REALIGN_CLUSTERS=0, ctest entry fwd_realign_few_rows_element_wise) element by
-// element.
+// in calls of a weight alone the lean realigned kernel on clusters that fill the device
+// (rms_norm_fwd_realigned under NK_TUNE_FWD_REALIGN_LEAN=0, ctest entry fwd_realign_not_lean),
+// else (and under NK_TUNE_FWD_REALIGN_CLUSTERS=0, ctest entry fwd_realign_few_rows_element_wise)
+// element by element.
 TEST_P(FwdLayouts, FewLongRowsMisalignedAlike) {
   NK_SKIP_IF_UNAVAILABLE(GetParam());
   Rng rng;
@@ -415,7 +416,9 @@ TEST_P(FwdLayouts, FewLongRowsMisalignedAlike) {
 
 // 64 rows or more misaligned alike that one CTA holds, under 1M elements but past the
 // thresholds of KernelFacts::fwd_realign_long_rows_min_elements and _short_: in calls of a
-// weight alone the realigned kernel of one row per CTA, else element by element.
+// weight alone the lean realigned kernel of one row per CTA (rms_norm_fwd_realigned under
+// NK_TUNE_FWD_REALIGN_LEAN=0 or 1), else (and under ctest entry fwd_realign_rows_element_wise)
+// element by element.
 TEST_P(FwdLayouts, RowsOneCtaHoldsMisalignedAlike) {
   NK_SKIP_IF_UNAVAILABLE(GetParam());
   Rng rng;

@@ -1840,7 +1840,7 @@ TEST(LaunchConfig, RealignsRowsOneCtaHoldsBelowOneMillionElementsFromTheirThresh
     return normkit::cuda::plan_fwd_realigned(rows, hidden, facts, /*weight_only_call=*/true);
   };
   // Rows past 2048 columns from 288K elements, shorter ones from 600K: one row per CTA, the
-  // registers plan at 8-element vectors.
+  // registers plan at 8-element vectors (of 7 more columns where the lean kernel needs it).
   for (const auto& [rows, hidden] : std::vector<std::pair<int64_t, int64_t>>{
            {80, 4095}, {96, 4095}, {64, 5001}, {64, 8191}, {200, 3001}, {256, 4095},
            {320, 2047}, {700, 1001}, {1024, 1001}}) {
@@ -1849,7 +1849,6 @@ TEST(LaunchConfig, RealignsRowsOneCtaHoldsBelowOneMillionElementsFromTheirThresh
     EXPECT_TRUE(c.realigned);
     EXPECT_EQ(c.cluster_size, 1);
     EXPECT_EQ(c.grid, normkit::cuda::plan_fwd_registers(rows, hidden, 8, f).grid);
-    EXPECT_FALSE(c.realigned_lean);
   }
   // Below them, under 64 rows (too few CTAs: 32 x 16383), with a bias or a zero-centred
   // weight, or with the general kernels forced: element by element.
@@ -1878,7 +1877,7 @@ TEST(LaunchConfig, RealignsRowsOneCtaHoldsBelowOneMillionElementsFromTheirThresh
 TEST(LaunchConfig, RealignedLeanKernelOnlyWhereItsThreadsCoverTheRowsWindow) {
   KernelFacts f;
   f.sm_count = 132;
-  EXPECT_EQ(f.fwd_realign_lean, 1);  // the default; 0: rms_norm_fwd_realigned
+  EXPECT_EQ(f.fwd_realign_lean, 2);  // the default; 1: cluster plans only; 0: none
   KernelFacts off = f;
   off.fwd_realign_lean = 0;
   EXPECT_FALSE(normkit::cuda::plan_fwd_realigned(29, 17389, off, true).realigned_lean);
@@ -1897,9 +1896,11 @@ TEST(LaunchConfig, RealignedLeanKernelOnlyWhereItsThreadsCoverTheRowsWindow) {
     general.realign_weight_only = 0;
     EXPECT_FALSE(normkit::cuda::plan_fwd_realigned(rows, hidden, general, true).realigned_lean);
   }
-  // Not for rows one CTA holds (one row per CTA: no cluster), nor where the cluster's threads
-  // fall one vector short of the window.
-  EXPECT_FALSE(normkit::cuda::plan_fwd_realigned(4096, 4095, f, true).realigned_lean);
+  // Setting 1: not for rows one CTA holds (one row per CTA: no cluster). Not where a plan's
+  // threads fall one vector short of the window.
+  KernelFacts clusters_only = f;
+  clusters_only.fwd_realign_lean = 1;
+  EXPECT_FALSE(normkit::cuda::plan_fwd_realigned(4096, 4095, clusters_only, true).realigned_lean);
   LaunchConfig exact;
   exact.threads_per_row = 128;
   exact.items = 4;
@@ -1908,10 +1909,10 @@ TEST(LaunchConfig, RealignedLeanKernelOnlyWhereItsThreadsCoverTheRowsWindow) {
   EXPECT_FALSE(normkit::cuda::realigned_lean_covers(exact, 2048 * 8 - 1));
 }
 
-TEST(LaunchConfig, RealignedLeanKernelOnOneRowPlansWhereAsked) {
+TEST(LaunchConfig, RealignedLeanKernelOnOneRowPlans) {
   KernelFacts f;
   f.sm_count = 132;
-  f.fwd_realign_lean = 2;  // prepared: one-row plans too
+  EXPECT_EQ(f.fwd_realign_lean, 2);  // the default: one-row plans too
   const auto lean = [&](int64_t rows, int64_t hidden) {
     return normkit::cuda::plan_fwd_realigned(rows, hidden, f, /*weight_only_call=*/true);
   };

@@ -1,8 +1,9 @@
 // The realigned forward with fewer instructions, for calls of a weight alone (16-bit x, weight
-// and y; no bias, not zero-centred, no residual) on rows that a cluster splits. Why: at
-// 29 x 17389 rms_norm_fwd_realigned executes 30% more instructions than a plain kernel of the
-// same split (bench/few_rows_probe.cu) at the same cycles per instruction, and takes 0.85 us
-// longer (ncu, forty-ninth session): on a few CTAs per SM nothing hides a warp's own chain.
+// and y; no bias, not zero-centred, no residual) on rows that a cluster splits or one CTA holds.
+// Why: at 29 x 17389 rms_norm_fwd_realigned executes 30% more instructions than a plain kernel
+// of the same split (bench/few_rows_probe.cu) at the same cycles per instruction, and takes
+// 0.85 us longer (ncu, forty-ninth session): on a few CTAs per SM nothing hides a warp's own
+// chain.
 //
 // Each row is read as the 16-byte aligned vectors that overlap it (its "window"): vector j
 // covers the row's elements 8j - s .. 8j - s + 7, where s is how far into its 16-byte block the
@@ -83,7 +84,7 @@ __device__ __forceinline__ Lanes<T, 8> zero_below(Lanes<T, 8> v, int first) {
 
 // blockDim.x threads per CTA, a cluster of gridDim.x / rows CTAs per row (1 allowed), CTA rank
 // r covering window vectors r * blockDim.x * items .. + blockDim.x * items (the planner makes
-// the cluster cover the window: realigned_lean_covers).
+// the CTA or cluster cover the window: realigned_lean_covers).
 template <typename XT, typename WT, typename YT, int IMAX>
 __global__ void __launch_bounds__(512) rms_norm_fwd_realigned_lean(RealignedLeanParams q) {
   const LeanFwdParams& p = q.row;

@@ -1043,9 +1043,9 @@ KernelFacts plain_fwd_facts(const KernelFacts& facts, size_t x_bytes);
 // zero-centred), whose kernel form is the one measured faster.
 LaunchConfig plan_fwd_realigned(int64_t rows, int64_t hidden, const KernelFacts& facts,
                                 bool weight_only_call = false);
-// Whether a realigned cluster plan's threads cover every 16-byte aligned vector that a row of
-// `hidden` 16-bit elements overlaps, wherever it starts (ceil(hidden / 8) + 1 of them), as
-// rms_norm_fwd_realigned_lean needs.
+// Whether a realigned plan's threads (over its cluster) cover every 16-byte aligned vector that
+// a row of `hidden` 16-bit elements overlaps, wherever it starts (ceil(hidden / 8) + 1 of them),
+// one row per CTA, as rms_norm_fwd_realigned_lean needs.
 bool realigned_lean_covers(const LaunchConfig& c, int64_t hidden);
 // staged_bytes_per_col: bytes per column of one row that the pipelined backward copies into
 // shared memory (x, dy and dresidual_out); 0 when the operands don't allow cp.async (accesses

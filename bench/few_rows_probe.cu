@@ -163,12 +163,15 @@ __global__ void empty_cta(Args, unsigned long long* span) {
   note_end(span);
 }
 
-void launch(void (*kernel)(Args, unsigned long long*), int grid, int block, int cluster,
-            cudaStream_t stream, const Args& a, unsigned long long* span) {
+// Launches kernel<<<grid, block>>>(args...) in clusters of `cluster` CTAs (1: no clusters):
+// the probe's kernels and normkit's alike.
+template <typename... KernelArgs, typename... Args>
+void launch(void (*kernel)(KernelArgs...), dim3 grid, dim3 block, int cluster,
+            cudaStream_t stream, const Args&... args) {
   cudaLaunchConfig_t config = {};
   cudaLaunchAttribute attr[1];
-  config.gridDim = dim3(grid);
-  config.blockDim = dim3(block);
+  config.gridDim = grid;
+  config.blockDim = block;
   config.stream = stream;
   if (cluster > 1) {
     attr[0].id = cudaLaunchAttributeClusterDimension;
@@ -178,7 +181,7 @@ void launch(void (*kernel)(Args, unsigned long long*), int grid, int block, int 
     config.attrs = attr;
     config.numAttrs = 1;
   }
-  check(cudaLaunchKernelEx(&config, kernel, a, span), "cudaLaunchKernelEx");
+  check(cudaLaunchKernelEx(&config, kernel, args...), "cudaLaunchKernelEx");
 }
 
 using Kernel = void (*)(Args, unsigned long long*);
@@ -269,25 +272,12 @@ void normkit_realigned(probe::Probe& p, const probe::Bf16Inputs& in, int rows, i
   }
   const nc::RealignedLeanParams lean = nc::realigned_lean_params(fp);
   const auto call = [&](unsigned long long*) {
-    cudaLaunchConfig_t config = {};
-    cudaLaunchAttribute attr[1];
-    config.gridDim = dim3(static_cast<unsigned>(c.grid));
-    config.blockDim = dim3(c.threads_per_row, c.rows_per_block);
-    config.stream = p.stream;
-    if (c.cluster_size > 1) {
-      attr[0].id = cudaLaunchAttributeClusterDimension;
-      attr[0].val.clusterDim.x = c.cluster_size;
-      attr[0].val.clusterDim.y = 1;
-      attr[0].val.clusterDim.z = 1;
-      config.attrs = attr;
-      config.numAttrs = 1;
-    }
+    const dim3 grid(static_cast<unsigned>(c.grid)), block(c.threads_per_row, c.rows_per_block);
     if (form == Form::kLean) {
-      check(cudaLaunchKernelEx(&config, nc::rms_norm_fwd_realigned_lean<B, B, B, nc::kSmallItems>,
-                               lean),
-            "normkit lean realigned launch");
+      launch(nc::rms_norm_fwd_realigned_lean<B, B, B, nc::kSmallItems>, grid, block,
+             c.cluster_size, p.stream, lean);
     } else {
-      check(cudaLaunchKernelEx(&config, kernel, fp), "normkit realigned launch");
+      launch(kernel, grid, block, c.cluster_size, p.stream, fp);
     }
   };
   check(cudaMemset(in.y, 0xff, size_t(rows) * hidden * 2), "poison");

@@ -1918,14 +1918,13 @@ TEST(LaunchConfig, RealignedLeanKernelOnOneRowPlans) {
   };
   // Plans that already cover the window keep their shape (200 x 3001: 128 x 3 = 384 vectors,
   // the window 377 at most); those one vector short are planned for 7 more columns (96 x 4095:
-  // 512 vectors at most, the window up to 513).
+  // 512 vectors at most, the window up to 513). From 1M elements too: plan_fwd_realigned is the
+  // one-row plan there (the backend tries the slots plan first: plan_fwd_realigned_rows).
   KernelFacts one = f;
   one.fwd_realign_lean = 1;
   for (const auto& [rows, hidden] : std::vector<std::pair<int64_t, int64_t>>{
            {200, 3001}, {96, 4095}, {64, 8191}, {320, 2047}, {4096, 4095}}) {
-    KernelFacts facts = f;
-    facts.fwd_realign_slots = 0;  // from 1M elements too
-    const LaunchConfig c = normkit::cuda::plan_fwd_realigned(rows, hidden, facts, true);
+    const LaunchConfig c = lean(rows, hidden);
     SCOPED_TRACE(c.describe());
     ASSERT_GT(c.grid, 0);
     EXPECT_TRUE(c.realigned);
@@ -1946,14 +1945,12 @@ TEST(LaunchConfig, RealignedLeanKernelOnOneRowPlans) {
   EXPECT_GE(int64_t(wider.threads_per_row) * wider.items, 513);
   // Not where two rows share a CTA (1024 x 1001: 32 threads per row), nor in calls with a bias
   // or a zero-centred weight (element by element there anyway), nor where 7 more columns would
-  // need a cluster (4096 x 16383, one row per CTA under NK_TUNE_FWD_REALIGN_SLOTS=0).
+  // need a cluster (4096 x 16383).
   const LaunchConfig shared = lean(1024, 1001);
   ASSERT_GT(shared.grid, 0);
   EXPECT_FALSE(shared.realigned_lean) << shared.describe();
   EXPECT_EQ(normkit::cuda::plan_fwd_realigned(200, 3001, f, false).grid, 0);
-  KernelFacts no_slots = f;
-  no_slots.fwd_realign_slots = 0;
-  const LaunchConfig longest = normkit::cuda::plan_fwd_realigned(4096, 16383, no_slots, true);
+  const LaunchConfig longest = lean(4096, 16383);
   ASSERT_GT(longest.grid, 0);
   EXPECT_EQ(longest.cluster_size, 1);
   EXPECT_FALSE(longest.realigned_lean) << longest.describe();

@@ -17,8 +17,9 @@
 //
 // Beside them, normkit's own realigned forward (rms_norm_fwd_realigned, both forms, and
 // rms_norm_fwd_realigned_lean) on the plan that plan_fwd_realigned gives under
-// NK_TUNE_FWD_REALIGN_CLUSTERS=1 (and _LEAN=1), its output checked the same way: the kernel and split that the rule would take, in the same run as the probe's (build line
-// in bench/device.sh, step few_rows: this file with src/cuda/launch_config.cpp).
+// NK_TUNE_FWD_REALIGN_CLUSTERS=1 (and _LEAN=2), its output checked the same way: the kernel and
+// split that the rule would take, in the same run as the probe's (build line in
+// bench/device.sh, step few_rows: this file with src/cuda/launch_config.cpp).
 #include <cooperative_groups.h>
 
 #include <cmath>

@@ -275,8 +275,8 @@ void normkit_realigned(probe::Probe& p, const probe::Bf16Inputs& in, int rows, i
   const auto call = [&](unsigned long long*) {
     const dim3 grid(static_cast<unsigned>(c.grid)), block(c.threads_per_row, c.rows_per_block);
     if (form == Form::kLean) {
-      launch(nc::rms_norm_fwd_realigned_lean<B, B, B, nc::kSmallItems>, grid, block,
-             c.cluster_size, p.stream, lean);
+      launch(nc::rms_norm_fwd_realigned_lean<B, B, B, nc::kSmallItems, nc::RealignedLeanParams>,
+             grid, block, c.cluster_size, p.stream, lean);
     } else {
       launch(kernel, grid, block, c.cluster_size, p.stream, fp);
     }

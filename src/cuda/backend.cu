@@ -56,11 +56,14 @@ bool fwd_realignable(const nk_rms_norm_fwd_args& a, int vec) {
 
 // The realigned forward plan for rows that fwd_realignable allows, or grid 0: the persistent
 // kernel where it applies, else one row per CTA (plan_fwd_for and explain_fwd alike).
-// weight_only_call: a weight, no bias, not zero-centred (plan_fwd_realigned).
+// weight_only_call: a weight, no bias, not zero-centred; lean_general_call: a weight with a
+// bias or zero-centring (plan_fwd_realigned).
 LaunchConfig plan_fwd_realigned_rows(int64_t rows, int64_t hidden, const KernelFacts& facts,
-                                     bool weight_only_call) {
+                                     bool weight_only_call, bool lean_general_call) {
   const LaunchConfig slots = plan_fwd_realigned_slots(rows, hidden, facts);
-  return slots.grid > 0 ? slots : plan_fwd_realigned(rows, hidden, facts, weight_only_call);
+  return slots.grid > 0 ? slots
+                        : plan_fwd_realigned(rows, hidden, facts, weight_only_call,
+                                             lean_general_call);
 }
 
 // Whether the backward may read rows misaligned for 16-byte vectors as the forward does (a head,
@@ -200,7 +203,8 @@ LaunchConfig plan_fwd_for(const nk_rms_norm_fwd_args& a, const KernelFacts& fact
   const int vec = fwd_vector_width(a);
   const bool common_call = a.weight && !a.zero_centered && !a.bias;
   if (facts.fwd_realign && fwd_realignable(a, vec)) {
-    const LaunchConfig realigned = plan_fwd_realigned_rows(a.rows, a.hidden, facts, common_call);
+    const LaunchConfig realigned =
+        plan_fwd_realigned_rows(a.rows, a.hidden, facts, common_call, a.weight && !common_call);
     if (realigned.grid > 0) return realigned;
   }
   return plan_fwd_with_reads(a.rows, a.hidden, vec, a.x_dtype, a.weight_dtype, a.y_dtype,
@@ -361,7 +365,8 @@ std::string explain_fwd(int64_t rows, int64_t hidden, nk_dtype x, nk_dtype w, nk
   const KernelFacts facts = kernel_facts(current_device_facts());
   if (facts.fwd_realign && vec < nat && nk_dtype_size(x) == 2 && nk_dtype_size(w) == 2 &&
       nk_dtype_size(y) == 2) {
-    const LaunchConfig realigned = plan_fwd_realigned_rows(rows, hidden, facts, !weight_extras);
+    const LaunchConfig realigned =
+        plan_fwd_realigned_rows(rows, hidden, facts, !weight_extras, weight_extras);
     if (realigned.grid > 0) return realigned.describe();
   }
   return plan_fwd_with_reads(rows, hidden, vec, x, w, y, with_residual, !weight_extras, facts)

@@ -382,7 +382,7 @@ KernelFacts plain_fwd_facts(const KernelFacts& facts, size_t x_bytes) {
 }
 
 LaunchConfig plan_fwd_realigned(int64_t rows, int64_t hidden, const KernelFacts& facts,
-                                bool weight_only_call) {
+                                bool weight_only_call, bool lean_general_call) {
   constexpr int kVec = 8;
   // Rows longer than this the element-by-element forward (16-bit elements one at a time: 512
   // threads of 4) splits over a cluster.
@@ -392,8 +392,13 @@ LaunchConfig plan_fwd_realigned(int64_t rows, int64_t hidden, const KernelFacts&
   constexpr int64_t kRealignedRowsMinRows = 64;
   LaunchConfig c = plan_fwd_registers(rows, hidden, kVec, facts);
   const int64_t elements = rows * hidden;
+  // A weight with extras on the lean kernel: the rules below the threshold, measured for calls
+  // of a weight alone, hold where that kernel serves them.
+  const bool lean_general = lean_general_call && !weight_only_call &&
+                            facts.fwd_realign_lean != 0 && facts.fwd_realign_lean_general != 0;
   bool taken = elements >= facts.fwd_realign_min_elements;
-  if (!taken && weight_only_call && facts.realign_weight_only != 0) {
+  const bool below_min = !taken;
+  if (below_min && ((weight_only_call && facts.realign_weight_only != 0) || lean_general)) {
     if (c.cluster_size > 1) {
       if (facts.fwd_realign_clusters != 0) {
         KernelFacts fill = facts;  // few long rows: as many CTAs as fill the device
@@ -413,8 +418,8 @@ LaunchConfig plan_fwd_realigned(int64_t rows, int64_t hidden, const KernelFacts&
   }
   c.realigned = true;
   c.weight_only_kernels = facts.realign_weight_only != 0;
-  const bool lean_wanted = facts.fwd_realign_lean != 0 && weight_only_call &&
-                           c.weight_only_kernels &&
+  const bool lean_wanted = facts.fwd_realign_lean != 0 &&
+                           ((weight_only_call && c.weight_only_kernels) || lean_general) &&
                            (c.cluster_size > 1 || facts.fwd_realign_lean == 2);
   if (lean_wanted && realigned_lean_covers(c, hidden)) {
     c.realigned_lean = true;
@@ -426,10 +431,11 @@ LaunchConfig plan_fwd_realigned(int64_t rows, int64_t hidden, const KernelFacts&
     if (wider.plan == c.plan && wider.cluster_size == 1 && wider.items <= kSmallItems &&
         realigned_lean_covers(wider, hidden)) {
       wider.realigned = wider.realigned_lean = true;
-      wider.weight_only_kernels = true;
+      wider.weight_only_kernels = c.weight_only_kernels;
       c = wider;
     }
   }
+  if (lean_general && below_min && !c.realigned_lean) c.grid = 0;
   return c;
 }
 

@@ -303,8 +303,8 @@ struct KernelFacts {
   // 8.35-8.46 -> 7.33-7.38 us, 1 x 17389 7.52-7.73 -> 7.10-7.20, 4 x 17389 8.19-8.35 ->
   // 6.93-7.36, 2 x 65537 9.33-9.44 -> 7.28-7.38 (bench/results/2026-11-28T1000-h200-realign-
   // pairs-first); the general kernel form (bias, zero-centred) 0.9-1.9 us slower than the
-  // weight-only one on these plans (T1008-h200-few-rows-normkit), so those calls stay element
-  // by element.
+  // weight-only one on these plans (T1008-h200-few-rows-normkit): those calls take the rule on
+  // the lean kernel only (fwd_realign_lean_general).
   int fwd_realign_clusters = 1;
   // ... and 64 rows or more that one CTA holds, in calls of a weight alone, on the realigned
   // kernel of one row per CTA from this many elements where they are longer than 2048 columns
@@ -319,7 +319,13 @@ struct KernelFacts {
   // 6.93 -> 7.33, 256 x 2047 7.12 -> 7.33, 320 x 2047 7.79 -> 7.35, 700 x 1001 7.42 -> 7.36,
   // 360 x 2047 7.78 -> 7.42, 384 x 2047 7.89 -> 7.68, 1024 x 1001 8.95 -> 7.71
   // (bench/results/2026-11-28T1136-h200-realign-rows-below-1m, T1156-h200-realign-defaults).
-  int64_t fwd_realign_long_rows_min_elements = int64_t(288) << 10;
+  // Re-timed on the lean kernel (fifty-first session, H200, twice each): 64 x 4095 6.67-6.75 ->
+  // 6.27-6.30 (the long threshold 288K -> 240K), 64 x 3001 6.59-6.69 -> 6.59-6.61, 128 x 2047
+  // 6.34 -> 6.34-6.35, 256 x 2047 6.90-7.01 -> 6.51-6.53, 512 x 1001 6.70-6.75 -> 6.94-6.98,
+  // 128 x 1500 6.05 -> 6.27-6.45, 300 x 1500 6.00-6.14 -> 6.40-6.53, 400 x 1300 6.05-6.62 ->
+  // 6.37-6.46, 600 x 1001 7.01-7.23 -> 7.25-7.33 (bench/results/2026-11-28T1315-h200-lean-
+  // thresholds).
+  int64_t fwd_realign_long_rows_min_elements = int64_t(240) << 10;
   int64_t fwd_realign_short_rows_min_elements = int64_t(600) << 10;
   // ... those realigned plans of calls of a weight alone on rms_norm_fwd_realigned_lean (each
   // row read as the aligned vectors that overlap it, no head thread, 32-bit offsets, a 72-byte
@@ -335,6 +341,17 @@ struct KernelFacts {
   // 7.0-7.1, 64 x 8191 7.36 -> 6.85, 320 x 2047 7.33 -> 6.7, 200 x 3001 7.01 -> 6.94
   // (T1201-h200-lean-one-row-probe).
   int fwd_realign_lean = 2;
+  // ... and, compiled apart, for calls of a weight with a bias or zero-centring
+  // (NK_TUNE_FWD_REALIGN_LEAN_GENERAL): their realigned plans where the lean kernel covers the
+  // row, and below fwd_realign_min_elements the rules of calls of a weight alone (clusters that
+  // fill the device; 64 rows or more one CTA holds, past the thresholds), taken only where the
+  // lean kernel covers the plan (else element by element, as with 0). Measured (fifty-first
+  // session, H200, medians of three, 0 -> 1): with a bias 29 x 17389 12.61 -> 7.79 us,
+  // 4 x 17389 12.32 -> 7.23, 61 x 17389 10.66 -> 8.48, 256 x 4095 11.94 -> 7.49, 200 x 3001
+  // 10.54 -> 7.39, 96 x 4095 8.06 -> 6.91; zero-centred 29 x 17389 8.74 -> 7.87, 2 x 65537
+  // 9.73 -> 7.58, 256 x 4095 10.46 -> 7.36, 64 x 4095 6.86 -> 6.91 (bench/results/
+  // 2026-11-28T1330-h200-lean-general).
+  int fwd_realign_lean_general = 1;
   // ... and there, as a persistent grid whose slots hold rows of one head each
   // (plan_fwd_realigned_slots, rms_norm_fwd_realigned_slots: the weight and bias shifted once
   // per slot) where one CTA holds the row (NK_TUNE_FWD_REALIGN_SLOTS; 0: the realigned kernel
@@ -846,7 +863,8 @@ struct LaunchConfig {
   // Forward registers/cluster plans of 8-element vectors over rows misaligned for them: each
   // row's body from its first 16-byte boundary (rms_norm_fwd_realigned).
   bool realigned = false;
-  // ... on rms_norm_fwd_realigned_lean (KernelFacts::fwd_realign_lean; calls of a weight alone).
+  // ... on rms_norm_fwd_realigned_lean (KernelFacts::fwd_realign_lean; calls of a weight alone,
+  // and of a weight with extras: fwd_realign_lean_general).
   bool realigned_lean = false;
   // Quantized forward: KernelFacts::quant_weight_first (printed only when not 0).
   int quant_weight_first = 0;
@@ -1040,9 +1058,11 @@ KernelFacts plain_fwd_facts(const KernelFacts& facts, size_t x_bytes);
 // plan splits over a cluster (then split to fill the device) or 64 rows or more that one CTA
 // holds reach fwd_realign_long_rows_min_elements (past 2048 columns) or
 // fwd_realign_short_rows_min_elements: calls of a weight alone (weight_only_call: no bias, not
-// zero-centred), whose kernel form is the one measured faster.
+// zero-centred), whose kernel form is the one measured faster, and calls of a weight with a
+// bias or zero-centring (lean_general_call) where rms_norm_fwd_realigned_lean covers the plan
+// (KernelFacts::fwd_realign_lean_general).
 LaunchConfig plan_fwd_realigned(int64_t rows, int64_t hidden, const KernelFacts& facts,
-                                bool weight_only_call = false);
+                                bool weight_only_call = false, bool lean_general_call = false);
 // Whether a realigned plan's threads (over its cluster) cover every 16-byte aligned vector that
 // a row of `hidden` 16-bit elements overlaps, wherever it starts (ceil(hidden / 8) + 1 of them),
 // one row per CTA, as rms_norm_fwd_realigned_lean needs.

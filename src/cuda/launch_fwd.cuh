@@ -129,9 +129,15 @@ void launch_fwd(const nk_rms_norm_fwd_args& a, const LaunchConfig& cfg, cudaStre
         throw Error(NK_ERROR_INTERNAL, "rms_norm_fwd: realigned plan with items > 4");
       }
       if (cfg.realigned_lean && realigned_weight_only(a, cfg)) {
-        launch(rms_norm_fwd_realigned_lean<XT, WT, YT, kSmallItems>, cfg.grid,
-               dim3(cfg.threads_per_row), {cfg.cluster_size}, stream,
+        launch(rms_norm_fwd_realigned_lean<XT, WT, YT, kSmallItems, RealignedLeanParams>,
+               cfg.grid, dim3(cfg.threads_per_row), {cfg.cluster_size}, stream,
                "rms_norm_fwd (realigned, lean)", 0, realigned_lean_params(p));
+        return;
+      }
+      if (cfg.realigned_lean && a.weight) {  // a bias or zero-centring besides
+        launch(rms_norm_fwd_realigned_lean<XT, WT, YT, kSmallItems, RealignedLeanGeneralParams>,
+               cfg.grid, dim3(cfg.threads_per_row), {cfg.cluster_size}, stream,
+               "rms_norm_fwd (realigned, lean, general)", 0, realigned_lean_general_params(p));
         return;
       }
       launch(realigned_weight_only(a, cfg) ? rms_norm_fwd_realigned<XT, WT, YT, kSmallItems, true>

@@ -1,5 +1,6 @@
-// The realigned forward with fewer instructions, for calls of a weight alone (16-bit x, weight
-// and y; no bias, not zero-centred, no residual) on rows that a cluster splits or one CTA holds.
+// The realigned forward with fewer instructions (16-bit x, weight and y; no residual) on rows
+// that a cluster splits or one CTA holds: for calls of a weight alone (RealignedLeanParams) and,
+// compiled apart, calls of a weight with a bias or zero-centring (RealignedLeanGeneralParams).
 // Why: at 29 x 17389 rms_norm_fwd_realigned executes 30% more instructions than a plain kernel
 // of the same split (bench/few_rows_probe.cu) at the same cycles per instruction, and takes
 // 0.85 us longer (ncu, forty-ninth session): on a few CTAs per SM nothing hides a warp's own
@@ -19,6 +20,8 @@
 // rstd may differ from theirs (deterministic for a given plan, as every kernel here).
 #pragma once
 
+#include <type_traits>
+
 #include "cuda/element.cuh"
 #include "cuda/kernel_params.h"
 #include "cuda/reduce.cuh"
@@ -34,9 +37,24 @@ struct RealignedLeanParams {
   int items;
 };
 
+// ... and for calls of a weight with a bias (shifted into place as the weight is) or a
+// zero-centred weight: each output x * rstd * (1 + w) + b, as scaled() computes it.
+struct RealignedLeanGeneralParams : RealignedLeanParams {
+  const void* bias;  // may be null
+  bool zero_centered;
+};
+
 // The parameters of a realigned plan's call (the launcher's FwdParams) for the lean kernel.
 inline RealignedLeanParams realigned_lean_params(const FwdParams& p) {
   return RealignedLeanParams{lean_fwd_params(p), static_cast<int>(p.shape.hidden), p.shape.items};
+}
+
+inline RealignedLeanGeneralParams realigned_lean_general_params(const FwdParams& p) {
+  RealignedLeanGeneralParams g;
+  static_cast<RealignedLeanParams&>(g) = realigned_lean_params(p);
+  g.bias = p.bias;
+  g.zero_centered = p.zero_centered;
+  return g;
 }
 
 // Lanes from .. from + 7 of the 16 lanes (a, b), from in 1..7 (uniform: each case is
@@ -84,9 +102,11 @@ __device__ __forceinline__ Lanes<T, 8> zero_below(Lanes<T, 8> v, int first) {
 
 // blockDim.x threads per CTA, a cluster of gridDim.x / rows CTAs per row (1 allowed), CTA rank
 // r covering window vectors r * blockDim.x * items .. + blockDim.x * items (the planner makes
-// the CTA or cluster cover the window: realigned_lean_covers).
-template <typename XT, typename WT, typename YT, int IMAX>
-__global__ void __launch_bounds__(512) rms_norm_fwd_realigned_lean(RealignedLeanParams q) {
+// the CTA or cluster cover the window: realigned_lean_covers). Q: RealignedLeanParams, or
+// RealignedLeanGeneralParams for the general form (its bias loaded and shifted as the weight).
+template <typename XT, typename WT, typename YT, int IMAX, typename Q>
+__global__ void __launch_bounds__(512) rms_norm_fwd_realigned_lean(Q q) {
+  constexpr bool kGeneral = std::is_same_v<Q, RealignedLeanGeneralParams>;
   const LeanFwdParams& p = q.row;
   constexpr int VEC = 8;
   static_assert(sizeof(XT) == 2 && sizeof(WT) == 2 && sizeof(YT) == 2, "16-bit types only");
@@ -111,11 +131,15 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_realigned_lean(RealignedLean
 
   Lanes<XT, VEC> xs[IMAX];
   Lanes<WT, VEC> wa[IMAX], wb[IMAX];  // weight vectors j - 1 and j, shifted after the sum
+  Lanes<WT, VEC> ba[kGeneral ? IMAX : 1], bb[kGeneral ? IMAX : 1];  // the bias's, alike
+  const WT* bias = nullptr;
+  if constexpr (kGeneral) bias = static_cast<const WT*>(q.bias);
 #pragma unroll
   for (int i = 0; i < IMAX; ++i) {
     const int j = index(i);
     xs[i] = Lanes<XT, VEC>{};
     wa[i] = wb[i] = Lanes<WT, VEC>{};
+    if constexpr (kGeneral) ba[i] = bb[i] = Lanes<WT, VEC>{};
     if (active(i)) {
       if (j < nvec - 1) {
         xs[i].load(xw + j * VEC);
@@ -126,6 +150,14 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_realigned_lean(RealignedLean
       if (col < q.hidden) wb[i] = load_readonly_lanes_upto<WT, VEC>(weight + col, q.hidden - col);
       if (s != 0 && j > 0) {
         wa[i] = load_readonly_lanes_upto<WT, VEC>(weight + col - VEC, q.hidden - col + VEC);
+      }
+      if constexpr (kGeneral) {
+        if (bias && col < q.hidden) {
+          bb[i] = load_readonly_lanes_upto<WT, VEC>(bias + col, q.hidden - col);
+        }
+        if (bias && s != 0 && j > 0) {
+          ba[i] = load_readonly_lanes_upto<WT, VEC>(bias + col - VEC, q.hidden - col + VEC);
+        }
       }
     }
   }
@@ -145,8 +177,18 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_realigned_lean(RealignedLean
     const int j = index(i);
     const Lanes<WT, VEC> w = s == 0 ? wb[i] : lanes_from(wa[i], wb[i], VEC - s);
     float out[VEC];
+    if constexpr (kGeneral) {
+      const Lanes<WT, VEC> b = s == 0 ? bb[i] : lanes_from(ba[i], bb[i], VEC - s);
+      const float one = q.zero_centered ? 1.0f : 0.0f;
 #pragma unroll
-    for (int k = 0; k < VEC; ++k) out[k] = xs[i].get_float(k) * rstd * w.get_float(k);
+      for (int k = 0; k < VEC; ++k) {
+        out[k] = xs[i].get_float(k) * rstd * (w.get_float(k) + one);
+        if (bias) out[k] += b.get_float(k);
+      }
+    } else {
+#pragma unroll
+      for (int k = 0; k < VEC; ++k) out[k] = xs[i].get_float(k) * rstd * w.get_float(k);
+    }
     YT* to = yw + j * VEC;
     if ((j > 0 || s == 0) && j < nvec - 1) {
       store_vec<YT, VEC>(to, out);

@@ -375,8 +375,8 @@ TEST_P(FwdLayouts, RowsMisalignedAlikeForXAndY) {
 }
 
 // Rows misaligned alike for x and y, for each 16-bit dtype and shape: every head offset, with
-// a bias, a zero-centred weight, in place; then `padded_rows` rows of padded strides (+3), a
-// weight alone.
+// a bias (1, 7), a zero-centred weight (5), both (3), in place (6); then `padded_rows` rows of
+// padded strides (+3), a weight alone, and as many of a bias alone (no weight).
 void test_rows_misaligned_alike(nk_backend backend,
                                 const std::vector<std::pair<int64_t, int64_t>>& shapes,
                                 int64_t padded_rows, int64_t padded_hidden, Rng& rng) {
@@ -385,8 +385,8 @@ void test_rows_misaligned_alike(nk_backend backend,
       for (int64_t offset : {0, 1, 2, 3, 5, 6, 7}) {
         FwdCase c = layout_case(d, d, d, rows, hidden);
         c.residual = false;
-        c.bias = offset == 1 || offset == 7;
-        c.zero_centered = offset == 3;
+        c.bias = offset == 1 || offset == 3 || offset == 7;
+        c.zero_centered = offset == 3 || offset == 5;
         c.y_is_x = offset == 6;
         c.x_offset = offset;
         if (!c.y_is_x) c.y_offset = offset;
@@ -398,14 +398,19 @@ void test_rows_misaligned_alike(nk_backend backend,
     padded.x_pad = padded.y_pad = 3;
     padded.x_offset = padded.y_offset = 5;
     test_fwd_case(backend, padded, rng);
+    FwdCase bias_only = layout_case(d, d, d, padded_rows, padded_hidden);
+    bias_only.residual = bias_only.weight = false;
+    bias_only.x_offset = bias_only.y_offset = 3;
+    test_fwd_case(backend, bias_only, rng);
   }
 }
 
 // Few rows misaligned alike, each longer than one CTA holds (16K+ columns), under 1M elements:
-// in calls of a weight alone the lean realigned kernel on clusters that fill the device
-// (rms_norm_fwd_realigned under NK_TUNE_FWD_REALIGN_LEAN=0, ctest entry fwd_realign_not_lean),
-// else (and under NK_TUNE_FWD_REALIGN_CLUSTERS=0, ctest entry fwd_realign_few_rows_element_wise)
-// element by element.
+// in calls of a weight (with a bias or zero-centring too) the lean realigned kernel on clusters
+// that fill the device (rms_norm_fwd_realigned under NK_TUNE_FWD_REALIGN_LEAN=0, ctest entry
+// fwd_realign_not_lean; the extras element by element under ctest entry
+// fwd_realign_lean_weight_only), else (a bias alone, and under NK_TUNE_FWD_REALIGN_CLUSTERS=0,
+// ctest entry fwd_realign_few_rows_element_wise) element by element.
 TEST_P(FwdLayouts, FewLongRowsMisalignedAlike) {
   NK_SKIP_IF_UNAVAILABLE(GetParam());
   Rng rng;
@@ -416,9 +421,10 @@ TEST_P(FwdLayouts, FewLongRowsMisalignedAlike) {
 
 // 64 rows or more misaligned alike that one CTA holds, under 1M elements but past the
 // thresholds of KernelFacts::fwd_realign_long_rows_min_elements and _short_: in calls of a
-// weight alone the lean realigned kernel of one row per CTA (rms_norm_fwd_realigned under
-// NK_TUNE_FWD_REALIGN_LEAN=0 or 1), else (and under ctest entry fwd_realign_rows_element_wise)
-// element by element.
+// weight (with a bias or zero-centring too) the lean realigned kernel of one row per CTA where
+// it covers the plan (rms_norm_fwd_realigned under NK_TUNE_FWD_REALIGN_LEAN=0 or 1, for a weight
+// alone), else (a bias alone, 1024 x 1001's two rows per CTA with extras, and under ctest entry
+// fwd_realign_rows_element_wise) element by element.
 TEST_P(FwdLayouts, RowsOneCtaHoldsMisalignedAlike) {
   NK_SKIP_IF_UNAVAILABLE(GetParam());
   Rng rng;

@@ -1818,8 +1818,9 @@ TEST(LaunchConfig, RealignsFewLongMisalignedRowsOnClustersThatFillTheDevice) {
   }
   // 29 x 17389: 5 CTAs of 128 threads per row (145 CTAs) instead of 2 of 512 (58).
   EXPECT_EQ(realigned(29, 17389).grid, 145);
-  // Calls with a bias or a zero-centred weight (the general kernel form, slower there), the
-  // knob at 0, or the general form forced (NK_TUNE_REALIGN_WEIGHT_ONLY=0): element by element.
+  // Calls that neither kernel form of weight alone nor the lean general one serves (a bias
+  // alone, no weight), the knob at 0, or the general form forced (NK_TUNE_REALIGN_WEIGHT_ONLY=0):
+  // element by element.
   EXPECT_EQ(normkit::cuda::plan_fwd_realigned(29, 17389, f, /*weight_only_call=*/false).grid, 0);
   KernelFacts off = f;
   off.fwd_realign_clusters = 0;
@@ -1834,26 +1835,26 @@ TEST(LaunchConfig, RealignsFewLongMisalignedRowsOnClustersThatFillTheDevice) {
 TEST(LaunchConfig, RealignsRowsOneCtaHoldsBelowOneMillionElementsFromTheirThresholds) {
   KernelFacts f;
   f.sm_count = 132;
-  EXPECT_EQ(f.fwd_realign_long_rows_min_elements, 288 << 10);  // the defaults
+  EXPECT_EQ(f.fwd_realign_long_rows_min_elements, 240 << 10);  // the defaults
   EXPECT_EQ(f.fwd_realign_short_rows_min_elements, 600 << 10);
   const auto realigned = [&](int64_t rows, int64_t hidden, const KernelFacts& facts) {
     return normkit::cuda::plan_fwd_realigned(rows, hidden, facts, /*weight_only_call=*/true);
   };
-  // Rows past 2048 columns from 288K elements, shorter ones from 600K: one row per CTA, the
+  // Rows past 2048 columns from 240K elements, shorter ones from 600K: one row per CTA, the
   // registers plan at 8-element vectors (of 7 more columns where the lean kernel needs it).
   for (const auto& [rows, hidden] : std::vector<std::pair<int64_t, int64_t>>{
-           {80, 4095}, {96, 4095}, {64, 5001}, {64, 8191}, {200, 3001}, {256, 4095},
-           {320, 2047}, {700, 1001}, {1024, 1001}}) {
+           {64, 4095}, {80, 4095}, {96, 4095}, {64, 5001}, {64, 8191}, {200, 3001},
+           {256, 4095}, {320, 2047}, {700, 1001}, {1024, 1001}}) {
     const LaunchConfig c = realigned(rows, hidden, f);
     SCOPED_TRACE(c.describe());
     EXPECT_TRUE(c.realigned);
     EXPECT_EQ(c.cluster_size, 1);
     EXPECT_EQ(c.grid, normkit::cuda::plan_fwd_registers(rows, hidden, 8, f).grid);
   }
-  // Below them, under 64 rows (too few CTAs: 32 x 16383), with a bias or a zero-centred
-  // weight, or with the general kernels forced: element by element.
+  // Below them, under 64 rows (too few CTAs: 32 x 16383), a bias alone (no weight), or with
+  // the general kernels forced: element by element.
   for (const auto& [rows, hidden] : std::vector<std::pair<int64_t, int64_t>>{
-           {64, 4095}, {128, 2047}, {256, 2047}, {512, 1001}, {64, 1001}, {32, 16383},
+           {64, 3001}, {128, 2047}, {256, 2047}, {512, 1001}, {64, 1001}, {32, 16383},
            {8, 12287}}) {
     EXPECT_EQ(realigned(rows, hidden, f).grid, 0) << rows << " x " << hidden;
   }
@@ -1865,7 +1866,7 @@ TEST(LaunchConfig, RealignsRowsOneCtaHoldsBelowOneMillionElementsFromTheirThresh
   KernelFacts low = f;
   low.fwd_realign_long_rows_min_elements = 0;
   low.fwd_realign_short_rows_min_elements = 0;
-  EXPECT_GT(realigned(64, 4095, low).grid, 0);
+  EXPECT_GT(realigned(64, 3001, low).grid, 0);
   EXPECT_GT(realigned(64, 1001, low).grid, 0);
   EXPECT_EQ(realigned(32, 16383, low).grid, 0);
   KernelFacts high = f;
@@ -1890,7 +1891,7 @@ TEST(LaunchConfig, RealignedLeanKernelOnlyWhereItsThreadsCoverTheRowsWindow) {
     // Every aligned vector a row overlaps (ceil(hidden / 8) + 1 at most) has a thread.
     EXPECT_GE(int64_t(c.threads_per_row) * c.items * c.cluster_size, (hidden + 7) / 8 + 1);
     EXPECT_NE(c.describe().find("realigned-lean"), std::string::npos);
-    // Not for calls with a bias or a zero-centred weight, nor with the general kernels forced.
+    // Not for calls of a bias alone, nor with the general kernels forced.
     EXPECT_FALSE(normkit::cuda::plan_fwd_realigned(rows, hidden, f, false).realigned_lean);
     KernelFacts general = f;
     general.realign_weight_only = 0;
@@ -1954,6 +1955,52 @@ TEST(LaunchConfig, RealignedLeanKernelOnOneRowPlans) {
   ASSERT_GT(longest.grid, 0);
   EXPECT_EQ(longest.cluster_size, 1);
   EXPECT_FALSE(longest.realigned_lean) << longest.describe();
+}
+
+TEST(LaunchConfig, RealignedLeanGeneralFormForAWeightWithExtras) {
+  KernelFacts f;
+  f.sm_count = 132;
+  EXPECT_EQ(f.fwd_realign_lean_general, 1);  // the default
+  const auto general = [](int64_t rows, int64_t hidden, const KernelFacts& facts) {
+    return normkit::cuda::plan_fwd_realigned(rows, hidden, facts, /*weight_only_call=*/false,
+                                             /*lean_general_call=*/true);
+  };
+  // A weight with a bias or zero-centring: the plans of a weight alone, on the lean kernel,
+  // below 1M elements (clusters that fill the device, rows one CTA holds past the thresholds)
+  // and from 1M.
+  for (const auto& [rows, hidden] : std::vector<std::pair<int64_t, int64_t>>{
+           {29, 17389}, {1, 17389}, {2, 65537}, {96, 4095}, {64, 4095}, {320, 2047},
+           {200, 3001}, {4096, 4095}}) {
+    const LaunchConfig c = general(rows, hidden, f);
+    const LaunchConfig alone = normkit::cuda::plan_fwd_realigned(rows, hidden, f, true);
+    SCOPED_TRACE(c.describe());
+    ASSERT_GT(c.grid, 0);
+    EXPECT_TRUE(c.realigned_lean);
+    EXPECT_EQ(c.grid, alone.grid);
+    EXPECT_EQ(c.cluster_size, alone.cluster_size);
+    EXPECT_EQ(c.threads_per_row, alone.threads_per_row);
+    EXPECT_EQ(c.items, alone.items);
+    EXPECT_TRUE(normkit::cuda::realigned_lean_covers(c, hidden));
+  }
+  // Below 1M where the lean kernel does not cover the plan (two rows per CTA: 700 x 1001), below
+  // the thresholds, or the knob at 0 (or no lean kernel at all): element by element.
+  EXPECT_TRUE(normkit::cuda::plan_fwd_realigned(700, 1001, f, true).realigned);
+  EXPECT_EQ(general(700, 1001, f).grid, 0);
+  EXPECT_EQ(general(64, 3001, f).grid, 0);
+  KernelFacts off = f;
+  off.fwd_realign_lean_general = 0;
+  EXPECT_EQ(general(29, 17389, off).grid, 0);
+  EXPECT_EQ(general(96, 4095, off).grid, 0);
+  KernelFacts no_lean = f;
+  no_lean.fwd_realign_lean = 0;
+  EXPECT_EQ(general(29, 17389, no_lean).grid, 0);
+  // From 1M elements the general form stays realigned either way: lean where it covers (above),
+  // else rms_norm_fwd_realigned (two rows per CTA: 2048 x 1001), and with the knob at 0.
+  const LaunchConfig pairs = general(2048, 1001, f);
+  EXPECT_TRUE(pairs.realigned);
+  EXPECT_FALSE(pairs.realigned_lean);
+  EXPECT_GT(general(4096, 4095, off).grid, 0);
+  EXPECT_FALSE(general(4096, 4095, off).realigned_lean);
 }
 
 // What RowChunk<VEC, true> assumes, checked by walking the kernel's own indexing: every row of

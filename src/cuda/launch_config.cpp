@@ -387,9 +387,6 @@ LaunchConfig plan_fwd_realigned(int64_t rows, int64_t hidden, const KernelFacts&
   // Rows longer than this the element-by-element forward (16-bit elements one at a time: 512
   // threads of 4) splits over a cluster.
   constexpr int64_t kElementWiseCtaColumns = 2048;
-  // Fewer rows than this, one CTA each, leave most SMs idle where the element-by-element kernel
-  // splits them: 32 x 8191 measured level, 8 x 12287 0.7 us slower (fiftieth session).
-  constexpr int64_t kRealignedRowsMinRows = 64;
   LaunchConfig c = plan_fwd_registers(rows, hidden, kVec, facts);
   const int64_t elements = rows * hidden;
   // A weight with extras on the lean kernel: the rules below the threshold, measured for calls
@@ -406,7 +403,7 @@ LaunchConfig plan_fwd_realigned(int64_t rows, int64_t hidden, const KernelFacts&
         c = plan_fwd_registers(rows, hidden, kVec, fill);
         taken = true;
       }
-    } else if (rows >= kRealignedRowsMinRows) {
+    } else if (rows >= facts.fwd_realign_rows_min_rows) {
       taken = elements >= (hidden > kElementWiseCtaColumns
                                ? facts.fwd_realign_long_rows_min_elements
                                : facts.fwd_realign_short_rows_min_elements);

@@ -327,6 +327,10 @@ struct KernelFacts {
   // thresholds).
   int64_t fwd_realign_long_rows_min_elements = int64_t(240) << 10;
   int64_t fwd_realign_short_rows_min_elements = int64_t(600) << 10;
+  // ... given this many rows or more (NK_TUNE_FWD_REALIGN_ROWS_MIN_ROWS): fewer, one CTA each,
+  // leave most SMs idle where the element-by-element kernel splits them (fiftieth session,
+  // against rms_norm_fwd_realigned: 32 x 8191 level, 8 x 12287 0.7 us slower).
+  int64_t fwd_realign_rows_min_rows = 64;
   // ... those realigned plans of calls of a weight alone on rms_norm_fwd_realigned_lean (each
   // row read as the aligned vectors that overlap it, no head thread, 32-bit offsets, a 72-byte
   // parameter block: fewer instructions, as bench/few_rows_probe.cu's kernel, which ran 0.85 us
@@ -1057,7 +1061,7 @@ KernelFacts plain_fwd_facts(const KernelFacts& facts, size_t x_bytes);
 // facts.fwd_realign_min_elements elements but where facts.fwd_realign_clusters takes rows that
 // plan splits over a cluster (then split to fill the device) or 64 rows or more that one CTA
 // holds reach fwd_realign_long_rows_min_elements (past 2048 columns) or
-// fwd_realign_short_rows_min_elements: calls of a weight alone (weight_only_call: no bias, not
+// fwd_realign_short_rows_min_elements (fwd_realign_rows_min_rows, 64, the rows floor): calls of a weight alone (weight_only_call: no bias, not
 // zero-centred), whose kernel form is the one measured faster, and calls of a weight with a
 // bias or zero-centring (lean_general_call) where rms_norm_fwd_realigned_lean covers the plan
 // (KernelFacts::fwd_realign_lean_general).

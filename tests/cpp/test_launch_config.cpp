@@ -1869,6 +1869,11 @@ TEST(LaunchConfig, RealignsRowsOneCtaHoldsBelowOneMillionElementsFromTheirThresh
   EXPECT_GT(realigned(64, 3001, low).grid, 0);
   EXPECT_GT(realigned(64, 1001, low).grid, 0);
   EXPECT_EQ(realigned(32, 16383, low).grid, 0);
+  KernelFacts floor = f;  // the rows floor is the knob's (64 by default)
+  EXPECT_EQ(floor.fwd_realign_rows_min_rows, 64);
+  floor.fwd_realign_rows_min_rows = 32;
+  EXPECT_GT(realigned(32, 16383, floor).grid, 0);
+  EXPECT_EQ(realigned(31, 16383, floor).grid, 0);
   KernelFacts high = f;
   high.fwd_realign_long_rows_min_elements = high.fwd_realign_min_elements;
   high.fwd_realign_short_rows_min_elements = high.fwd_realign_min_elements;

@@ -197,6 +197,7 @@ for step in "${steps[@]}"; do
       # and normkit's realigned forward on the plans of NK_TUNE_FWD_REALIGN_CLUSTERS=1
       # (bench/few_rows_probe.cu, with the planner): where 29x17389's time goes.
       # FEW_ROWS_ONE_ROW=1: only normkit's one-row realigned plans, realigned against lean
+      # (FEW_ROWS_SHAPES=RxH,...: those shapes)
       run few_rows_probe_build nvcc -O3 -arch=sm_90 -std=c++17 -Isrc -Iinclude -Ibench \
         bench/few_rows_probe.cu src/cuda/launch_config.cpp -o "$LOGS/few_rows_probe" &&
         run few_rows_probe "$LOGS/few_rows_probe"

@@ -333,11 +333,22 @@ int main() {
   if (const char* only = std::getenv("FEW_ROWS_ONE_ROW"); only && *only == '1') {
     // Only normkit's realigned forward on rows one CTA holds (the planner's one-row plans), on
     // rms_norm_fwd_realigned and on the lean kernel (NK_TUNE_FWD_REALIGN_LEAN=2), alternating
-    // which runs first, three times.
+    // which runs first, three times. FEW_ROWS_SHAPES (RxH,RxH,...) replaces the shapes.
+    std::vector<std::pair<int, int>> shapes = {{96, 4095}, {64, 8191}, {64, 5001}, {200, 3001},
+                                               {128, 4095}, {256, 4095}, {320, 2047},
+                                               {1024, 4095}};
+    if (const char* list = std::getenv("FEW_ROWS_SHAPES"); list && *list) {
+      shapes.clear();
+      for (const char* at = list; *at;) {
+        int rows = 0, hidden = 0, used = 0;
+        if (std::sscanf(at, "%dx%d%n", &rows, &hidden, &used) != 2) break;
+        shapes.emplace_back(rows, hidden);
+        at += used;
+        if (*at == ',') ++at;
+      }
+    }
     for (int pass = 0; pass < 3; ++pass) {
-      for (const auto& [rows, hidden] : std::vector<std::pair<int, int>>{
-               {96, 4095}, {128, 4095}, {256, 4095}, {64, 8191}, {64, 5001}, {200, 3001},
-               {320, 2047}, {1024, 4095}}) {
+      for (const auto& [rows, hidden] : shapes) {
         const Form first = pass % 2 == 0 ? Form::kWeightOnly : Form::kLean;
         normkit_realigned(p, in, rows, hidden, first);
         normkit_realigned(p, in, rows, hidden,

@@ -395,6 +395,7 @@ LaunchConfig plan_fwd_realigned(int64_t rows, int64_t hidden, const KernelFacts&
                             facts.fwd_realign_lean != 0 && facts.fwd_realign_lean_general != 0;
   bool taken = elements >= facts.fwd_realign_min_elements;
   const bool below_min = !taken;
+  bool only_if_lean = below_min && lean_general;  // taken below, kept where the plan is lean
   if (below_min && ((weight_only_call && facts.realign_weight_only != 0) || lean_general)) {
     if (c.cluster_size > 1) {
       if (facts.fwd_realign_clusters != 0) {
@@ -403,10 +404,13 @@ LaunchConfig plan_fwd_realigned(int64_t rows, int64_t hidden, const KernelFacts&
         c = plan_fwd_registers(rows, hidden, kVec, fill);
         taken = true;
       }
-    } else if (rows >= facts.fwd_realign_rows_min_rows) {
-      taken = elements >= (hidden > kElementWiseCtaColumns
-                               ? facts.fwd_realign_long_rows_min_elements
-                               : facts.fwd_realign_short_rows_min_elements);
+    } else if (rows >= facts.fwd_realign_rows_min_rows &&
+               elements >= (hidden > kElementWiseCtaColumns
+                                ? facts.fwd_realign_long_rows_min_elements
+                                : facts.fwd_realign_short_rows_min_elements)) {
+      taken = true;
+    } else if (hidden > kElementWiseCtaColumns && rows >= facts.fwd_realign_lean_rows_min_rows) {
+      taken = only_if_lean = true;  // fewer rows or elements: on the lean kernel only
     }
   }
   if (hidden < 2 * kVec || !taken || c.plan == RowPlan::kStreaming || c.items > kSmallItems) {
@@ -432,7 +436,7 @@ LaunchConfig plan_fwd_realigned(int64_t rows, int64_t hidden, const KernelFacts&
       c = wider;
     }
   }
-  if (lean_general && below_min && !c.realigned_lean) c.grid = 0;
+  if (only_if_lean && !c.realigned_lean) c.grid = 0;
   return c;
 }
 

@@ -331,6 +331,15 @@ struct KernelFacts {
   // leave most SMs idle where the element-by-element kernel splits them (fiftieth session,
   // against rms_norm_fwd_realigned: 32 x 8191 level, 8 x 12287 0.7 us slower).
   int64_t fwd_realign_rows_min_rows = 64;
+  // ... and rows past 2048 columns below those bounds, from this many rows
+  // (NK_TUNE_FWD_REALIGN_LEAN_ROWS_MIN_ROWS), where the plan is rms_norm_fwd_realigned_lean's
+  // (else element by element). Measured (fifty-first session, H200, twice each, element by
+  // element -> lean): 32 x 4095 6.51-6.56 -> 5.95-6.02 us, 40 x 4095 6.53-6.56 -> 5.98-6.00,
+  // 48 x 4095 6.59-6.62 -> 6.05-6.08, 32 x 8191 7.20-7.22 -> 6.45-6.66, 16 x 8191 6.56-6.59 ->
+  // 6.29-6.35, 48 x 3001 6.50-6.56 -> 6.32-6.38; 16 x 16383, whose plan the lean kernel does
+  // not cover, 7.20-7.22 -> 7.78-8.14 on rms_norm_fwd_realigned (bench/results/
+  // 2026-11-28T1339-h200-rows-floor).
+  int64_t fwd_realign_lean_rows_min_rows = 16;
   // ... those realigned plans of calls of a weight alone on rms_norm_fwd_realigned_lean (each
   // row read as the aligned vectors that overlap it, no head thread, 32-bit offsets, a 72-byte
   // parameter block: fewer instructions, as bench/few_rows_probe.cu's kernel, which ran 0.85 us

@@ -143,6 +143,8 @@ inline const KernelFacts& tuned_defaults() {
         "NK_TUNE_FWD_REALIGN_SHORT_ROWS_MIN_ELEMENTS", k.fwd_realign_short_rows_min_elements);
     k.fwd_realign_rows_min_rows =
         count_knob("NK_TUNE_FWD_REALIGN_ROWS_MIN_ROWS", k.fwd_realign_rows_min_rows);
+    k.fwd_realign_lean_rows_min_rows =
+        count_knob("NK_TUNE_FWD_REALIGN_LEAN_ROWS_MIN_ROWS", k.fwd_realign_lean_rows_min_rows);
     k.fwd_realign_lean = tuning_knob("NK_TUNE_FWD_REALIGN_LEAN", k.fwd_realign_lean, 0, 2);
     k.fwd_realign_lean_general = tuning_knob("NK_TUNE_FWD_REALIGN_LEAN_GENERAL",
                                              k.fwd_realign_lean_general, 0, 1);

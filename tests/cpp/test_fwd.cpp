@@ -419,18 +419,20 @@ TEST_P(FwdLayouts, FewLongRowsMisalignedAlike) {
                              17389, rng);
 }
 
-// 64 rows or more misaligned alike that one CTA holds, under 1M elements but past the
-// thresholds of KernelFacts::fwd_realign_long_rows_min_elements and _short_: in calls of a
-// weight (with a bias or zero-centring too) the lean realigned kernel of one row per CTA where
-// it covers the plan (rms_norm_fwd_realigned under NK_TUNE_FWD_REALIGN_LEAN=0 or 1, for a weight
-// alone), else (a bias alone, 1024 x 1001's two rows per CTA with extras, and under ctest entry
-// fwd_realign_rows_element_wise) element by element.
+// Rows misaligned alike that one CTA holds, under 1M elements: 64 or more past the thresholds
+// of KernelFacts::fwd_realign_long_rows_min_elements and _short_, or 16 or more past 2048
+// columns (fwd_realign_lean_rows_min_rows): in calls of a weight (with a bias or zero-centring
+// too) the lean realigned kernel of one row per CTA where it covers the plan
+// (rms_norm_fwd_realigned under NK_TUNE_FWD_REALIGN_LEAN=0 or 1, for a weight alone, and those
+// only by the first rule), else (a bias alone, 1024 x 1001's two rows per CTA with extras, and
+// under ctest entry fwd_realign_rows_element_wise) element by element.
 TEST_P(FwdLayouts, RowsOneCtaHoldsMisalignedAlike) {
   NK_SKIP_IF_UNAVAILABLE(GetParam());
   Rng rng;
   test_rows_misaligned_alike(GetParam(),
-                             {{96, 4095}, {64, 8191}, {200, 3001}, {384, 2047}, {1024, 1001}}, 100,
-                             4095, rng);
+                             {{96, 4095}, {64, 8191}, {200, 3001}, {384, 2047}, {1024, 1001},
+                              {32, 4095}, {16, 8191}, {48, 3001}},
+                             100, 4095, rng);
 }
 
 TEST_P(FwdLayouts, InPlaceYIsX) {

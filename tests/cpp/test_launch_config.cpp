@@ -1851,11 +1851,22 @@ TEST(LaunchConfig, RealignsRowsOneCtaHoldsBelowOneMillionElementsFromTheirThresh
     EXPECT_EQ(c.cluster_size, 1);
     EXPECT_EQ(c.grid, normkit::cuda::plan_fwd_registers(rows, hidden, 8, f).grid);
   }
-  // Below them, under 64 rows (too few CTAs: 32 x 16383), a bias alone (no weight), or with
-  // the general kernels forced: element by element.
+  // Below them, rows past 2048 columns from 16 rows on the lean kernel only (one row per CTA).
+  EXPECT_EQ(f.fwd_realign_lean_rows_min_rows, 16);
   for (const auto& [rows, hidden] : std::vector<std::pair<int64_t, int64_t>>{
-           {64, 3001}, {128, 2047}, {256, 2047}, {512, 1001}, {64, 1001}, {32, 16383},
-           {8, 12287}}) {
+           {64, 3001}, {48, 3001}, {32, 4095}, {48, 4095}, {16, 8191}, {32, 8191}}) {
+    const LaunchConfig c = realigned(rows, hidden, f);
+    SCOPED_TRACE(c.describe());
+    EXPECT_TRUE(c.realigned_lean);
+    EXPECT_EQ(c.cluster_size, 1);
+    EXPECT_EQ(c.grid, rows);
+  }
+  // Else element by element: shorter rows below their threshold, fewer than 16 rows, rows the
+  // lean kernel does not cover (16383 columns: 2049 vectors against 512 x 4), a bias alone (no
+  // weight), or with the general kernels forced.
+  for (const auto& [rows, hidden] : std::vector<std::pair<int64_t, int64_t>>{
+           {128, 2047}, {256, 2047}, {512, 1001}, {64, 1001}, {32, 16383}, {16, 16383},
+           {8, 12287}, {15, 4095}}) {
     EXPECT_EQ(realigned(rows, hidden, f).grid, 0) << rows << " x " << hidden;
   }
   EXPECT_EQ(normkit::cuda::plan_fwd_realigned(256, 4095, f, /*weight_only_call=*/false).grid, 0);
@@ -1877,7 +1888,13 @@ TEST(LaunchConfig, RealignsRowsOneCtaHoldsBelowOneMillionElementsFromTheirThresh
   KernelFacts high = f;
   high.fwd_realign_long_rows_min_elements = high.fwd_realign_min_elements;
   high.fwd_realign_short_rows_min_elements = high.fwd_realign_min_elements;
+  EXPECT_TRUE(realigned(256, 4095, high).realigned_lean);  // the lean rule alone
+  high.fwd_realign_lean_rows_min_rows = 1 << 20;
   EXPECT_EQ(realigned(256, 4095, high).grid, 0);
+  KernelFacts clusters_only = f;  // lean setting 1: no one-row plan is lean
+  clusters_only.fwd_realign_lean = 1;
+  EXPECT_EQ(realigned(32, 4095, clusters_only).grid, 0);
+  EXPECT_TRUE(realigned(256, 4095, clusters_only).realigned);
 }
 
 TEST(LaunchConfig, RealignedLeanKernelOnlyWhereItsThreadsCoverTheRowsWindow) {
@@ -1991,7 +2008,8 @@ TEST(LaunchConfig, RealignedLeanGeneralFormForAWeightWithExtras) {
   // the thresholds, or the knob at 0 (or no lean kernel at all): element by element.
   EXPECT_TRUE(normkit::cuda::plan_fwd_realigned(700, 1001, f, true).realigned);
   EXPECT_EQ(general(700, 1001, f).grid, 0);
-  EXPECT_EQ(general(64, 3001, f).grid, 0);
+  EXPECT_EQ(general(512, 1001, f).grid, 0);
+  EXPECT_EQ(general(8, 4095, f).grid, 0);
   KernelFacts off = f;
   off.fwd_realign_lean_general = 0;
   EXPECT_EQ(general(29, 17389, off).grid, 0);

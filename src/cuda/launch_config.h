@@ -306,9 +306,10 @@ struct KernelFacts {
   // weight-only one on these plans (T1008-h200-few-rows-normkit): those calls take the rule on
   // the lean kernel only (fwd_realign_lean_general).
   int fwd_realign_clusters = 1;
-  // ... and 64 rows or more that one CTA holds, in calls of a weight alone, on the realigned
-  // kernel of one row per CTA from this many elements where they are longer than 2048 columns
-  // (which the element-by-element kernel splits over a cluster;
+  // ... and 64 rows or more that one CTA holds, in calls of a weight alone (and with extras on
+  // the lean kernel: fwd_realign_lean_general), on the realigned kernel of one row per CTA from
+  // this many elements where they are longer than 2048 columns (which the element-by-element
+  // kernel splits over a cluster;
   // NK_TUNE_FWD_REALIGN_LONG_ROWS_MIN_ELEMENTS), from this many where they are not
   // (NK_TUNE_FWD_REALIGN_SHORT_ROWS_MIN_ELEMENTS).
   // Measured (fiftieth session, H200, twice each, element by element -> realigned; the slots
@@ -357,8 +358,8 @@ struct KernelFacts {
   // ... and, compiled apart, for calls of a weight with a bias or zero-centring
   // (NK_TUNE_FWD_REALIGN_LEAN_GENERAL): their realigned plans where the lean kernel covers the
   // row, and below fwd_realign_min_elements the rules of calls of a weight alone (clusters that
-  // fill the device; 64 rows or more one CTA holds, past the thresholds), taken only where the
-  // lean kernel covers the plan (else element by element, as with 0). Measured (fifty-first
+  // fill the device; the rules of rows one CTA holds), taken only where the lean kernel covers
+  // the plan (else element by element, as with 0). Measured (fifty-first
   // session, H200, medians of three, 0 -> 1): with a bias 29 x 17389 12.61 -> 7.79 us,
   // 4 x 17389 12.32 -> 7.23, 61 x 17389 10.66 -> 8.48, 256 x 4095 11.94 -> 7.49, 200 x 3001
   // 10.54 -> 7.39, 96 x 4095 8.06 -> 6.91; zero-centred 29 x 17389 8.74 -> 7.87, 2 x 65537
@@ -1067,12 +1068,16 @@ KernelFacts plain_fwd_facts(const KernelFacts& facts, size_t x_bytes);
 // (the launcher checks the pointers; no residual): plan_fwd_registers at 8-element vectors,
 // realigned; grid 0 where that plan would stream or hold more than kSmallItems vectors per
 // thread (weight and bias lanes beside x's would spill), for rows under 2 vectors, and under
-// facts.fwd_realign_min_elements elements but where facts.fwd_realign_clusters takes rows that
-// plan splits over a cluster (then split to fill the device) or 64 rows or more that one CTA
-// holds reach fwd_realign_long_rows_min_elements (past 2048 columns) or
-// fwd_realign_short_rows_min_elements (fwd_realign_rows_min_rows, 64, the rows floor): calls of a weight alone (weight_only_call: no bias, not
-// zero-centred), whose kernel form is the one measured faster, and calls of a weight with a
-// bias or zero-centring (lean_general_call) where rms_norm_fwd_realigned_lean covers the plan
+// facts.fwd_realign_min_elements elements but where one of these rules takes the rows:
+// - facts.fwd_realign_clusters: rows that plan splits over a cluster (then split to fill the
+//   device);
+// - rows one CTA holds, fwd_realign_rows_min_rows of them or more, reaching
+//   fwd_realign_long_rows_min_elements (past 2048 columns) or fwd_realign_short_rows_min_elements;
+// - rows past 2048 columns, fwd_realign_lean_rows_min_rows of them or more, where the plan is
+//   rms_norm_fwd_realigned_lean's.
+// The rules serve calls of a weight alone (weight_only_call: no bias, not zero-centred), whose
+// kernel form is the one measured faster, and calls of a weight with a bias or zero-centring
+// (lean_general_call) where rms_norm_fwd_realigned_lean covers the plan
 // (KernelFacts::fwd_realign_lean_general).
 LaunchConfig plan_fwd_realigned(int64_t rows, int64_t hidden, const KernelFacts& facts,
                                 bool weight_only_call = false, bool lean_general_call = false);

@@ -424,8 +424,9 @@ TEST_P(FwdLayouts, FewLongRowsMisalignedAlike) {
 // columns (fwd_realign_lean_rows_min_rows): in calls of a weight (with a bias or zero-centring
 // too) the lean realigned kernel of one row per CTA where it covers the plan
 // (rms_norm_fwd_realigned under NK_TUNE_FWD_REALIGN_LEAN=0 or 1, for a weight alone, and those
-// only by the first rule), else (a bias alone, 1024 x 1001's two rows per CTA with extras, and
-// under ctest entry fwd_realign_rows_element_wise) element by element.
+// only by the first rule), else (a bias alone, and under ctest entry
+// fwd_realign_rows_element_wise) element by element. 1024 x 1001 (1M elements) with extras
+// takes rms_norm_fwd_realigned, two rows per CTA.
 TEST_P(FwdLayouts, RowsOneCtaHoldsMisalignedAlike) {
   NK_SKIP_IF_UNAVAILABLE(GetParam());
   Rng rng;

@@ -2,7 +2,7 @@
 # each timed pass says whether it was steady).
 #   cmake -DNORMKIT=<tool> -DJSON=<file> "-DARGS=a;b;..." -DWEIGHT_DTYPE=fp32 -DBIAS=ON
 #         -DZERO_CENTERED=OFF -DFWD_BYTES=<n or -> -DBWD_BYTES=<n or -> -DOUT_DTYPE=bf16
-#         -P bench_json_bytes.cmake
+#         -DWEIGHT=ON -P bench_json_bytes.cmake
 # FWD_BYTES / BWD_BYTES "-": that pass is not timed (its entry is null). Only the first shape
 # is checked.
 file(REMOVE "${JSON}")
@@ -25,6 +25,8 @@ string(JSON v GET "${doc}" config weight_dtype)
 expect("config.weight_dtype" "${v}" "${WEIGHT_DTYPE}")
 string(JSON v GET "${doc}" config out_dtype)
 expect("config.out_dtype" "${v}" "${OUT_DTYPE}")
+string(JSON v GET "${doc}" config weight)
+expect("config.weight" "${v}" "${WEIGHT}")
 string(JSON v GET "${doc}" config bias)
 expect("config.bias" "${v}" "${BIAS}")
 string(JSON v GET "${doc}" config zero_centered)

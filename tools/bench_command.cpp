@@ -35,8 +35,12 @@ int run_bench(const BenchOptions& options) {
   config.weight_dtype =
       options.weight_dtype.empty() ? config.dtype : parse_dtype(options.weight_dtype);
   config.out_dtype = options.out_dtype.empty() ? config.dtype : parse_dtype(options.out_dtype);
+  config.weight = !options.no_weight;
   config.bias = options.bias;
   config.zero_centered = options.zero_centered;
+  if (options.no_weight && options.zero_centered) {
+    throw std::runtime_error("--zero-centered scales by 1 + weight: drop --no-weight");
+  }
   config.residual = options.residual;
   config.fwd = !options.bwd_only;
   config.bwd = !options.fwd_only;

@@ -11,6 +11,7 @@ struct BenchOptions {
   std::string dtype = "bf16";
   std::string weight_dtype;      // empty: dtype (weight, bias, dweight and dbias)
   std::string out_dtype;         // empty: dtype (the forward's y)
+  bool no_weight = false;        // neither weight nor dweight (scale 1)
   bool bias = false;             // forward reads a bias; backward writes dbias
   bool zero_centered = false;    // scale by (1 + weight), weight near 0
   std::string json_path;         // empty: no JSON

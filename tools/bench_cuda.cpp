@@ -196,7 +196,8 @@ class CudaRunner final : public BenchRunner {
           return normkit::cuda::explain_fwd(shape.rows, shape.hidden, config_.dtype,
                                             config_.weight_dtype, y_dtype(config_),
                                             config_.residual,
-                                            config_.bias || config_.zero_centered);
+                                            config_.bias || config_.zero_centered,
+                                            config_.weight);
         });
       }
     }
@@ -225,7 +226,8 @@ class CudaRunner final : public BenchRunner {
           // The plan, and the grid the launcher ran where it capped it.
           const std::string launched = normkit::cuda::last_bwd_launch_note();
           return normkit::cuda::explain_bwd(shape.rows, shape.hidden, config_.dtype,
-                                            config_.weight_dtype, config_.dtype, config_.bias) +
+                                            config_.weight_dtype, config_.dtype, config_.bias,
+                                            config_.weight) +
                  (launched.empty() ? "" : "; " + launched);
         });
       }

@@ -70,7 +70,7 @@ nk_rms_norm_fwd_args bench_fwd_args(const Shape& s, const BenchConfig& c, const 
     a.residual = p.residual;
     a.residual_out = p.residual_out;
   }
-  a.weight = p.weight;
+  a.weight = c.weight ? p.weight : nullptr;
   a.weight_dtype = c.weight_dtype;
   a.bias = c.bias ? p.bias : nullptr;
   a.zero_centered = c.zero_centered ? 1 : 0;
@@ -99,12 +99,12 @@ nk_rms_norm_bwd_args bench_bwd_args(const Shape& s, const BenchConfig& c, const 
   a.x = c.residual ? p.residual_out : p.x;
   a.x_dtype = c.dtype;
   a.rstd = p.rstd;
-  a.weight = p.weight;
+  a.weight = c.weight ? p.weight : nullptr;
   a.weight_dtype = c.weight_dtype;
   a.zero_centered = c.zero_centered ? 1 : 0;
   if (c.residual) a.dresidual_out = p.residual;
   a.dx = p.dx;
-  a.dweight = p.dweight;
+  a.dweight = c.weight ? p.dweight : nullptr;
   a.dbias = c.bias ? p.dbias : nullptr;
   a.workspace = p.workspace;
   a.workspace_bytes = p.workspace_bytes;

@@ -105,13 +105,14 @@ void print_bench_header(std::FILE* out, const BenchReport& r) {
   std::fprintf(out, "normkit bench: normkit %s, backend %s\n", nk_version(), r.backend.c_str());
   std::fprintf(out, "device:  %s\n", r.device.c_str());
   std::fprintf(out, "date:    %s\n", r.date_utc.c_str());
+  std::string backward_outputs = "dx";
+  if (r.config.weight) backward_outputs += r.config.bias ? ", dweight" : " and dweight";
+  if (r.config.bias) backward_outputs += " and dbias";
   std::fprintf(out, "inputs:  %s, random values, %s, eps %g%s%s\n",
                short_name(r.config.dtype), bench_inputs_text(r.config).c_str(),
                static_cast<double>(r.config.eps),
                r.config.residual ? ", fused residual add (dresidual_out in the backward)" : "",
-               !r.config.bwd ? ""
-               : r.config.bias ? "; backward computes dx, dweight and dbias"
-                               : "; backward computes dx and dweight");
+               r.config.bwd ? ("; backward computes " + backward_outputs).c_str() : "");
   if (r.config.quant != NK_QUANT_NONE) {
     std::fprintf(out, "quant:   %s", nk_quant_mode_name(r.config.quant));
     if (r.config.quant == NK_QUANT_BLOCK) std::fprintf(out, " (blocks of %lld)", static_cast<long long>(r.config.quant_block));
@@ -209,6 +210,7 @@ void write_bench_json(std::ostream& file, const std::string& path, const BenchRe
   j.field("dtype", short_name(r.config.dtype));
   j.field("weight_dtype", short_name(r.config.weight_dtype));
   j.field("out_dtype", short_name(r.config.out_dtype));
+  j.field("weight", r.config.weight);
   j.field("bias", r.config.bias);
   j.field("zero_centered", r.config.zero_centered);
   j.field("eps", static_cast<double>(r.config.eps));

@@ -16,6 +16,7 @@ struct BenchConfig {
   nk_dtype dtype = NK_BFLOAT16;         // x, y, dy, dx (and residual) in this dtype
   nk_dtype weight_dtype = NK_BFLOAT16;  // weight, bias, dweight, dbias (--weight-dtype)
   nk_dtype out_dtype = NK_BFLOAT16;     // the forward's y (--out-dtype; default dtype)
+  bool weight = true;          // --no-weight: no weight read, no dweight written (scale 1)
   bool bias = false;           // forward adds a bias (read); backward also writes dbias
   bool zero_centered = false;  // scale by (1 + weight); the weight is then near 0
   bool residual = false;         // forward fuses a residual add; backward adds dresidual_out
@@ -46,7 +47,8 @@ std::string bench_inputs_text(const BenchConfig& c);
 double scales_bytes(const Shape& s, const BenchConfig& c);
 
 // Bytes one call moves, by the explicit formulas of /work/shared/PEERS.md (rstd not counted;
-// size(w) is the weight dtype's, which bias, dweight and dbias share):
+// size(w) is the weight dtype's, which bias, dweight and dbias share; --no-weight drops the
+// weight's hidden*size(w) and dweight's):
 //   forward  = rows*hidden*(size(x) + size(y)) + hidden*size(w)
 //              [+ hidden*size(w) with a bias: bias read]
 //              [+ rows*hidden*2*size(x) with a residual: residual read, residual_out written]

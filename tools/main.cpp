@@ -123,6 +123,10 @@ int main(int argc, char** argv) {
                       "Add a bias (random values, the weight's dtype): the forward also reads "
                       "it, the backward also writes dbias (counted in the bytes); with --quant, "
                       "the quantized forward takes it too");
+  bench_cmd->add_flag("--no-weight", bench.no_weight,
+                      "Normalize without a weight (scale 1, as nn.RMSNorm(elementwise_affine="
+                      "False)): the forward reads none, the backward writes no dweight (neither "
+                      "counted in the bytes)");
   bench_cmd->add_flag("--zero-centered", bench.zero_centered,
                       "Scale by (1 + weight), the Gemma convention, with a weight near 0 (same "
                       "bytes)");

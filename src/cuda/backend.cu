@@ -358,7 +358,8 @@ void note_bwd_launch(const LaunchConfig& planned, const LaunchConfig& launched) 
 std::string last_bwd_launch_note() { return bwd_launch_note; }
 
 std::string explain_fwd(int64_t rows, int64_t hidden, nk_dtype x, nk_dtype w, nk_dtype y,
-                        bool with_residual, bool weight_extras) {
+                        bool with_residual, bool weight_extras, bool weight) {
+  const bool common_call = weight && !weight_extras;  // as plan_fwd_for has it
   // Contiguous operands from aligned allocations, as `normkit bench` passes them.
   const int nat = natural_vec(x, w, y);
   const int vec = hidden % nat == 0 ? nat : 1;
@@ -366,30 +367,31 @@ std::string explain_fwd(int64_t rows, int64_t hidden, nk_dtype x, nk_dtype w, nk
   if (facts.fwd_realign && vec < nat && nk_dtype_size(x) == 2 && nk_dtype_size(w) == 2 &&
       nk_dtype_size(y) == 2) {
     const LaunchConfig realigned =
-        plan_fwd_realigned_rows(rows, hidden, facts, !weight_extras, weight_extras);
+        plan_fwd_realigned_rows(rows, hidden, facts, common_call, weight && !common_call);
     if (realigned.grid > 0) return realigned.describe();
   }
-  return plan_fwd_with_reads(rows, hidden, vec, x, w, y, with_residual, !weight_extras, facts)
+  return plan_fwd_with_reads(rows, hidden, vec, x, w, y, with_residual, common_call, facts)
       .describe();
 }
 
 std::string explain_bwd(int64_t rows, int64_t hidden, nk_dtype x, nk_dtype w, nk_dtype dy,
-                        bool dbias) {
+                        bool dbias, bool weight) {
   const int nat = natural_vec(x, w, dy);
   const int vec = hidden % nat == 0 ? nat : 1;
   const KernelFacts facts = kernel_facts(current_device_facts());
-  // As `normkit bench` calls it: dweight wanted (and dbias with --bias), no dresidual_out.
+  // As `normkit bench` calls it: dweight wanted with a weight (and dbias with --bias), no
+  // dresidual_out.
   const int64_t xs = nk_dtype_size(x), staged[3] = {xs, int64_t(nk_dtype_size(dy)), 0};
   const int dx_vec = hidden % (16 / xs) == 0 ? int(16 / xs) : 1;
   const LaunchConfig columns =
-      plan_bwd_columns(rows, hidden, dx_vec, facts, staged, dbias ? 2 : 1);
+      plan_bwd_columns(rows, hidden, dx_vec, facts, staged, (weight ? 1 : 0) + (dbias ? 1 : 0));
   if (columns.grid > 0) return columns.describe();
   if (xs == 2 && nk_dtype_size(dy) == 2 && nk_dtype_size(w) == 2) {
     const LaunchConfig realigned =
-        plan_bwd_realigned_rows(rows, hidden, vec == nat, true, dbias, false, facts);
+        plan_bwd_realigned_rows(rows, hidden, vec == nat, weight || dbias, dbias, false, facts);
     if (realigned.grid > 0) return realigned.describe();
   }
-  return plan_bwd_rows(rows, hidden, vec, x, w, dy, true, dbias, false, facts).describe();
+  return plan_bwd_rows(rows, hidden, vec, x, w, dy, weight, dbias, false, facts).describe();
 }
 
 }  // namespace normkit::cuda

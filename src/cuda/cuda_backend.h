@@ -43,18 +43,19 @@ void rms_norm_bwd(const nk_rms_norm_bwd_args& args, void* stream);
 
 // Human-readable description of the launch configuration chosen for a shape and dtypes
 // (for `normkit bench --explain`); with_residual: a residual fused; weight_extras: a bias or a
-// zero-centered weight.
+// zero-centered weight; weight: whether the call has a weight at all.
 std::string explain_fwd(int64_t rows, int64_t hidden, nk_dtype x, nk_dtype w, nk_dtype y,
-                        bool with_residual, bool weight_extras);
+                        bool with_residual, bool weight_extras, bool weight = true);
 // The same for the forward with a quantized y in `mode` (block: elements per scale of BLOCK;
 // MXFP8 has 32, the other modes none; bias: with a bias, which TOKEN's plan depends on).
 std::string explain_fwd_quant(int64_t rows, int64_t hidden, nk_dtype x, nk_dtype w,
                               nk_quant_mode mode, int block, bool bias = false);
 // The plan of the per-tensor forward with y_t (one kernel, or the forward then the transpose).
 std::string explain_fwd_quant_transposed(int64_t rows, int64_t hidden, nk_dtype x, nk_dtype w);
-// The backward's, for contiguous operands and dweight wanted (and dbias with `dbias`).
+// The backward's, for contiguous operands and dweight wanted with a weight (`weight`), and dbias
+// with `dbias`.
 std::string explain_bwd(int64_t rows, int64_t hidden, nk_dtype x, nk_dtype w, nk_dtype dy,
-                        bool dbias = false);
+                        bool dbias = false, bool weight = true);
 // What this thread's last backward launch ran where it differed from its plan ("launched
 // grid=... slots=...": the launcher caps a persistent grid to the CTAs resident at once), or ""
 // where it ran as planned; `normkit bench --explain` appends it to explain_bwd's line.

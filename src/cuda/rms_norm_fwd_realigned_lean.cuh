@@ -38,7 +38,7 @@ struct RealignedLeanParams {
 };
 
 // ... and for calls of a weight with a bias (shifted into place as the weight is) or a
-// zero-centred weight: each output x * rstd * (1 + w) + b, as scaled() computes it.
+// zero-centred weight: each output x * rstd * (w + weight_add) + b, as scale_in_place has it.
 struct RealignedLeanGeneralParams : RealignedLeanParams {
   const void* bias;  // may be null
   bool zero_centered;
@@ -179,10 +179,11 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_realigned_lean(Q q) {
     float out[VEC];
     if constexpr (kGeneral) {
       const Lanes<WT, VEC> b = s == 0 ? bb[i] : lanes_from(ba[i], bb[i], VEC - s);
-      const float one = q.zero_centered ? 1.0f : 0.0f;
+      // weight_add's: w + -0.0 is w bit for bit (w + 0.0 would turn a weight of -0.0 into +0.0)
+      const float add = q.zero_centered ? 1.0f : -0.0f;
 #pragma unroll
       for (int k = 0; k < VEC; ++k) {
-        out[k] = xs[i].get_float(k) * rstd * (w.get_float(k) + one);
+        out[k] = xs[i].get_float(k) * rstd * (w.get_float(k) + add);
         if (bias) out[k] += b.get_float(k);
       }
     } else {

@@ -56,8 +56,8 @@ bool fwd_realignable(const nk_rms_norm_fwd_args& a, int vec) {
 
 // The realigned forward plan for rows that fwd_realignable allows, or grid 0: the persistent
 // kernel where it applies, else one row per CTA (plan_fwd_for and explain_fwd alike).
-// weight_only_call: a weight, no bias, not zero-centred; lean_general_call: a weight with a
-// bias or zero-centring (plan_fwd_realigned).
+// weight_only_call: a weight, no bias, not zero-centred; lean_general_call: a call the lean
+// kernel's general form may serve (fwd_lean_general_call; plan_fwd_realigned).
 LaunchConfig plan_fwd_realigned_rows(int64_t rows, int64_t hidden, const KernelFacts& facts,
                                      bool weight_only_call, bool lean_general_call) {
   const LaunchConfig slots = plan_fwd_realigned_slots(rows, hidden, facts);
@@ -204,7 +204,8 @@ LaunchConfig plan_fwd_for(const nk_rms_norm_fwd_args& a, const KernelFacts& fact
   const bool common_call = a.weight && !a.zero_centered && !a.bias;
   if (facts.fwd_realign && fwd_realignable(a, vec)) {
     const LaunchConfig realigned =
-        plan_fwd_realigned_rows(a.rows, a.hidden, facts, common_call, a.weight && !common_call);
+        plan_fwd_realigned_rows(a.rows, a.hidden, facts, common_call,
+                                fwd_lean_general_call(a.weight != nullptr, common_call, facts));
     if (realigned.grid > 0) return realigned;
   }
   return plan_fwd_with_reads(a.rows, a.hidden, vec, a.x_dtype, a.weight_dtype, a.y_dtype,
@@ -367,7 +368,8 @@ std::string explain_fwd(int64_t rows, int64_t hidden, nk_dtype x, nk_dtype w, nk
   if (facts.fwd_realign && vec < nat && nk_dtype_size(x) == 2 && nk_dtype_size(w) == 2 &&
       nk_dtype_size(y) == 2) {
     const LaunchConfig realigned =
-        plan_fwd_realigned_rows(rows, hidden, facts, common_call, weight && !common_call);
+        plan_fwd_realigned_rows(rows, hidden, facts, common_call,
+                                fwd_lean_general_call(weight, common_call, facts));
     if (realigned.grid > 0) return realigned.describe();
   }
   return plan_fwd_with_reads(rows, hidden, vec, x, w, y, with_residual, common_call, facts)

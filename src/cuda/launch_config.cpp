@@ -440,6 +440,10 @@ LaunchConfig plan_fwd_realigned(int64_t rows, int64_t hidden, const KernelFacts&
   return c;
 }
 
+bool fwd_lean_general_call(bool weight, bool weight_only_call, const KernelFacts& facts) {
+  return !weight_only_call && facts.fwd_realign_lean_general >= (weight ? 1 : 2);
+}
+
 bool realigned_lean_covers(const LaunchConfig& c, int64_t hidden) {
   constexpr int64_t kVec = 8;
   return c.rows_per_block == 1 &&

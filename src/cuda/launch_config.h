@@ -364,8 +364,11 @@ struct KernelFacts {
   // 4 x 17389 12.32 -> 7.23, 61 x 17389 10.66 -> 8.48, 256 x 4095 11.94 -> 7.49, 200 x 3001
   // 10.54 -> 7.39, 96 x 4095 8.06 -> 6.91; zero-centred 29 x 17389 8.74 -> 7.87, 2 x 65537
   // 9.73 -> 7.58, 256 x 4095 10.46 -> 7.36, 64 x 4095 6.86 -> 6.91 (bench/results/
-  // 2026-11-28T1330-h200-lean-general).
-  int fwd_realign_lean_general = 1;
+  // 2026-11-28T1330-h200-lean-general). 2: calls without a weight too (with or without a
+  // bias; the weight taken as ones), which below 1M elements had run element by element 2-3 us
+  // slower than a weight alone (fifty-second session, H200: 29 x 17389 8.80 against 6.85,
+  // 256 x 4095 10.43 against 7.14, 200 x 3001 9.68 against 6.85).
+  int fwd_realign_lean_general = 2;
   // ... and there, as a persistent grid whose slots hold rows of one head each
   // (plan_fwd_realigned_slots, rms_norm_fwd_realigned_slots: the weight and bias shifted once
   // per slot) where one CTA holds the row (NK_TUNE_FWD_REALIGN_SLOTS; 0: the realigned kernel
@@ -878,7 +881,7 @@ struct LaunchConfig {
   // row's body from its first 16-byte boundary (rms_norm_fwd_realigned).
   bool realigned = false;
   // ... on rms_norm_fwd_realigned_lean (KernelFacts::fwd_realign_lean; calls of a weight alone,
-  // and of a weight with extras: fwd_realign_lean_general).
+  // and the others of fwd_lean_general_call).
   bool realigned_lean = false;
   // Quantized forward: KernelFacts::quant_weight_first (printed only when not 0).
   int quant_weight_first = 0;
@@ -1076,11 +1079,15 @@ KernelFacts plain_fwd_facts(const KernelFacts& facts, size_t x_bytes);
 // - rows past 2048 columns, fwd_realign_lean_rows_min_rows of them or more, where the plan is
 //   rms_norm_fwd_realigned_lean's.
 // The rules serve calls of a weight alone (weight_only_call: no bias, not zero-centred), whose
-// kernel form is the one measured faster, and calls of a weight with a bias or zero-centring
-// (lean_general_call) where rms_norm_fwd_realigned_lean covers the plan
-// (KernelFacts::fwd_realign_lean_general).
+// kernel form is the one measured faster, and the calls of fwd_lean_general_call
+// (lean_general_call) where rms_norm_fwd_realigned_lean covers the plan.
 LaunchConfig plan_fwd_realigned(int64_t rows, int64_t hidden, const KernelFacts& facts,
                                 bool weight_only_call = false, bool lean_general_call = false);
+// Whether a call other than of a weight alone (weight_only_call false) may take the general form
+// of rms_norm_fwd_realigned_lean (plan_fwd_realigned's lean_general_call): a weight with a bias
+// or zero-centring from KernelFacts::fwd_realign_lean_general 1, no weight (with or without a
+// bias) from 2.
+bool fwd_lean_general_call(bool weight, bool weight_only_call, const KernelFacts& facts);
 // Whether a realigned plan's threads (over its cluster) cover every 16-byte aligned vector that
 // a row of `hidden` 16-bit elements overlaps, wherever it starts (ceil(hidden / 8) + 1 of them),
 // one row per CTA, as rms_norm_fwd_realigned_lean needs.

@@ -134,7 +134,7 @@ void launch_fwd(const nk_rms_norm_fwd_args& a, const LaunchConfig& cfg, cudaStre
                "rms_norm_fwd (realigned, lean)", 0, realigned_lean_params(p));
         return;
       }
-      if (cfg.realigned_lean && a.weight) {  // a bias or zero-centring besides
+      if (cfg.realigned_lean) {  // a bias or zero-centring besides, or no weight
         launch(rms_norm_fwd_realigned_lean<XT, WT, YT, kSmallItems, RealignedLeanGeneralParams>,
                cfg.grid, dim3(cfg.threads_per_row), {cfg.cluster_size}, stream,
                "rms_norm_fwd (realigned, lean, general)", 0, realigned_lean_general_params(p));

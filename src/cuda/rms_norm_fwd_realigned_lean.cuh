@@ -1,6 +1,7 @@
 // The realigned forward with fewer instructions (16-bit x, weight and y; no residual) on rows
 // that a cluster splits or one CTA holds: for calls of a weight alone (RealignedLeanParams) and,
-// compiled apart, calls of a weight with a bias or zero-centring (RealignedLeanGeneralParams).
+// compiled apart, the other calls (RealignedLeanGeneralParams): a weight with a bias or
+// zero-centring, or no weight (with or without a bias).
 // Why: at 29 x 17389 rms_norm_fwd_realigned executes 30% more instructions than a plain kernel
 // of the same split (bench/few_rows_probe.cu) at the same cycles per instruction, and takes
 // 0.85 us longer (ncu, forty-ninth session): on a few CTAs per SM nothing hides a warp's own
@@ -37,8 +38,9 @@ struct RealignedLeanParams {
   int items;
 };
 
-// ... and for calls of a weight with a bias (shifted into place as the weight is) or a
-// zero-centred weight: each output x * rstd * (w + weight_add) + b, as scale_in_place has it.
+// ... and for the other calls: a bias (shifted into place as the weight is), a zero-centred
+// weight, or no weight (row.weight null: taken as zeros plus 1): each output
+// x * rstd * (w + weight_add) + b, as scale_in_place has it.
 struct RealignedLeanGeneralParams : RealignedLeanParams {
   const void* bias;  // may be null
   bool zero_centered;
@@ -122,7 +124,8 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_realigned_lean(Q q) {
   const XT* x_row = static_cast<const XT*>(p.x) + row * p.x_stride;
   const int s = static_cast<int>(reinterpret_cast<uintptr_t>(x_row) % 16) / 2;
   const XT* xw = x_row - s;  // 16-byte aligned
-  const WT* weight = static_cast<const WT*>(p.weight);
+  const WT* weight = static_cast<const WT*>(p.weight);  // null in the general form only
+  const bool has_weight = !kGeneral || weight != nullptr;
   const int nvec = (s + q.hidden + VEC - 1) / VEC;  // window vectors
   const int first = static_cast<int>(rank) * static_cast<int>(blockDim.x) * q.items +
                     static_cast<int>(threadIdx.x);
@@ -147,8 +150,10 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_realigned_lean(Q q) {
         xs[i] = load_lanes_upto<XT, VEC>(xw + j * VEC, s + q.hidden - j * VEC);
       }
       const int col = j * VEC;  // weight column of lane s
-      if (col < q.hidden) wb[i] = load_readonly_lanes_upto<WT, VEC>(weight + col, q.hidden - col);
-      if (s != 0 && j > 0) {
+      if (has_weight && col < q.hidden) {
+        wb[i] = load_readonly_lanes_upto<WT, VEC>(weight + col, q.hidden - col);
+      }
+      if (has_weight && s != 0 && j > 0) {
         wa[i] = load_readonly_lanes_upto<WT, VEC>(weight + col - VEC, q.hidden - col + VEC);
       }
       if constexpr (kGeneral) {
@@ -179,8 +184,9 @@ __global__ void __launch_bounds__(512) rms_norm_fwd_realigned_lean(Q q) {
     float out[VEC];
     if constexpr (kGeneral) {
       const Lanes<WT, VEC> b = s == 0 ? bb[i] : lanes_from(ba[i], bb[i], VEC - s);
-      // weight_add's: w + -0.0 is w bit for bit (w + 0.0 would turn a weight of -0.0 into +0.0)
-      const float add = q.zero_centered ? 1.0f : -0.0f;
+      // weight_add's: w + -0.0 is w bit for bit (w + 0.0 would turn a weight of -0.0 into +0.0);
+      // no weight: lanes of zeros plus 1, x * rstd * 1 being x * rstd bit for bit
+      const float add = q.zero_centered || !has_weight ? 1.0f : -0.0f;
 #pragma unroll
       for (int k = 0; k < VEC; ++k) {
         out[k] = xs[i].get_float(k) * rstd * (w.get_float(k) + add);

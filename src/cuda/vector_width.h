@@ -147,7 +147,7 @@ inline const KernelFacts& tuned_defaults() {
         count_knob("NK_TUNE_FWD_REALIGN_LEAN_ROWS_MIN_ROWS", k.fwd_realign_lean_rows_min_rows);
     k.fwd_realign_lean = tuning_knob("NK_TUNE_FWD_REALIGN_LEAN", k.fwd_realign_lean, 0, 2);
     k.fwd_realign_lean_general = tuning_knob("NK_TUNE_FWD_REALIGN_LEAN_GENERAL",
-                                             k.fwd_realign_lean_general, 0, 1);
+                                             k.fwd_realign_lean_general, 0, 2);
     k.bwd_columns_max_elements =
         count_knob("NK_TUNE_BWD_COLUMNS_MAX_ELEMENTS", k.bwd_columns_max_elements);
     k.quant_weight_first =

@@ -375,8 +375,9 @@ TEST_P(FwdLayouts, RowsMisalignedAlikeForXAndY) {
 }
 
 // Rows misaligned alike for x and y, for each 16-bit dtype and shape: every head offset, with
-// a bias (1, 7), a zero-centred weight (5), both (3), in place (6); then `padded_rows` rows of
-// padded strides (+3), a weight alone, and as many of a bias alone (no weight).
+// a bias (1), a zero-centred weight (5), both (3), in place (6), no weight (2), a bias and no
+// weight (7); then `padded_rows` rows of padded strides (+3), a weight alone, and as many of a
+// bias alone (no weight).
 void test_rows_misaligned_alike(nk_backend backend,
                                 const std::vector<std::pair<int64_t, int64_t>>& shapes,
                                 int64_t padded_rows, int64_t padded_hidden, Rng& rng) {
@@ -386,6 +387,7 @@ void test_rows_misaligned_alike(nk_backend backend,
         FwdCase c = layout_case(d, d, d, rows, hidden);
         c.residual = false;
         c.bias = offset == 1 || offset == 3 || offset == 7;
+        c.weight = offset != 2 && offset != 7;
         c.zero_centered = offset == 3 || offset == 5;
         c.y_is_x = offset == 6;
         c.x_offset = offset;
@@ -406,11 +408,12 @@ void test_rows_misaligned_alike(nk_backend backend,
 }
 
 // Few rows misaligned alike, each longer than one CTA holds (16K+ columns), under 1M elements:
-// in calls of a weight (with a bias or zero-centring too) the lean realigned kernel on clusters
-// that fill the device (rms_norm_fwd_realigned under NK_TUNE_FWD_REALIGN_LEAN=0, ctest entry
-// fwd_realign_not_lean; the extras element by element under ctest entry
-// fwd_realign_lean_weight_only), else (a bias alone, and under NK_TUNE_FWD_REALIGN_CLUSTERS=0,
-// ctest entry fwd_realign_few_rows_element_wise) element by element.
+// in every call (a weight alone, with a bias or zero-centring, or no weight) the lean realigned
+// kernel on clusters that fill the device (a weight alone on rms_norm_fwd_realigned, the others
+// element by element, under NK_TUNE_FWD_REALIGN_LEAN=0, ctest entry fwd_realign_not_lean; the
+// others element by element under ctest entry fwd_realign_lean_weight_only), else (under
+// NK_TUNE_FWD_REALIGN_CLUSTERS=0, ctest entry fwd_realign_few_rows_element_wise) element by
+// element.
 TEST_P(FwdLayouts, FewLongRowsMisalignedAlike) {
   NK_SKIP_IF_UNAVAILABLE(GetParam());
   Rng rng;
@@ -421,12 +424,12 @@ TEST_P(FwdLayouts, FewLongRowsMisalignedAlike) {
 
 // Rows misaligned alike that one CTA holds, under 1M elements: 64 or more past the thresholds
 // of KernelFacts::fwd_realign_long_rows_min_elements and _short_, or 16 or more past 2048
-// columns (fwd_realign_lean_rows_min_rows): in calls of a weight (with a bias or zero-centring
-// too) the lean realigned kernel of one row per CTA where it covers the plan
-// (rms_norm_fwd_realigned under NK_TUNE_FWD_REALIGN_LEAN=0 or 1, for a weight alone, and those
-// only by the first rule), else (a bias alone, and under ctest entry
-// fwd_realign_rows_element_wise) element by element. 1024 x 1001 (1M elements) with extras
-// takes rms_norm_fwd_realigned, two rows per CTA.
+// columns (fwd_realign_lean_rows_min_rows): in every call (a weight alone, with a bias or
+// zero-centring, or no weight) the lean realigned kernel of one row per CTA where it covers the
+// plan (rms_norm_fwd_realigned under NK_TUNE_FWD_REALIGN_LEAN=0 or 1, for a weight alone, and
+// those only by the first rule), else (under ctest entry fwd_realign_rows_element_wise) element
+// by element. 1024 x 1001 (1M elements) other than a weight alone takes rms_norm_fwd_realigned,
+// two rows per CTA.
 TEST_P(FwdLayouts, RowsOneCtaHoldsMisalignedAlike) {
   NK_SKIP_IF_UNAVAILABLE(GetParam());
   Rng rng;

@@ -1982,7 +1982,21 @@ TEST(LaunchConfig, RealignedLeanKernelOnOneRowPlans) {
 TEST(LaunchConfig, RealignedLeanGeneralFormForAWeightWithExtras) {
   KernelFacts f;
   f.sm_count = 132;
-  EXPECT_EQ(f.fwd_realign_lean_general, 1);  // the default
+  EXPECT_EQ(f.fwd_realign_lean_general, 2);  // the default
+  // Which calls the general form may serve: at 2 any call but a weight alone; at 1 a weight
+  // with extras; at 0 none.
+  using normkit::cuda::fwd_lean_general_call;
+  EXPECT_TRUE(fwd_lean_general_call(/*weight=*/true, /*weight_only_call=*/false, f));
+  EXPECT_TRUE(fwd_lean_general_call(false, false, f));
+  EXPECT_FALSE(fwd_lean_general_call(true, true, f));
+  KernelFacts with_weight = f;
+  with_weight.fwd_realign_lean_general = 1;
+  EXPECT_TRUE(fwd_lean_general_call(true, false, with_weight));
+  EXPECT_FALSE(fwd_lean_general_call(false, false, with_weight));
+  KernelFacts none = f;
+  none.fwd_realign_lean_general = 0;
+  EXPECT_FALSE(fwd_lean_general_call(true, false, none));
+  EXPECT_FALSE(fwd_lean_general_call(false, false, none));
   const auto general = [](int64_t rows, int64_t hidden, const KernelFacts& facts) {
     return normkit::cuda::plan_fwd_realigned(rows, hidden, facts, /*weight_only_call=*/false,
                                              /*lean_general_call=*/true);

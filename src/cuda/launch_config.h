@@ -306,7 +306,7 @@ struct KernelFacts {
   // weight-only one on these plans (T1008-h200-few-rows-normkit): those calls take the rule on
   // the lean kernel only (fwd_realign_lean_general).
   int fwd_realign_clusters = 1;
-  // ... and 64 rows or more that one CTA holds, in calls of a weight alone (and with extras on
+  // ... and 64 rows or more that one CTA holds, in calls of a weight alone (and the others on
   // the lean kernel: fwd_realign_lean_general), on the realigned kernel of one row per CTA from
   // this many elements where they are longer than 2048 columns (which the element-by-element
   // kernel splits over a cluster;
@@ -365,9 +365,12 @@ struct KernelFacts {
   // 10.54 -> 7.39, 96 x 4095 8.06 -> 6.91; zero-centred 29 x 17389 8.74 -> 7.87, 2 x 65537
   // 9.73 -> 7.58, 256 x 4095 10.46 -> 7.36, 64 x 4095 6.86 -> 6.91 (bench/results/
   // 2026-11-28T1330-h200-lean-general). 2: calls without a weight too (with or without a
-  // bias; the weight taken as ones), which below 1M elements had run element by element 2-3 us
-  // slower than a weight alone (fifty-second session, H200: 29 x 17389 8.80 against 6.85,
-  // 256 x 4095 10.43 against 7.14, 200 x 3001 9.68 against 6.85).
+  // bias; the weight taken as ones), which below 1M elements had run element by element.
+  // Measured (fifty-second session, H200, two runs each, 1 -> 2): no weight 29 x 17389 8.56 ->
+  // 7.76 us (a weight alone 6.85), 4 x 17389 8.33 -> 6.86, 256 x 4095 10.36 -> 7.39,
+  // 200 x 3001 9.57 -> 7.08, 2 x 65537 9.00 -> 7.44; a bias and no weight 12.17 -> 7.62,
+  // 12.03 -> 6.90, 11.78 -> 7.33, 10.27 -> 7.12, 9.46 -> 7.39 (bench/results/
+  // 2026-11-28T1455-h200-lean-no-weight).
   int fwd_realign_lean_general = 2;
   // ... and there, as a persistent grid whose slots hold rows of one head each
   // (plan_fwd_realigned_slots, rms_norm_fwd_realigned_slots: the weight and bias shifted once

@@ -134,7 +134,7 @@ typedef struct nk_rms_norm_fwd_args {
 
   const void* weight;    /**< [hidden], weight_dtype, optional (NULL = all ones) */
   const void* bias;      /**< [hidden], weight_dtype, optional */
-  nk_dtype weight_dtype; /**< dtype of weight and bias */
+  nk_dtype weight_dtype; /**< dtype of weight and bias; ignored when neither is given */
   int zero_centered;     /**< nonzero: scale by (1 + weight), the Gemma convention */
   float eps;             /**< added to the mean square; finite and >= 0 */
 

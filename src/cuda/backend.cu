@@ -308,8 +308,21 @@ const DeviceFacts& current_device_facts() {
   return cache.back();
 }
 
-void rms_norm_fwd(const nk_rms_norm_fwd_args& a, void* stream) {
-  if (a.quant != NK_QUANT_NONE) return rms_norm_fwd_quant(a, stream);
+// Without a weight or a bias, weight_dtype names no operand: x's dtype stands in for it, so that
+// such calls on 16-bit x take the kernels of 16-bit operands (the realigned forward among them).
+// Callers that leave it at nk_rms_norm_fwd_args_init's float32, as the bindings do without a
+// weight, would otherwise get the kernels of a float32 weight.
+namespace {
+nk_rms_norm_fwd_args with_param_dtype(const nk_rms_norm_fwd_args& call) {
+  nk_rms_norm_fwd_args a = call;
+  if (!a.weight && !a.bias) a.weight_dtype = a.x_dtype;
+  return a;
+}
+}  // namespace
+
+void rms_norm_fwd(const nk_rms_norm_fwd_args& call, void* stream) {
+  if (call.quant != NK_QUANT_NONE) return rms_norm_fwd_quant(call, stream);
+  const nk_rms_norm_fwd_args a = with_param_dtype(call);
   const LaunchConfig cfg = plan_fwd_for(a, kernel_facts(current_device_facts()));
   const auto s = static_cast<cudaStream_t>(stream);
   try {
@@ -358,9 +371,12 @@ void note_bwd_launch(const LaunchConfig& planned, const LaunchConfig& launched) 
 
 std::string last_bwd_launch_note() { return bwd_launch_note; }
 
-std::string explain_fwd(int64_t rows, int64_t hidden, nk_dtype x, nk_dtype w, nk_dtype y,
-                        bool with_residual, bool weight_extras, bool weight) {
+std::string explain_fwd(int64_t rows, int64_t hidden, nk_dtype x, nk_dtype weight_dtype,
+                        nk_dtype y, bool with_residual, bool weight_extras, bool weight) {
   const bool common_call = weight && !weight_extras;  // as plan_fwd_for has it
+  // No weight and no bias (bench rejects zero-centring without a weight): x's dtype stands in,
+  // as rms_norm_fwd's with_param_dtype has it.
+  const nk_dtype w = !weight && !weight_extras ? x : weight_dtype;
   // Contiguous operands from aligned allocations, as `normkit bench` passes them.
   const int nat = natural_vec(x, w, y);
   const int vec = hidden % nat == 0 ? nat : 1;

@@ -43,9 +43,10 @@ void rms_norm_bwd(const nk_rms_norm_bwd_args& args, void* stream);
 
 // Human-readable description of the launch configuration chosen for a shape and dtypes
 // (for `normkit bench --explain`); with_residual: a residual fused; weight_extras: a bias or a
-// zero-centered weight; weight: whether the call has a weight at all.
-std::string explain_fwd(int64_t rows, int64_t hidden, nk_dtype x, nk_dtype w, nk_dtype y,
-                        bool with_residual, bool weight_extras, bool weight = true);
+// zero-centered weight; weight: whether the call has a weight at all (without one or a bias,
+// weight_dtype is x's, as rms_norm_fwd takes it).
+std::string explain_fwd(int64_t rows, int64_t hidden, nk_dtype x, nk_dtype weight_dtype,
+                        nk_dtype y, bool with_residual, bool weight_extras, bool weight = true);
 // The same for the forward with a quantized y in `mode` (block: elements per scale of BLOCK;
 // MXFP8 has 32, the other modes none; bias: with a bias, which TOKEN's plan depends on).
 std::string explain_fwd_quant(int64_t rows, int64_t hidden, nk_dtype x, nk_dtype w,

@@ -439,6 +439,32 @@ TEST_P(FwdLayouts, RowsOneCtaHoldsMisalignedAlike) {
                              100, 4095, rng);
 }
 
+// Without a weight or a bias, weight_dtype names no operand: a call that leaves it at float32
+// (as nk_rms_norm_fwd_args_init does, and the bindings without a weight) gives the same bits as
+// one that names x's dtype (the CUDA backend plans both as 16-bit calls), aligned rows and rows
+// misaligned alike, each checked against float64 too.
+TEST_P(FwdLayouts, WeightDtypeIgnoredWithoutWeightOrBias) {
+  NK_SKIP_IF_UNAVAILABLE(GetParam());
+  Rng rng;
+  for (nk_dtype d : {NK_BFLOAT16, NK_FLOAT16}) {
+    for (const auto& [rows, hidden, offset] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
+             {200, 3001, 3}, {29, 17389, 5}, {528, 2048, 0}, {4096, 128, 0}, {7, 71, 1}}) {
+      FwdCase named = layout_case(d, d, d, rows, hidden);
+      named.residual = named.bias = named.weight = false;
+      named.x_offset = named.y_offset = offset;
+      FwdCase unnamed = named;
+      unnamed.w = NK_FLOAT32;
+      SCOPED_TRACE(unnamed.describe());
+      const FwdInputs in = make_fwd_inputs(named, rng);
+      const FwdRun a = run_fwd(GetParam(), named, in);
+      const FwdRun b = run_fwd(GetParam(), unnamed, in);
+      check_fwd_against_reference(unnamed, in, b);
+      EXPECT_EQ(a.y, b.y);
+      EXPECT_EQ(a.rstd, b.rstd);
+    }
+  }
+}
+
 TEST_P(FwdLayouts, InPlaceYIsX) {
   NK_SKIP_IF_UNAVAILABLE(GetParam());
   Rng rng;

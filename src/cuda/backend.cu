@@ -213,11 +213,11 @@ LaunchConfig plan_fwd_for(const nk_rms_norm_fwd_args& a, const KernelFacts& fact
 }
 
 // The calls of rms_norm_bwd_lean (where bwd_lean_plan takes their plan): 16-bit x, weight and
-// dy, a weight, no dbias, no dresidual_out.
+// dy, a weight, no dresidual_out, no dbias (or dbias where KernelFacts::bwd_lean_dbias says).
 bool bwd_lean_call(nk_dtype x, nk_dtype w, nk_dtype dy, bool weight, bool dbias,
-                   bool dresidual) {
+                   bool dresidual, const KernelFacts& facts) {
   return nk_dtype_size(x) == 2 && nk_dtype_size(w) == 2 && nk_dtype_size(dy) == 2 && weight &&
-         !dbias && !dresidual;
+         (!dbias || facts.bwd_lean_dbias != 0) && !dresidual;
 }
 
 // plan_bwd_with_reads's plan for a call with these operands, on rms_norm_bwd_lean where the
@@ -231,7 +231,8 @@ LaunchConfig plan_bwd_rows(int64_t rows, int64_t hidden, int vec, nk_dtype x, nk
       nk_dtype_size(x) == 2 && nk_dtype_size(w) == 2 && nk_dtype_size(dy) == 2;
   LaunchConfig c =
       plan_bwd_with_reads(rows, hidden, vec, x, dy, weight_bytes, dbias, dresidual, facts);
-  c.lean = bwd_lean_call(x, w, dy, weight, dbias, dresidual) && bwd_lean_plan(c, hidden, facts);
+  c.lean = bwd_lean_call(x, w, dy, weight, dbias, dresidual, facts) &&
+           bwd_lean_plan(c, hidden, facts);
   if (bwd_lean_one_item(c, hidden, facts)) {
     KernelFacts one_item = facts;
     one_item.bwd_items_target = 1;

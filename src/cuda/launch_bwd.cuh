@@ -220,8 +220,9 @@ void launch_bwd(const nk_rms_norm_bwd_args& a, const LaunchConfig& planned, cuda
         // The common call on its own kernel (LaunchConfig::lean; the planner checked the call
         // and the plan too, this guards the kernel's assumptions with the same rule).
         if constexpr (sizeof(XT) == 2 && sizeof(WT) == 2 && sizeof(DYT) == 2 && VEC == 8) {
-          if (cfg.lean && a.weight && !dbias && !a.dresidual_out &&
-              bwd_lean_plan(cfg, a.hidden, tuned_defaults())) {
+          const KernelFacts& tuned = tuned_defaults();
+          if (cfg.lean && a.weight && (!dbias || tuned.bwd_lean_dbias != 0) &&
+              !a.dresidual_out && bwd_lean_plan(cfg, a.hidden, tuned)) {
             const dim3 block(cfg.threads_per_row, cfg.rows_per_block);
             cfg.smem_bytes = main_smem(cfg.smem_bytes, block);
             auto lean = cfg.items == 1 ? rms_norm_bwd_lean<XT, WT, DYT, 1>
@@ -229,6 +230,13 @@ void launch_bwd(const nk_rms_norm_bwd_args& a, const LaunchConfig& planned, cuda
             if (cfg.row_sum_quads) {
               lean = cfg.items == 1 ? rms_norm_bwd_lean<XT, WT, DYT, 1, true>
                                     : rms_norm_bwd_lean<XT, WT, DYT, 2, true>;
+            }
+            if (dbias) {  // (KernelFacts::bwd_lean_dbias; quads as without dbias)
+              lean = cfg.row_sum_quads
+                         ? (cfg.items == 1 ? rms_norm_bwd_lean<XT, WT, DYT, 1, true, true>
+                                           : rms_norm_bwd_lean<XT, WT, DYT, 2, true, true>)
+                         : (cfg.items == 1 ? rms_norm_bwd_lean<XT, WT, DYT, 1, false, true>
+                                           : rms_norm_bwd_lean<XT, WT, DYT, 2, false, true>);
             }
             launch_main(lean, block, "rms_norm_bwd (lean)");
             return;

@@ -775,7 +775,8 @@ struct KernelFacts {
   int fwd_weak_stores = 0;
   // The backward's unsplit pipelined plans of 1-2 whole 16-byte vectors per thread covering the
   // row exactly, on rms_norm_bwd_lean where the call has 16-bit x, weight and dy, a weight, no
-  // dbias and no dresidual_out (LaunchConfig::lean; NK_TUNE_BWD_LEAN: 0 off, 1 on). Why:
+  // dbias (but bwd_lean_dbias) and no dresidual_out (LaunchConfig::lean; NK_TUNE_BWD_LEAN: 0
+  // off, 1 on). Why:
   // the forward's lean kernel took 7-23% off the small shapes; the pipelined backward's row
   // loop is 654 instructions (static, nvdisasm) at 2 vectors per thread, the lean one's 519, and
   // the pipelined kernel's 100 registers leave 16 warps per SM. Measured (thirty-ninth session,
@@ -786,6 +787,15 @@ struct KernelFacts {
   // 256-thread CTAs on three CTAs' 1.04x slower at 4096 columns, 1.10x at 16384 x 128 (fortieth
   // session).
   int bwd_lean = 1;
+  // ... for calls with dbias too (NK_TUNE_BWD_LEAN_DBIAS; 0: those on rms_norm_bwd_pipelined).
+  // Why: from 1M elements a bias costs the backward 2.7-3.7 us (H200: 1024 x 4096 17.07 ->
+  // 20.70 us, 4096 x 4096 34.85 -> 39.63, 8192 x 2048 36.19 -> 39.02), most of it in the main
+  // kernel, which leaves the lean kernel (and its row sum by quads; at 2048 columns its one
+  // vector per thread, three CTAs per SM) for the pipelined one at 120 registers (ncu,
+  // fifty-second session: bench/results/2026-11-28T1517-h200-bwd-bias). The lean kernel with
+  // dbias's sums compiles to 123 registers at 2 vectors, 64 at 1, no spills. Not yet measured:
+  // off until an A/B says otherwise.
+  int bwd_lean_dbias = 0;
   // Lean backward rows that one CTA of this many threads covers at one 16-byte vector per
   // thread (2048 16-bit columns at 256) take that plan rather than two vectors per thread, when
   // NK_TUNE_BWD_ITEMS leaves the choice to the planner (plan_bwd_rows;
@@ -1103,9 +1113,9 @@ LaunchConfig plan_bwd(int64_t rows, int64_t hidden, int vec, const KernelFacts& 
                       int64_t staged_bytes_per_col = 0);
 
 // Whether the backward plan c (of plan_bwd) runs on rms_norm_bwd_lean for a call that allows it
-// (16-bit x, weight and dy, a weight, no dbias, no dresidual_out: the launcher's part): a
-// pipelined plan of 16-byte vectors, rows not split, 1-2 vectors per thread covering the row
-// exactly, no pending row or weight in shared memory; facts.bwd_lean on.
+// (16-bit x, weight and dy, a weight, no dresidual_out, dbias only under bwd_lean_dbias: the
+// launcher's part): a pipelined plan of 16-byte vectors, rows not split, 1-2 vectors per thread
+// covering the row exactly, no pending row or weight in shared memory; facts.bwd_lean on.
 bool bwd_lean_plan(const LaunchConfig& c, int64_t hidden, const KernelFacts& facts);
 
 // Whether the lean backward plan c (c.lean) is planned again at one vector per thread (with

@@ -1,6 +1,6 @@
 // RMSNorm backward for the common call on a pipelined plan: 16-bit x, weight and dy, a weight
-// (plain or zero-centred), no dbias, no dresidual_out, rows not split over a cluster, and
-// ITEMS (1 or 2) whole 16-byte vectors per thread covering each row exactly
+// (plain or zero-centred), no dresidual_out (dbias under DBIAS), rows not split over a
+// cluster, and ITEMS (1 or 2) whole 16-byte vectors per thread covering each row exactly
 // (LaunchConfig::lean; KernelFacts::bwd_lean). Why a kernel of its own: the forward's lean
 // kernel (thirty-seventh session) took 7-23% off the small shapes by dropping what the general
 // kernel tests at run time, and rms_norm_bwd_pipelined's row loop at 2 vectors per thread is
@@ -33,8 +33,10 @@ namespace normkit::cuda {
 // at 2 vectors spilled and measured 1.02-1.19x slower; 256-thread CTAs on three CTAs' budget
 // 1.04-1.10x slower (thirty-ninth and fortieth sessions). ROW_SUM_QUADS: the row's dot product
 // summed over its warps four at a time (row_group_sum's QUADS, bit for bit;
-// LaunchConfig::row_sum_quads).
-template <typename XT, typename WT, typename DYT, int ITEMS, bool ROW_SUM_QUADS = false>
+// LaunchConfig::row_sum_quads). DBIAS: dbias's sums too (KernelFacts::bwd_lean_dbias), 8 more
+// floats per vector: 123 registers at 2 vectors with quads, 64 at 1, no spills (ptxas, CUDA 13.0).
+template <typename XT, typename WT, typename DYT, int ITEMS, bool ROW_SUM_QUADS = false,
+          bool DBIAS = false>
 __global__ void __launch_bounds__(512, ITEMS == 1 ? 2 : 1) rms_norm_bwd_lean(BwdParams p) {
   static_assert(sizeof(XT) == 2 && sizeof(WT) == 2 && sizeof(DYT) == 2, "16-bit types");
   static_assert(ITEMS >= 1 && ITEMS <= 2, "the weight stays in registers");
@@ -88,11 +90,14 @@ __global__ void __launch_bounds__(512, ITEMS == 1 ? 2 : 1) rms_norm_bwd_lean(Bwd
   }
   auto weight_at = [&](int i, int k) { return w_lanes[i].get_float(k) + offset; };
 
-  float acc_w[ITEMS][VEC];
+  float acc_w[ITEMS][VEC], acc_b[DBIAS ? ITEMS : 1][VEC];
 #pragma unroll
   for (int i = 0; i < ITEMS; ++i) {
 #pragma unroll
-    for (int k = 0; k < VEC; ++k) acc_w[i][k] = 0.0f;
+    for (int k = 0; k < VEC; ++k) {
+      acc_w[i][k] = 0.0f;
+      if constexpr (DBIAS) acc_b[i][k] = 0.0f;
+    }
   }
 
   int stage = 0, parity = 0;
@@ -116,6 +121,7 @@ __global__ void __launch_bounds__(512, ITEMS == 1 ? 2 : 1) rms_norm_bwd_lean(Bwd
         const float dy = to_float(dys[i].get(k));
         const float xhat = to_float(xs[i].get(k)) * rstd;
         acc_w[i][k] = fmaf(dy, xhat, acc_w[i][k]);
+        if constexpr (DBIAS) acc_b[i][k] += dy;
         dot = fmaf(dy * weight_at(i, k), xhat, dot);
       }
     }
@@ -148,9 +154,13 @@ __global__ void __launch_bounds__(512, ITEMS == 1 ? 2 : 1) rms_norm_bwd_lean(Bwd
     col[i] = stage_col[i];
     active[i] = true;
   }
-  // (No dbias: DBIAS false, so the second sums are never read; acc_w stands in for them.)
-  write_cta_sums<WT, VEC, ITEMS, false>(p, slot, 0, stage_col, col, active, acc_w, acc_w,
-                                        block_smem);
+  if constexpr (DBIAS) {
+    write_cta_sums<WT, VEC, ITEMS, true>(p, slot, 0, stage_col, col, active, acc_w, acc_b,
+                                         block_smem);
+  } else {  // (the second sums are never read: acc_w stands in for them)
+    write_cta_sums<WT, VEC, ITEMS, false>(p, slot, 0, stage_col, col, active, acc_w, acc_w,
+                                          block_smem);
+  }
 }
 
 }  // namespace normkit::cuda

@@ -171,6 +171,7 @@ inline const KernelFacts& tuned_defaults() {
     k.fwd_lean_params = tuning_knob("NK_TUNE_FWD_LEAN_PARAMS", k.fwd_lean_params, 0, 1);
     k.fwd_weak_stores = tuning_knob("NK_TUNE_FWD_WEAK_STORES", k.fwd_weak_stores, 0, 1);
     k.bwd_lean = tuning_knob("NK_TUNE_BWD_LEAN", k.bwd_lean, 0, 1);
+    k.bwd_lean_dbias = tuning_knob("NK_TUNE_BWD_LEAN_DBIAS", k.bwd_lean_dbias, 0, 1);
     k.bwd_lean_one_item_threads = tuning_knob("NK_TUNE_BWD_LEAN_ONE_ITEM_THREADS",
                                               k.bwd_lean_one_item_threads, 0, 512);
     k.quant_amax_per_warp =

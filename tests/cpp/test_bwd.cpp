@@ -157,7 +157,9 @@ INSTANTIATE_TEST_SUITE_P(
 // 10 and 12 warps too (row_group_sum<true> pads the first three to whole quads). Then rows split
 // over clusters (the pipelined kernel's common calls, NK_TUNE_BWD_PIPELINED_ROW_SUM_QUADS): CTAs
 // of 7 and 6 warps (padded), 8 warps on persistent slots, a last CTA of part of its columns.
-// (The shapes above give the weight as float32 or ask for dbias, which these kernels skip.)
+// Every seventh form asks for dbias too: the pipelined kernel by default, the lean one under
+// NK_TUNE_BWD_LEAN_DBIAS=1 (ctest entry bwd_lean_dbias). (The shapes above give the weight as
+// float32 or ask for dbias, which these kernels skip by default.)
 class BwdCommonCalls : public ::testing::TestWithParam<nk_backend> {};
 
 TEST_P(BwdCommonCalls, ExactRowsInEveryForm) {
@@ -180,6 +182,7 @@ TEST_P(BwdCommonCalls, ExactRowsInEveryForm) {
       c.dweight = form % 5 != 2;
       c.dx_is_x = form % 4 == 3;
       c.dx_is_dy = form % 4 == 1;  // (x and dy share their dtype in every set)
+      c.dbias = form % 7 == 4;
       ++form;
       test_bwd_case(GetParam(), c, rng);
     }

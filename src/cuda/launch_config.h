@@ -793,7 +793,7 @@ struct KernelFacts {
   // kernel, which leaves the lean kernel (and its row sum by quads; at 2048 columns its one
   // vector per thread, three CTAs per SM) for the pipelined one at 120 registers (ncu,
   // fifty-second session: bench/results/2026-11-28T1517-h200-bwd-bias). The lean kernel with
-  // dbias's sums compiles to 123 registers at 2 vectors, 64 at 1, no spills. Not yet measured:
+  // dbias's sums compiles to 123-128 registers at 2 vectors, 64 at 1, no spills. Not yet measured:
   // off until an A/B says otherwise.
   int bwd_lean_dbias = 0;
   // Lean backward rows that one CTA of this many threads covers at one 16-byte vector per

@@ -34,7 +34,7 @@ namespace normkit::cuda {
 // 1.04-1.10x slower (thirty-ninth and fortieth sessions). ROW_SUM_QUADS: the row's dot product
 // summed over its warps four at a time (row_group_sum's QUADS, bit for bit;
 // LaunchConfig::row_sum_quads). DBIAS: dbias's sums too (KernelFacts::bwd_lean_dbias), 8 more
-// floats per vector: 123 registers at 2 vectors with quads, 64 at 1, no spills (ptxas, CUDA 13.0).
+// floats per vector: 123-128 registers at 2 vectors, 64 at 1, no spills (ptxas, CUDA 13.0).
 template <typename XT, typename WT, typename DYT, int ITEMS, bool ROW_SUM_QUADS = false,
           bool DBIAS = false>
 __global__ void __launch_bounds__(512, ITEMS == 1 ? 2 : 1) rms_norm_bwd_lean(BwdParams p) {

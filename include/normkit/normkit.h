@@ -183,7 +183,7 @@ typedef struct nk_rms_norm_bwd_args {
   const float* rstd; /**< [rows] float32, required: as written by the forward */
 
   const void* weight;    /**< [hidden], weight_dtype, optional (NULL = all ones) */
-  nk_dtype weight_dtype; /**< dtype of weight, dweight and dbias */
+  nk_dtype weight_dtype; /**< dtype of weight, dweight and dbias; ignored when none is given */
   int zero_centered;     /**< as in the forward */
 
   const void* dresidual_out;        /**< [rows, hidden], x_dtype, optional: added into dx */

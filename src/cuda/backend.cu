@@ -342,7 +342,18 @@ size_t rms_norm_bwd_workspace_bytes(int64_t rows, int64_t hidden, bool want_dwei
       rows, hidden, kernel_facts(current_device_facts()), want_dweight, want_dbias));
 }
 
-void rms_norm_bwd(const nk_rms_norm_bwd_args& a, void* stream) {
+namespace {
+// The backward's weight_dtype names no operand without a weight, dweight or dbias: x's dtype
+// stands in for it, as the forward's with_param_dtype has it (JAX's FFI leaves it at float32).
+nk_rms_norm_bwd_args with_param_dtype(const nk_rms_norm_bwd_args& call) {
+  nk_rms_norm_bwd_args a = call;
+  if (!a.weight && !a.dweight && !a.dbias) a.weight_dtype = a.x_dtype;
+  return a;
+}
+}  // namespace
+
+void rms_norm_bwd(const nk_rms_norm_bwd_args& call, void* stream) {
+  const nk_rms_norm_bwd_args a = with_param_dtype(call);
   const LaunchConfig cfg = plan_bwd_for(a, kernel_facts(current_device_facts()));
   const auto s = static_cast<cudaStream_t>(stream);
   try {
@@ -393,8 +404,9 @@ std::string explain_fwd(int64_t rows, int64_t hidden, nk_dtype x, nk_dtype weigh
       .describe();
 }
 
-std::string explain_bwd(int64_t rows, int64_t hidden, nk_dtype x, nk_dtype w, nk_dtype dy,
-                        bool dbias, bool weight) {
+std::string explain_bwd(int64_t rows, int64_t hidden, nk_dtype x, nk_dtype weight_dtype,
+                        nk_dtype dy, bool dbias, bool weight) {
+  const nk_dtype w = weight || dbias ? weight_dtype : x;  // as rms_norm_bwd's with_param_dtype
   const int nat = natural_vec(x, w, dy);
   const int vec = hidden % nat == 0 ? nat : 1;
   const KernelFacts facts = kernel_facts(current_device_facts());

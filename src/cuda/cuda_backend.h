@@ -54,9 +54,9 @@ std::string explain_fwd_quant(int64_t rows, int64_t hidden, nk_dtype x, nk_dtype
 // The plan of the per-tensor forward with y_t (one kernel, or the forward then the transpose).
 std::string explain_fwd_quant_transposed(int64_t rows, int64_t hidden, nk_dtype x, nk_dtype w);
 // The backward's, for contiguous operands and dweight wanted with a weight (`weight`), and dbias
-// with `dbias`.
-std::string explain_bwd(int64_t rows, int64_t hidden, nk_dtype x, nk_dtype w, nk_dtype dy,
-                        bool dbias = false, bool weight = true);
+// with `dbias` (with neither, weight_dtype is x's, as rms_norm_bwd takes it).
+std::string explain_bwd(int64_t rows, int64_t hidden, nk_dtype x, nk_dtype weight_dtype,
+                        nk_dtype dy, bool dbias = false, bool weight = true);
 // What this thread's last backward launch ran where it differed from its plan ("launched
 // grid=... slots=...": the launcher caps a persistent grid to the CTAs resident at once), or ""
 // where it ran as planned; `normkit bench --explain` appends it to explain_bwd's line.

@@ -568,6 +568,34 @@ TEST_P(BwdMisalignedRows, LayoutsTheRealignedDxLeavesToTheOthers) {
   }
 }
 
+// Without a weight, dweight or dbias, weight_dtype names no operand: a call that leaves it at
+// float32 (as nk_rms_norm_bwd_args_init does, and JAX's FFI without a weight) gives the same
+// bits as one that names x's dtype (the CUDA backend plans both as 16-bit calls: misaligned rows
+// realigned), each checked against float64 too; aligned rows and misaligned ones.
+TEST_P(BwdMisalignedRows, WeightDtypeIgnoredWithoutWeightOrSums) {
+  NK_SKIP_IF_UNAVAILABLE(GetParam());
+  Rng rng;
+  for (nk_dtype d : {NK_BFLOAT16, NK_FLOAT16}) {
+    for (const auto& [rows, hidden, offset] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
+             {29, 17389, 3}, {256, 4095, 5}, {300, 4096, 0}, {7, 71, 1}}) {
+      BwdCase named;
+      named.rows = rows;
+      named.hidden = hidden;
+      named.x = named.w = named.dy = d;
+      named.weight = named.dweight = named.dbias = false;
+      named.x_offset = named.dy_offset = named.dx_offset = offset;
+      BwdCase unnamed = named;
+      unnamed.w = NK_FLOAT32;
+      SCOPED_TRACE(unnamed.describe());
+      const BwdInputs in = make_bwd_inputs(named, rng);
+      const BwdRun a = run_bwd(GetParam(), named, in);
+      const BwdRun b = run_bwd(GetParam(), unnamed, in);
+      check_bwd_against_reference(unnamed, in, b);
+      EXPECT_EQ(a.dx, b.dx);
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(AllBackends, BwdMisalignedRows, ::testing::ValuesIn(all_backends()),
                          [](const auto& info) { return std::string(backend_label(info.param)); });
 
